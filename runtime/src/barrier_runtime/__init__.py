@@ -1,0 +1,1 @@
+"""Checkpointed Jobs barrier runtime: streaming dataflows with asynchronous barrier snapshots."""

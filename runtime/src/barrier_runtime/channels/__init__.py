@@ -1,0 +1,1 @@
+"""Channels between subtasks: message types and bounded in-memory channels with back-pressure."""

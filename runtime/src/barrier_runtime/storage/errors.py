@@ -1,0 +1,31 @@
+"""Named storage failures. Each message says what broke and what to do about it."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """The checkpoint store could not do what was asked."""
+
+
+class StorageUnavailableError(StorageError):
+    """The store cannot be reached (server down, wrong endpoint, network)."""
+
+
+class StorageAccessDeniedError(StorageError):
+    """The store refused our credentials or the bucket is not ours."""
+
+
+class ObjectNotFoundError(StorageError):
+    """An object that should exist does not."""
+
+
+class CheckpointAlreadyExistsError(StorageError):
+    """Another writer already committed this checkpoint id (conditional put lost)."""
+
+
+class CorruptCheckpointError(StorageError):
+    """A checkpoint's metadata or one of its objects fails verification."""
+
+
+class NoUsableCheckpointError(StorageError):
+    """Checkpoints exist but none can be restored; starting empty would lose state."""

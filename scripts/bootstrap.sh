@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Creates .venv (Python 3.11+) and installs the project with its development
+# extras. Idempotent: a second run only re-checks the install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pick_python() {
+    for candidate in python3.13 python3.12 python3.11 python3; do
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "error: Python 3.11 or newer is required and none was found on PATH" >&2
+    return 1
+}
+
+if [ ! -x .venv/bin/python ]; then
+    py=$(pick_python)
+    echo "==> creating .venv with $($py --version)"
+    "$py" -m venv .venv
+fi
+
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+    echo "==> installing checkpointed-jobs and its dependencies into .venv"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi

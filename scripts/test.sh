@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the whole test suite: lint, types, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+echo "==> ruff"
+.venv/bin/ruff check runtime operator tests bench
+echo "==> mypy (strict)"
+.venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
+echo "==> pytest"
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
