@@ -1,0 +1,19 @@
+"""The user surface: dataflows, streams, the source and sink contracts."""
+
+from barrier_runtime.api.batch import Batch, Record
+from barrier_runtime.api.dataflow import Dataflow, InvalidDataflowError, KeyedStream, Stream
+from barrier_runtime.api.sinks import Sink, SinkWriter
+from barrier_runtime.api.sources import Source, SourcePartition
+
+__all__ = [
+    "Batch",
+    "Dataflow",
+    "InvalidDataflowError",
+    "KeyedStream",
+    "Record",
+    "Sink",
+    "SinkWriter",
+    "Source",
+    "SourcePartition",
+    "Stream",
+]

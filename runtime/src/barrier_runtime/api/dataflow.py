@@ -1,0 +1,241 @@
+"""Building a dataflow: the user's entry point.
+
+A pipeline module builds a :class:`Dataflow` and wires steps through
+:class:`Stream` objects. Every step takes a stable ``step_id`` first: it names
+the step's persisted state, so renaming a step is a breaking change.
+
+>>> from barrier_runtime.connectors.testing import TestingSink, TestingSource
+>>> flow = Dataflow("doubler")
+>>> out = TestingSink()
+>>> flow.source("numbers", TestingSource([{"n": 1}, {"n": 2}])) \\
+...     .map("double", lambda r: {"n": r["n"] * 2}) \\
+...     .sink("out", out)
+>>> flow.validate()
+>>> [s for s in flow.step_ids]
+['numbers', 'double', 'out']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sinks, sources, steps
+from barrier_runtime.checkpoint import types
+
+DEFAULT_MAX_PARALLELISM = 128
+
+
+class InvalidDataflowError(ValueError):
+    """The dataflow cannot run as built; the message says which step and why."""
+
+
+class Dataflow:
+    """A directed acyclic graph of steps, from sources to sinks."""
+
+    def __init__(self, name: str, *, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> None:
+        if not name:
+            raise InvalidDataflowError("a dataflow needs a non-empty name")
+        if not 1 <= max_parallelism <= 32768:
+            raise InvalidDataflowError(
+                f"max_parallelism must be between 1 and 32768, got {max_parallelism}"
+            )
+        self.name = name
+        self.max_parallelism = max_parallelism
+        self._steps: dict[types.StepId, steps.Step] = {}
+        self._consumed: set[types.StepId] = set()
+
+    @property
+    def step_ids(self) -> tuple[types.StepId, ...]:
+        return tuple(self._steps)
+
+    @property
+    def steps(self) -> tuple[steps.Step, ...]:
+        return tuple(self._steps.values())
+
+    def step(self, step_id: str) -> steps.Step:
+        return self._steps[types.StepId(step_id)]
+
+    def source(self, step_id: str, source: sources.Source) -> Stream:
+        """Add a source and return its stream."""
+        if not isinstance(source, sources.Source):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: {type(source).__name__} is not a barrier_runtime Source"
+            )
+        return self._add(steps.SourceStep(self._new_id(step_id), source))
+
+    def merge(self, step_id: str, *streams: Stream) -> Stream:
+        """The union of ``streams`` (records keep their per-input order)."""
+        if len(streams) < 2:
+            raise InvalidDataflowError(f"step {step_id!r}: merge needs at least two streams")
+        inputs = tuple(self._consume(s, step_id) for s in streams)
+        return self._add(steps.MergeStep(self._new_id(step_id), inputs))
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidDataflowError` unless the flow can run."""
+        if not any(isinstance(s, steps.SourceStep) for s in self._steps.values()):
+            raise InvalidDataflowError(f"dataflow {self.name!r} has no source")
+        if not any(isinstance(s, steps.SinkStep) for s in self._steps.values()):
+            raise InvalidDataflowError(
+                f"dataflow {self.name!r} has no sink: its results would go nowhere"
+            )
+        dangling = [
+            sid
+            for sid, s in self._steps.items()
+            if not isinstance(s, steps.SinkStep) and sid not in self._consumed
+        ]
+        if dangling:
+            names = ", ".join(repr(d) for d in dangling)
+            raise InvalidDataflowError(
+                f"dataflow {self.name!r}: the output of step(s) {names} is never used; "
+                "connect it to a sink or remove the step"
+            )
+
+    # -- internals used by Stream -------------------------------------------------
+
+    def _new_id(self, step_id: str) -> types.StepId:
+        if not isinstance(step_id, str) or not step_id:
+            raise InvalidDataflowError(f"step ids must be non-empty strings, got {step_id!r}")
+        if "/" in step_id or step_id.startswith("_"):
+            raise InvalidDataflowError(
+                f"step id {step_id!r} may not contain '/' or start with '_' (it names storage paths)"
+            )
+        if step_id in self._steps:
+            raise InvalidDataflowError(
+                f"duplicate step id {step_id!r} in dataflow {self.name!r}: step ids name "
+                "persisted state and must be unique"
+            )
+        return types.StepId(step_id)
+
+    def _add(self, step: steps.Step) -> Stream:
+        self._steps[step.step_id] = step
+        return Stream(self, step.step_id)
+
+    def _consume(
+        self,
+        stream: Stream,
+        by: str,
+        partitioning: steps.Partitioning = steps.Partitioning.FORWARD,
+        key_fn: steps.KeyFn | None = None,
+    ) -> steps.Input:
+        if not isinstance(stream, Stream):
+            raise InvalidDataflowError(f"step {by!r}: expected a Stream, got {type(stream).__name__}")
+        if stream.flow is not self:
+            raise InvalidDataflowError(f"step {by!r}: stream belongs to another dataflow")
+        upstream = self._steps[stream.step_id]
+        if isinstance(upstream, steps.SinkStep):
+            raise InvalidDataflowError(f"step {by!r}: a sink ({stream.step_id!r}) has no output")
+        self._consumed.add(stream.step_id)
+        return steps.Input(stream.step_id, partitioning, key_fn)
+
+
+class Stream:
+    """The output of a step; call methods on it to add downstream steps."""
+
+    __slots__ = ("flow", "step_id")
+
+    def __init__(self, flow: Dataflow, step_id: types.StepId) -> None:
+        self.flow = flow
+        self.step_id = step_id
+
+    def _input(self, by: str) -> steps.Input:
+        return self.flow._consume(self, by)
+
+    def flat_map(
+        self, step_id: str, fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
+    ) -> Stream:
+        """Replace each record by zero or more records."""
+        return self.flow._add(steps.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn))
+
+    def map(self, step_id: str, fn: Callable[[batch_mod.Record], batch_mod.Record]) -> Stream:
+        """Replace each record by ``fn(record)``."""
+        return self.flat_map(step_id, lambda r: (fn(r),))
+
+    def filter(self, step_id: str, predicate: Callable[[batch_mod.Record], bool]) -> Stream:
+        """Keep the records for which ``predicate`` is true."""
+        return self.flat_map(step_id, lambda r: (r,) if predicate(r) else ())
+
+    def map_batches(self, step_id: str, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Stream:
+        """Transform whole Arrow record batches (the fast, vectorised path)."""
+        return self.flow._add(
+            steps.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn)
+        )
+
+    def key_by(self, step_id: str, key: str | steps.KeyFn) -> KeyedStream:
+        """Partition the stream by key: a column name or a function of the record."""
+        key_fn = _column_key(key) if isinstance(key, str) else key
+        stream = self.flow._add(
+            steps.KeyByStep(self.flow._new_id(step_id), self._input(step_id), key_fn)
+        )
+        return KeyedStream(self.flow, stream.step_id, key_fn)
+
+    def sink(self, step_id: str, sink: sinks.Sink) -> None:
+        """Send the stream to a transactional sink."""
+        if not isinstance(sink, sinks.Sink):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: {type(sink).__name__} is not a barrier_runtime Sink"
+            )
+        self.flow._add(steps.SinkStep(self.flow._new_id(step_id), self._input(step_id), sink))
+
+
+class KeyedStream(Stream):
+    """A stream partitioned by key; keyed steps keep one state value per key."""
+
+    __slots__ = ("key_fn",)
+
+    def __init__(self, flow: Dataflow, step_id: types.StepId, key_fn: steps.KeyFn) -> None:
+        super().__init__(flow, step_id)
+        self.key_fn = key_fn
+
+    def _keyed_input(self, by: str) -> steps.Input:
+        return self.flow._consume(self, by, steps.Partitioning.KEYED, self.key_fn)
+
+    def stateful_map(self, step_id: str, fn: steps.StatefulFn) -> Stream:
+        """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
+        return self.flow._add(
+            steps.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn)
+        )
+
+    def reduce(
+        self, step_id: str, fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record]
+    ) -> Stream:
+        """Fold each key's records with ``fn(acc, record)``; emit the new accumulator each time."""
+
+        def step(acc: batch_mod.Record | None, rec: batch_mod.Record) -> tuple[Any, Iterable[Any]]:
+            new = rec if acc is None else fn(acc, rec)
+            return new, (new,)
+
+        return self.stateful_map(step_id, step)
+
+    def aggregate(
+        self,
+        step_id: str,
+        initial: Callable[[], Any],
+        add: Callable[[Any, batch_mod.Record], Any],
+        output: Callable[[Any, batch_mod.Record], batch_mod.Record],
+    ) -> Stream:
+        """Keep an accumulator per key: ``add(acc, record)``; emit ``output(acc, record)``."""
+
+        def step(acc: Any, rec: batch_mod.Record) -> tuple[Any, Iterable[Any]]:
+            new = add(initial() if acc is None else acc, rec)
+            return new, (output(new, rec),)
+
+        return self.stateful_map(step_id, step)
+
+    def connect(self, step_id: str, other: KeyedStream, fn: steps.ConnectFn) -> Stream:
+        """Two keyed inputs sharing per-key state: ``fn(state, side, record)``; side 0 is ``self``."""
+        if not isinstance(other, KeyedStream):
+            raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
+        inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
+        return self.flow._add(steps.ConnectStep(self.flow._new_id(step_id), inputs, fn))
+
+
+def _column_key(column: str) -> steps.KeyFn:
+    def key_fn(record: batch_mod.Record) -> steps.Key:
+        value = record[column]
+        return value if isinstance(value, str | int | bytes) else str(value)
+
+    return key_fn

@@ -1,0 +1,62 @@
+"""The source contract: partitioned, replayable, resumable after the last emitted position.
+
+A :class:`Source` names its partitions; the runtime assigns partitions to
+subtasks and opens each one with the position stored in the restored
+checkpoint (``None`` on a fresh start). A partition hands out batches and, at
+every checkpoint, a :meth:`SourcePartition.snapshot` of its position: the
+position *after* the last record it has returned. Positions must be
+JSON-serialisable values that are never mutated afterwards (they are shared
+with the checkpoint being written).
+
+Because positions are kept per partition name, a checkpoint taken at one
+parallelism can be restored at another: partitions are simply re-assigned.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+from barrier_runtime.api import batch as batch_mod
+
+Position = Any
+"""A JSON-serialisable resume position."""
+
+
+class SourcePartition(abc.ABC):
+    """One independently readable, replayable slice of a source."""
+
+    @abc.abstractmethod
+    def next_batch(self) -> Sequence[batch_mod.Record] | None:
+        """Return the next records (possibly empty if none are ready yet), or ``None`` at the end."""
+
+    @abc.abstractmethod
+    def snapshot(self) -> Position:
+        """The position to resume from: just after the last record returned."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Release resources; called once when the subtask stops."""
+
+
+class Source(abc.ABC):
+    """A partitioned source. Subclasses are plain, picklable configuration objects."""
+
+    @abc.abstractmethod
+    def partitions(self) -> Sequence[str]:
+        """Stable names of all partitions."""
+
+    @abc.abstractmethod
+    def open(self, partition: str, resume_from: Position | None) -> SourcePartition:
+        """Open ``partition`` positioned just after ``resume_from`` (or at its start)."""
+
+
+def assign_partitions(partitions: Sequence[str], subtask: int, parallelism: int) -> list[str]:
+    """The partitions subtask ``subtask`` reads: a stable round-robin over sorted names.
+
+    >>> assign_partitions(["p2", "p0", "p1", "p3"], 1, 3)
+    ['p1']
+    >>> assign_partitions(["p2", "p0", "p1", "p3"], 0, 3)
+    ['p0', 'p3']
+    """
+    return [p for i, p in enumerate(sorted(partitions)) if i % parallelism == subtask]

@@ -1,0 +1,130 @@
+"""Logical step definitions: what each step of a dataflow does, before execution planning."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sinks, sources
+from barrier_runtime.checkpoint import types
+
+Key = str | int | bytes
+KeyFn = Callable[[batch_mod.Record], Key]
+StatefulFn = Callable[[Any, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
+ConnectFn = Callable[[Any, int, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
+
+
+class Partitioning(enum.Enum):
+    """How records reach the next step."""
+
+    FORWARD = "forward"
+    """Subtask i to subtask i, chained in-process when possible."""
+    KEYED = "keyed"
+    """By key group of the record's key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """One input of a step: the upstream step and how records are routed from it."""
+
+    step_id: types.StepId
+    partitioning: Partitioning
+    key_fn: KeyFn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStep:
+    step_id: types.StepId
+    source: sources.Source
+
+
+@dataclass(frozen=True, slots=True)
+class FlatMapStep:
+    """Per-record function returning zero or more records (map and filter are special cases)."""
+
+    step_id: types.StepId
+    input: Input
+    fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
+
+
+@dataclass(frozen=True, slots=True)
+class MapBatchesStep:
+    step_id: types.StepId
+    input: Input
+    fn: Callable[[pa.RecordBatch], pa.RecordBatch]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyByStep:
+    """Marks the stream as keyed: the next step receives records partitioned by ``key_fn``."""
+
+    step_id: types.StepId
+    input: Input
+    key_fn: KeyFn
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulStep:
+    """A keyed step with one value of state per key; ``fn(state, record) -> (state, outputs)``.
+
+    Returning ``None`` as the new state deletes the key's state.
+    """
+
+    step_id: types.StepId
+    input: Input
+    fn: StatefulFn
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectStep:
+    """A two-input keyed step; ``fn(state, side, record) -> (state, outputs)``, side 0 or 1."""
+
+    step_id: types.StepId
+    inputs: tuple[Input, Input]
+    fn: ConnectFn
+
+
+@dataclass(frozen=True, slots=True)
+class MergeStep:
+    """The union of several streams."""
+
+    step_id: types.StepId
+    inputs: tuple[Input, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SinkStep:
+    step_id: types.StepId
+    input: Input
+    sink: sinks.Sink
+
+
+Step = (
+    SourceStep
+    | FlatMapStep
+    | MapBatchesStep
+    | KeyByStep
+    | StatefulStep
+    | ConnectStep
+    | MergeStep
+    | SinkStep
+)
+
+
+def step_inputs(step: Step) -> tuple[Input, ...]:
+    """The inputs of any step, in side order."""
+    if isinstance(step, SourceStep):
+        return ()
+    if isinstance(step, ConnectStep | MergeStep):
+        return step.inputs
+    return (step.input,)
+
+
+def is_keyed(step: Step) -> bool:
+    """Whether the step owns keyed state."""
+    return isinstance(step, StatefulStep | ConnectStep)

@@ -1,0 +1,1 @@
+"""Execution planning: chaining logical steps into tasks and wiring their channels."""

@@ -1,0 +1,216 @@
+"""One execution attempt of a job: its subtasks, threads, channels and shared services.
+
+An attempt starts from a restore point (or from scratch), runs until every
+subtask finished or anything fails, and is then torn down completely. The
+executor's restart loop creates a fresh attempt after each failure; nothing
+survives from one attempt to the next except the checkpoint store, the
+coordinator (which lives in the driver) and the sinks' committed output.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.clock import Clock
+from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.local import channel as channel_mod
+from barrier_runtime.local import faults, snapshots
+from barrier_runtime.local import subtask as subtask_mod
+from barrier_runtime.storage import checkpoint_store
+
+log = logging.getLogger(__name__)
+
+
+class AttemptStopped(Exception):
+    """Raised inside subtask threads when their attempt is being torn down."""
+
+
+class AttemptContext:
+    """Services shared by the subtasks of one attempt; methods are thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        plan: plan_mod.ExecutionPlan,
+        config: types.CheckpointConfig,
+        clock: Clock,
+        store: checkpoint_store.CheckpointStore,
+        fault_injector: faults.FaultInjector,
+        attempt: int,
+        restore_point: metadata.CheckpointMetadata | None,
+        acknowledge: Callable[[metadata.TaskAcknowledgement], object],
+        decline: Callable[[types.CheckpointId, metadata.TaskKey, types.FailureReason], None],
+    ) -> None:
+        self.plan = plan
+        self.config = config
+        self.clock = clock
+        self.store = store
+        self.faults = fault_injector
+        self.attempt = attempt
+        self.restore_point = restore_point
+        self._acknowledge = acknowledge
+        self._decline = decline
+        self.stopping = threading.Event()
+        self.failure: BaseException | None = None
+        self.failed_task: metadata.TaskKey | None = None
+        self._lock = threading.Lock()
+        self._finished: set[metadata.TaskKey] = set()
+        self.all_finished = threading.Event()
+        self.changed = threading.Condition()
+        self._uploads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix=f"upload-a{attempt}"
+        )
+        self._channel_state_cache: list[snapshots.InFlight] | None = None
+        self.signals: list[channel_mod.Signal] = []
+
+    # -- failure and progress ----------------------------------------------------------
+
+    def fail(self, exc: BaseException, task: metadata.TaskKey | None = None) -> None:
+        if isinstance(exc, AttemptStopped):
+            return
+        with self._lock:
+            if self.failure is None:
+                self.failure = exc
+                self.failed_task = task
+        self.stop()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for signal in self.signals:
+            signal.notify()
+        with self.changed:
+            self.changed.notify_all()
+
+    def check_running(self) -> None:
+        if self.stopping.is_set():
+            raise AttemptStopped()
+
+    def task_finished(self, task: metadata.TaskKey) -> None:
+        with self._lock:
+            self._finished.add(task)
+            done = len(self._finished) == len(self.plan.task_keys())
+        if done:
+            self.all_finished.set()
+            with self.changed:
+                self.changed.notify_all()
+
+    # -- checkpoint traffic ---------------------------------------------------------------
+
+    def acknowledge(self, ack: metadata.TaskAcknowledgement) -> None:
+        if not self.stopping.is_set():
+            self._acknowledge(ack)
+
+    def decline(
+        self, checkpoint_id: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
+    ) -> None:
+        if not self.stopping.is_set():
+            self._decline(checkpoint_id, task, reason)
+
+    def upload(self, pending: snapshots.PendingSnapshot) -> None:
+        self._submit(self._upload_state, pending)
+
+    def upload_channel_state(self, pending: snapshots.PendingSnapshot) -> None:
+        self._submit(self._upload_channel_state, pending)
+
+    def _submit(
+        self,
+        fn: Callable[[snapshots.PendingSnapshot], None],
+        pending: snapshots.PendingSnapshot,
+    ) -> None:
+        def run() -> None:
+            try:
+                if not self.stopping.is_set():
+                    fn(pending)
+            except BaseException as exc:  # noqa: BLE001 - an upload failure fails the attempt
+                self.fail(exc, pending.task)
+
+        self._uploads.submit(run)
+
+    def _upload_state(self, pending: snapshots.PendingSnapshot) -> None:
+        self.faults.check(
+            faults.FaultPoint.UPLOAD,
+            task=pending.task.task_id,
+            subtask=pending.task.subtask,
+            attempt=self.attempt,
+            checkpoint_id=pending.checkpoint_id,
+        )
+        handles = [
+            self.store.write_state(
+                pending.checkpoint_id,
+                pending.barrier.kind,
+                blob.relpath,
+                blob.data,
+                step_id=blob.step_id,
+                subtask=pending.task.subtask,
+                handle_kind=blob.kind,
+                key_group_start=blob.key_group_start,
+                key_group_end=blob.key_group_end,
+            )
+            for blob in pending.builder.blobs
+        ]
+        pending.upload_done(handles)
+
+    def _upload_channel_state(self, pending: snapshots.PendingSnapshot) -> None:
+        blob = snapshots.encode_channel_state(pending.channel_state())
+        handle = self.store.write_state(
+            pending.checkpoint_id,
+            pending.barrier.kind,
+            f"channel-state/{pending.task.task_id}-{pending.task.subtask}.bin",
+            blob,
+            step_id=types.StepId(pending.task.task_id),
+            subtask=pending.task.subtask,
+            handle_kind=metadata.HandleKind.CHANNEL,
+        )
+        pending.upload_done([handle])
+
+    # -- restore ---------------------------------------------------------------------------
+
+    def read_state(self, handle: metadata.StateHandle) -> bytes:
+        return self.store.read_state(handle)
+
+    def channel_state(self, meta: metadata.CheckpointMetadata) -> list[snapshots.InFlight]:
+        with self._lock:
+            if self._channel_state_cache is None:
+                entries: list[snapshots.InFlight] = []
+                for h in meta.state_handles:
+                    if h.kind is metadata.HandleKind.CHANNEL:
+                        entries.extend(snapshots.decode_channel_state(self.store.read_state(h)))
+                self._channel_state_cache = entries
+            return self._channel_state_cache
+
+    def close(self) -> None:
+        self._uploads.shutdown(wait=True, cancel_futures=True)
+
+
+def build_subtasks(
+    ctx: AttemptContext, channel_capacity: int
+) -> list[subtask_mod.Subtask]:
+    """Create every subtask of the plan with its channels wired."""
+    plan = ctx.plan
+    p = plan.parallelism
+    signals = {key: channel_mod.Signal() for key in plan.task_keys()}
+    ctx.signals = list(signals.values())
+    inputs: dict[metadata.TaskKey, list[channel_mod.LocalChannel]] = {k: [] for k in signals}
+    outputs: dict[
+        metadata.TaskKey,
+        dict[tuple[types.StepId, types.StepId, int], dict[int, channel_mod.LocalChannel]],
+    ] = {k: {} for k in signals}
+    for task in plan.tasks:
+        for index in range(p):
+            receiver = metadata.TaskKey(task.task_id, index)
+            for spec in task.channels(index, p):
+                sender = metadata.TaskKey(spec.edge.upstream_task, spec.upstream_subtask)
+                chan = channel_mod.LocalChannel(channel_capacity, signals[sender], signals[receiver])
+                inputs[receiver].append(chan)
+                route = (spec.edge.upstream_step, types.StepId(task.steps[0]), spec.edge.side)
+                outputs[sender].setdefault(route, {})[index] = chan
+    return [
+        subtask_mod.Subtask(ctx, task, i, inputs[key], outputs[key], signals[key])
+        for task in plan.tasks
+        for i in range(p)
+        for key in [metadata.TaskKey(task.task_id, i)]
+    ]

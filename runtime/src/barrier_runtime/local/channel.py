@@ -1,0 +1,100 @@
+"""Bounded in-memory channels between subtasks, with back-pressure and priority barriers.
+
+A channel is a FIFO of batches and markers from one sending subtask to one
+receiving subtask. Its *capacity* bounds the number of data batches queued:
+after processing an input batch a sender waits until every one of its output
+channels is below capacity again (the batch just produced may overdraw it by
+one batch, as Flink's overdraft buffers do). That wait is the back-pressure
+that slows sources down to the pace of the slowest consumer.
+
+Markers never count against capacity. An *unaligned* barrier is inserted
+with priority: ahead of every queued data batch (but behind earlier priority
+markers); :meth:`LocalChannel.put_priority` returns the batches it overtook so
+the sender can persist them as channel state.
+
+Every subtask owns a :class:`Signal`; a channel wakes its receiver's signal
+when something arrives and its sender's signal when capacity frees up.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.channels import messages
+from barrier_runtime.checkpoint import types
+
+Item = batch_mod.Batch | types.Barrier | messages.CancelMarker | messages.EndOfPartition
+
+
+class Signal:
+    """A condition a subtask sleeps on; anyone with news about it notifies it."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+
+    def notify(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+
+class LocalChannel:
+    """One sender → one receiver; thread-safe."""
+
+    def __init__(self, capacity: int, sender: Signal, receiver: Signal) -> None:
+        if capacity < 1:
+            raise ValueError("channel capacity must be at least 1")
+        self.capacity = capacity
+        self._sender = sender
+        self._receiver = receiver
+        self._lock = threading.Lock()
+        self._items: collections.deque[Item] = collections.deque()
+        self._priority = 0
+        self._data = 0
+
+    def put(self, item: Item) -> None:
+        """Append ``item``; never blocks (callers wait for capacity between batches)."""
+        with self._lock:
+            self._items.append(item)
+            if isinstance(item, batch_mod.Batch):
+                self._data += 1
+        self._receiver.notify()
+
+    def put_priority(self, barrier: types.Barrier) -> list[batch_mod.Batch]:
+        """Insert ``barrier`` ahead of queued data; return the data batches it overtook."""
+        with self._lock:
+            overtaken = [i for i in self._items if isinstance(i, batch_mod.Batch)]
+            self._items.insert(self._priority, barrier)
+            self._priority += 1
+        self._receiver.notify()
+        return overtaken
+
+    def peek(self) -> Item | None:
+        with self._lock:
+            return self._items[0] if self._items else None
+
+    def take(self) -> Item | None:
+        with self._lock:
+            if not self._items:
+                return None
+            item = self._items.popleft()
+            if self._priority:
+                self._priority -= 1
+            if isinstance(item, batch_mod.Batch):
+                self._data -= 1
+        self._sender.notify()
+        return item
+
+    def has_capacity(self) -> bool:
+        with self._lock:
+            return self._data < self.capacity
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    @property
+    def queued_batches(self) -> int:
+        with self._lock:
+            return self._data

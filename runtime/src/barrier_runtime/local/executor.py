@@ -1,0 +1,268 @@
+"""The in-process executor: runs a dataflow on P slices of threads, with real checkpoints.
+
+It plays the driver's role in one process: it plans the dataflow, owns the
+checkpoint coordinator, runs attempts and restarts failed ones from the
+latest completed checkpoint. It uses the same barrier handlers, coordinator,
+state and checkpoint store as the distributed runtime; only the channels are
+in-memory queues instead of TCP connections.
+
+Restart loop (numbered as in the code):
+
+1. Choose the restore point: an explicit one on the first attempt, otherwise
+   the newest valid checkpoint in the store. Never silently start empty when
+   checkpoints exist (the store refuses unless ``allow_fresh_start``).
+2. Publish the restore point's pending sink transactions again (idempotent).
+3. Start every subtask; tick the coordinator until all subtasks finished or
+   anything failed.
+4. On end of input, take a final checkpoint so the last transactions are
+   published exactly once, then shut the subtasks down.
+5. On failure, tear the attempt down, abort pending checkpoints, back off
+   and go to 1 — unless the restart budget is spent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from barrier_runtime.api import dataflow, steps
+from barrier_runtime.checkpoint import coordinator as coordinator_mod
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.clock import Clock, SystemClock
+from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.local import attempt as attempt_mod
+from barrier_runtime.local import control, faults
+from barrier_runtime.local import subtask as subtask_mod
+from barrier_runtime.storage import checkpoint_store
+
+log = logging.getLogger(__name__)
+
+
+class JobFailedError(RuntimeError):
+    """The job failed more often than its restart budget allows."""
+
+
+@dataclass
+class JobResult:
+    """What happened during a run."""
+
+    attempts: int = 0
+    restarts: int = 0
+    failures: list[str] = field(default_factory=list)
+    completed_checkpoints: list[int] = field(default_factory=list)
+    restored_from: list[int | None] = field(default_factory=list)
+    final_checkpoint: int | None = None
+
+
+class LocalExecutor:
+    """Runs ``flow`` with ``parallelism`` slices until its sources are exhausted."""
+
+    def __init__(
+        self,
+        flow: dataflow.Dataflow,
+        *,
+        parallelism: int,
+        store: checkpoint_store.CheckpointStore,
+        config: types.CheckpointConfig | None = None,
+        clock: Clock | None = None,
+        fault_injector: faults.FaultInjector | None = None,
+        max_restarts: int = 10,
+        restart_backoff: float = 0.0,
+        channel_capacity: int = 8,
+        restore_from: int | str | None = None,
+        allow_fresh_start: bool = False,
+        tick_interval: float = 0.005,
+    ) -> None:
+        self.plan = plan_mod.plan(flow, parallelism)
+        self.store = store
+        self.config = config or types.CheckpointConfig()
+        self.clock = clock or SystemClock()
+        self.faults = fault_injector or faults.FaultInjector()
+        self.max_restarts = max_restarts
+        self.restart_backoff = restart_backoff
+        self.channel_capacity = channel_capacity
+        self.restore_from = restore_from
+        self.allow_fresh_start = allow_fresh_start
+        self.tick_interval = tick_interval
+        self.result = JobResult()
+        self._subtasks: list[subtask_mod.Subtask] = []
+        self._subtasks_lock = threading.Lock()
+        self.coordinator = coordinator_mod.CheckpointCoordinator(
+            self.config,
+            clock=self.clock,
+            gateway=_Gateway(self),
+            store=store,
+            tasks=self.plan.task_keys(),
+            fingerprint=self.plan.fingerprint(),
+            first_checkpoint_id=store.highest_checkpoint_id() + 1,
+            on_failover=self._checkpoint_failover,
+        )
+        self._ctx: attempt_mod.AttemptContext | None = None
+
+    def run(self) -> JobResult:
+        """Run to completion; raise :class:`JobFailedError` when the restart budget is spent."""
+        attempt = 0
+        while True:
+            # Step 1
+            restore = self._restore_point(attempt)
+            self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
+            ctx = self._new_attempt(attempt, restore)
+            try:
+                # Step 2
+                if restore is not None:
+                    self._recommit(restore, ctx)
+                # Steps 3 and 4
+                if self._run_attempt(ctx):
+                    return self.result
+            finally:
+                self._teardown(ctx)
+            # Step 5
+            failure = ctx.failure
+            reason = f"{type(failure).__name__}: {failure}" if failure else "unknown failure"
+            where = f" in {ctx.failed_task}" if ctx.failed_task else ""
+            self.result.failures.append(f"attempt {attempt}{where}: {reason}")
+            self.coordinator.abort_all_pending(types.FailureReason.TASK_FAILURE)
+            if self.result.restarts >= self.max_restarts:
+                raise JobFailedError(
+                    f"job failed {self.result.restarts + 1} times, more than the restart budget "
+                    f"of {self.max_restarts}; last failure{where}: {reason}"
+                ) from failure
+            self.result.restarts += 1
+            log.info("attempt %d failed%s: %s; restarting", attempt, where, reason)
+            if self.restart_backoff:
+                time.sleep(self.restart_backoff)
+            attempt += 1
+
+    # -- one attempt --------------------------------------------------------------------
+
+    def _restore_point(self, attempt: int) -> metadata.CheckpointMetadata | None:
+        if attempt == 0 and self.restore_from is not None:
+            return self.store.load(self.restore_from)
+        return self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
+
+    def _new_attempt(
+        self, attempt: int, restore: metadata.CheckpointMetadata | None
+    ) -> attempt_mod.AttemptContext:
+        self.result.attempts += 1
+        ctx = attempt_mod.AttemptContext(
+            plan=self.plan,
+            config=self.config,
+            clock=self.clock,
+            store=self.store,
+            fault_injector=self.faults,
+            attempt=attempt,
+            restore_point=restore,
+            acknowledge=self.coordinator.acknowledge,
+            decline=lambda cid, task, reason: self.coordinator.decline(
+                cid, task, reason, f"{task} declined checkpoint {cid}: {reason.value}"
+            ),
+        )
+        self._ctx = ctx
+        return ctx
+
+    def _recommit(self, restore: metadata.CheckpointMetadata, ctx: attempt_mod.AttemptContext) -> None:
+        sinks = {s.step_id: s for s in self.plan.flow.steps if isinstance(s, steps.SinkStep)}
+        for step_id, txns in restore.sink_transactions.items():
+            step = sinks.get(step_id)
+            if step is None:
+                continue
+            for txn in txns:
+                ctx.faults.check(
+                    faults.FaultPoint.COMMIT,
+                    task="<restore>",
+                    subtask=0,
+                    attempt=ctx.attempt,
+                    checkpoint_id=restore.checkpoint_id,
+                )
+                step.sink.commit(txn)
+
+    def _run_attempt(self, ctx: attempt_mod.AttemptContext) -> bool:
+        """True when the job finished and its final checkpoint completed."""
+        subtasks = attempt_mod.build_subtasks(ctx, self.channel_capacity)
+        with self._subtasks_lock:
+            self._subtasks = subtasks
+        self.coordinator.reset_for_restart(self.plan.task_keys())
+        threads = [
+            threading.Thread(target=s.run, name=f"{s.key}-a{ctx.attempt}", daemon=True)
+            for s in subtasks
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while not ctx.all_finished.is_set():
+                if ctx.stopping.is_set():
+                    return False
+                self.coordinator.tick()
+                with ctx.changed:
+                    ctx.changed.wait(self.tick_interval)
+            final = self._final_checkpoint(ctx)
+            if final is None:
+                return False
+            for s in subtasks:
+                s.post(control.Shutdown())
+            for t in threads:
+                t.join()
+            if ctx.failure is not None:
+                return False
+            self.result.final_checkpoint = final
+            return True
+        finally:
+            ctx.stop()
+            for t in threads:
+                t.join(timeout=30)
+
+    def _final_checkpoint(self, ctx: attempt_mod.AttemptContext) -> int | None:
+        while not ctx.stopping.is_set():
+            outcome = self.coordinator.trigger_checkpoint()
+            if outcome.checkpoint_id is None:
+                self.coordinator.tick()
+                time.sleep(self.tick_interval)
+                continue
+            done = self.coordinator.wait_for(outcome.checkpoint_id, timeout=self.config.timeout)
+            if done.completed:
+                return outcome.checkpoint_id
+        return None
+
+    def _teardown(self, ctx: attempt_mod.AttemptContext) -> None:
+        ctx.stop()
+        ctx.close()
+        with self._subtasks_lock:
+            self._subtasks = []
+
+    # -- coordinator callbacks ----------------------------------------------------------
+
+    def _checkpoint_failover(self, reason: str) -> None:
+        ctx = self._ctx
+        if ctx is not None:
+            ctx.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
+
+    def post_all(self, message: control.ControlMessage) -> None:
+        with self._subtasks_lock:
+            subtasks = list(self._subtasks)
+        if not subtasks:
+            raise RuntimeError("no subtasks are running")
+        for s in subtasks:
+            s.post(message)
+
+
+class _Gateway:
+    def __init__(self, executor: LocalExecutor) -> None:
+        self._executor = executor
+
+    def trigger(self, barrier: types.Barrier) -> None:
+        self._executor.post_all(control.TriggerCheckpoint(barrier))
+
+    def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
+        self._executor.result.completed_checkpoints.append(meta.checkpoint_id)
+        try:
+            self._executor.post_all(control.CheckpointCompleted(meta))
+        except RuntimeError:
+            pass  # torn down meanwhile: the next attempt re-commits from the metadata
+
+    def notify_aborted(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
+        try:
+            self._executor.post_all(control.CheckpointAborted(checkpoint_id, reason))
+        except RuntimeError:
+            pass  # no attempt running: nothing to tell

@@ -1,0 +1,235 @@
+"""Operator instances: one per step per subtask, chained by direct calls.
+
+Each instance receives batches through :meth:`process` and hands its output
+to ``emit``, which the subtask wires to the chained steps and to output
+channels. At a snapshot each instance adds what it owns to a
+:class:`SnapshotBuilder`: keyed state as an Arrow blob for its key-group
+range, sink transactions (pre-committed now) and source positions.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sinks, sources, steps
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.state import keyed
+
+Emit = Callable[[batch_mod.Batch], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StateBlob:
+    relpath: str
+    data: bytes
+    step_id: types.StepId
+    kind: metadata.HandleKind
+    key_group_start: int | None = None
+    key_group_end: int | None = None
+
+
+@dataclass
+class SnapshotBuilder:
+    """Collects the synchronous part of one subtask's snapshot."""
+
+    checkpoint_id: types.CheckpointId
+    subtask: int
+    blobs: list[StateBlob] = field(default_factory=list)
+    source_positions: dict[types.StepId, dict[str, Any]] = field(default_factory=dict)
+    sink_transactions: dict[types.StepId, tuple[Any, ...]] = field(default_factory=dict)
+
+
+class Operator(abc.ABC):
+    def __init__(self, step_id: types.StepId, emit: Emit) -> None:
+        self.step_id = step_id
+        self.emit = emit
+
+    @abc.abstractmethod
+    def process(self, batch: batch_mod.Batch, side: int) -> None: ...
+
+    def snapshot(self, builder: SnapshotBuilder) -> None:  # noqa: B027 - stateless default
+        """Add this operator's state to ``builder`` (stateless operators add nothing)."""
+
+    def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:  # noqa: B027
+        """React to the completion of a checkpoint (sinks commit)."""
+
+    def close(self) -> None:  # noqa: B027
+        """Release resources."""
+
+
+class FlatMapOperator(Operator):
+    def __init__(self, step: steps.FlatMapStep, emit: Emit) -> None:
+        super().__init__(step.step_id, emit)
+        self._fn = step.fn
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        fn = self._fn
+        out = [o for r in batch.rows() for o in fn(r)]
+        if out:
+            self.emit(batch_mod.Batch.from_rows(out))
+
+
+class MapBatchesOperator(Operator):
+    def __init__(self, step: steps.MapBatchesStep, emit: Emit) -> None:
+        super().__init__(step.step_id, emit)
+        self._fn = step.fn
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        result = self._fn(batch.to_arrow())
+        if result.num_rows:
+            self.emit(batch_mod.Batch.from_arrow(result))
+
+
+class PassThroughOperator(Operator):
+    """``key_by`` and ``merge``: routing happens on the edges, records pass unchanged."""
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        self.emit(batch)
+
+
+class KeyedOperator(Operator):
+    """``stateful_map`` (one input) and ``connect`` (two inputs) over per-key value state."""
+
+    def __init__(
+        self,
+        step: steps.StatefulStep | steps.ConnectStep,
+        emit: Emit,
+        key_group_range: tuple[int, int],
+        max_parallelism: int,
+    ) -> None:
+        super().__init__(step.step_id, emit)
+        self.state = keyed.KeyedState(key_group_range, max_parallelism)
+        if isinstance(step, steps.StatefulStep):
+            stateful = step.fn
+            self._fn: steps.ConnectFn = lambda s, _side, r: stateful(s, r)
+            self._key_fns = (_key_fn(step.input),)
+        else:
+            self._fn = step.fn
+            self._key_fns = (_key_fn(step.inputs[0]), _key_fn(step.inputs[1]))
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        key_fn = self._key_fns[side]
+        state = self.state
+        fn = self._fn
+        out: list[batch_mod.Record] = []
+        for record in batch.rows():
+            key = key_fn(record)
+            new, emitted = fn(state.get(key), side, record)
+            state.put(key, new)
+            out.extend(emitted)
+        if out:
+            self.emit(batch_mod.Batch.from_rows(out))
+
+    def snapshot(self, builder: SnapshotBuilder) -> None:
+        builder.blobs.append(
+            StateBlob(
+                relpath=f"{self.step_id}/{builder.subtask}.arrow",
+                data=self.state.snapshot(),
+                step_id=self.step_id,
+                kind=metadata.HandleKind.KEYED,
+                key_group_start=self.state.start,
+                key_group_end=self.state.end,
+            )
+        )
+
+    def restore(self, blobs: Iterable[bytes]) -> None:
+        self.state.restore(blobs)
+
+
+class SinkOperator(Operator):
+    """Writes to a two-phase-commit sink writer; commits on checkpoint completion."""
+
+    def __init__(
+        self,
+        step: steps.SinkStep,
+        writer: sinks.SinkWriter,
+        on_commit: Callable[[types.CheckpointId], None],
+    ) -> None:
+        super().__init__(step.step_id, _no_emit)
+        self.sink = step.sink
+        self.writer = writer
+        self._on_commit = on_commit
+        self.pending: list[tuple[types.CheckpointId, Any]] = []
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        self.writer.write(batch.rows())
+
+    def snapshot(self, builder: SnapshotBuilder) -> None:
+        txn = self.writer.pre_commit(builder.checkpoint_id)
+        if txn is not None:
+            self.pending.append((builder.checkpoint_id, txn))
+        # Every transaction not yet committed travels with this checkpoint, so that
+        # data of an aborted earlier checkpoint is published with this one.
+        builder.sink_transactions[self.step_id] = tuple(t for _, t in self.pending)
+
+    def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:
+        due = [(cid, t) for cid, t in self.pending if cid <= checkpoint_id]
+        for cid, txn in due:
+            self._on_commit(cid)
+            self.sink.commit(txn)
+            self.pending.remove((cid, txn))
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class SourceReader:
+    """Reads the partitions a source subtask owns, round-robin, tracking positions."""
+
+    def __init__(
+        self,
+        step: steps.SourceStep,
+        partitions: list[str],
+        positions: dict[str, Any],
+    ) -> None:
+        self.step_id = step.step_id
+        self._open: dict[str, sources.SourcePartition] = {
+            p: step.source.open(p, positions.get(p)) for p in partitions
+        }
+        self._done: dict[str, Any] = {}
+        self._order = list(self._open)
+        self._next = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return not self._open
+
+    def poll(self) -> list[batch_mod.Record] | None:
+        """Records from the next partition with data; ``[]`` if none had any; ``None`` at end."""
+        for _ in range(len(self._order)):
+            name = self._order[self._next % len(self._order)]
+            self._next += 1
+            part = self._open[name]
+            got = part.next_batch()
+            if got is None:
+                self._done[name] = part.snapshot()
+                part.close()
+                del self._open[name]
+                self._order.remove(name)
+                return [] if self._open else None
+            if got:
+                return list(got)
+        return [] if self._open else None
+
+    def snapshot(self, builder: SnapshotBuilder) -> None:
+        positions = dict(self._done)
+        positions.update({name: part.snapshot() for name, part in self._open.items()})
+        builder.source_positions[self.step_id] = positions
+
+    def close(self) -> None:
+        for part in self._open.values():
+            part.close()
+
+
+def _key_fn(inp: steps.Input) -> steps.KeyFn:
+    if inp.key_fn is None:
+        raise ValueError(f"keyed step input from {inp.step_id!r} has no key function")
+    return inp.key_fn
+
+
+def _no_emit(batch: batch_mod.Batch) -> None:
+    raise RuntimeError("a sink has no output")

@@ -1,0 +1,1 @@
+"""Keyed state: key groups, stable hashing, snapshot and restore across parallelisms."""
