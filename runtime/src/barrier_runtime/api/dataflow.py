@@ -101,7 +101,8 @@ class Dataflow:
             raise InvalidDataflowError(f"step ids must be non-empty strings, got {step_id!r}")
         if "/" in step_id or step_id.startswith("_"):
             raise InvalidDataflowError(
-                f"step id {step_id!r} may not contain '/' or start with '_' (it names storage paths)"
+                f"step id {step_id!r} may not contain '/' or start with '_' "
+                "(step ids name storage paths)"
             )
         if step_id in self._steps:
             raise InvalidDataflowError(
@@ -122,7 +123,9 @@ class Dataflow:
         key_fn: steps.KeyFn | None = None,
     ) -> steps.Input:
         if not isinstance(stream, Stream):
-            raise InvalidDataflowError(f"step {by!r}: expected a Stream, got {type(stream).__name__}")
+            raise InvalidDataflowError(
+                f"step {by!r}: expected a Stream, got {type(stream).__name__}"
+            )
         if stream.flow is not self:
             raise InvalidDataflowError(f"step {by!r}: stream belongs to another dataflow")
         upstream = self._steps[stream.step_id]
@@ -148,7 +151,9 @@ class Stream:
         self, step_id: str, fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
     ) -> Stream:
         """Replace each record by zero or more records."""
-        return self.flow._add(steps.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn))
+        return self.flow._add(
+            steps.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn)
+        )
 
     def map(self, step_id: str, fn: Callable[[batch_mod.Record], batch_mod.Record]) -> Stream:
         """Replace each record by ``fn(record)``."""
@@ -226,7 +231,10 @@ class KeyedStream(Stream):
         return self.stateful_map(step_id, step)
 
     def connect(self, step_id: str, other: KeyedStream, fn: steps.ConnectFn) -> Stream:
-        """Two keyed inputs sharing per-key state: ``fn(state, side, record)``; side 0 is ``self``."""
+        """Two keyed inputs sharing per-key state: ``fn(state, side, record)``.
+
+        Side 0 is this stream, side 1 is ``other``.
+        """
         if not isinstance(other, KeyedStream):
             raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))

@@ -29,7 +29,7 @@ class SourcePartition(abc.ABC):
 
     @abc.abstractmethod
     def next_batch(self) -> Sequence[batch_mod.Record] | None:
-        """Return the next records (possibly empty if none are ready yet), or ``None`` at the end."""
+        """The next records (empty if none are ready yet), or ``None`` at the end."""
 
     @abc.abstractmethod
     def snapshot(self) -> Position:

@@ -1,1 +1,1 @@
-"""Connectors: sources and two-phase-commit sinks built on the contracts in ``barrier_runtime.api``."""
+"""Connectors: sources and two-phase-commit sinks built on the ``barrier_runtime.api`` contracts."""

@@ -83,9 +83,7 @@ class ExecutionPlan:
         raise KeyError(task_id)
 
     def task_keys(self) -> list[metadata.TaskKey]:
-        return [
-            metadata.TaskKey(t.task_id, i) for t in self.tasks for i in range(self.parallelism)
-        ]
+        return [metadata.TaskKey(t.task_id, i) for t in self.tasks for i in range(self.parallelism)]
 
     def fingerprint(self) -> metadata.JobFingerprint:
         return metadata.JobFingerprint(
@@ -122,10 +120,10 @@ def plan(flow: dataflow.Dataflow, parallelism: int) -> ExecutionPlan:
             ]
         task_of[step.step_id] = task_id
         for side, i in enumerate(inputs):
-            consumers[i.step_id].append(Consumer(step.step_id, side, chain, i.partitioning, i.key_fn))
-    tasks = tuple(
-        TaskSpec(tid, tuple(members[tid]), tuple(gate_inputs[tid])) for tid in members
-    )
+            consumers[i.step_id].append(
+                Consumer(step.step_id, side, chain, i.partitioning, i.key_fn)
+            )
+    tasks = tuple(TaskSpec(tid, tuple(members[tid]), tuple(gate_inputs[tid])) for tid in members)
     return ExecutionPlan(
         flow=flow,
         parallelism=parallelism,

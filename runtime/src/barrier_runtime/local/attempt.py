@@ -125,7 +125,7 @@ class AttemptContext:
             try:
                 if not self.stopping.is_set():
                     fn(pending)
-            except BaseException as exc:  # noqa: BLE001 - an upload failure fails the attempt
+            except BaseException as exc:
                 self.fail(exc, pending.task)
 
         self._uploads.submit(run)
@@ -186,9 +186,7 @@ class AttemptContext:
         self._uploads.shutdown(wait=True, cancel_futures=True)
 
 
-def build_subtasks(
-    ctx: AttemptContext, channel_capacity: int
-) -> list[subtask_mod.Subtask]:
+def build_subtasks(ctx: AttemptContext, channel_capacity: int) -> list[subtask_mod.Subtask]:
     """Create every subtask of the plan with its channels wired."""
     plan = ctx.plan
     p = plan.parallelism
@@ -204,7 +202,9 @@ def build_subtasks(
             receiver = metadata.TaskKey(task.task_id, index)
             for spec in task.channels(index, p):
                 sender = metadata.TaskKey(spec.edge.upstream_task, spec.upstream_subtask)
-                chan = channel_mod.LocalChannel(channel_capacity, signals[sender], signals[receiver])
+                chan = channel_mod.LocalChannel(
+                    channel_capacity, signals[sender], signals[receiver]
+                )
                 inputs[receiver].append(chan)
                 route = (spec.edge.upstream_step, types.StepId(task.steps[0]), spec.edge.side)
                 outputs[sender].setdefault(route, {})[index] = chan

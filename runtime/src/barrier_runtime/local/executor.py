@@ -22,6 +22,7 @@ Restart loop (numbered as in the code):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -162,7 +163,9 @@ class LocalExecutor:
         self._ctx = ctx
         return ctx
 
-    def _recommit(self, restore: metadata.CheckpointMetadata, ctx: attempt_mod.AttemptContext) -> None:
+    def _recommit(
+        self, restore: metadata.CheckpointMetadata, ctx: attempt_mod.AttemptContext
+    ) -> None:
         sinks = {s.step_id: s for s in self.plan.flow.steps if isinstance(s, steps.SinkStep)}
         for step_id, txns in restore.sink_transactions.items():
             step = sinks.get(step_id)
@@ -256,13 +259,12 @@ class _Gateway:
 
     def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
         self._executor.result.completed_checkpoints.append(meta.checkpoint_id)
-        try:
+        # If torn down meanwhile, the next attempt re-commits from the metadata.
+        with contextlib.suppress(RuntimeError):
             self._executor.post_all(control.CheckpointCompleted(meta))
-        except RuntimeError:
-            pass  # torn down meanwhile: the next attempt re-commits from the metadata
 
-    def notify_aborted(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
-        try:
+    def notify_aborted(
+        self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
+    ) -> None:
+        with contextlib.suppress(RuntimeError):  # no attempt running: nothing to tell
             self._executor.post_all(control.CheckpointAborted(checkpoint_id, reason))
-        except RuntimeError:
-            pass  # no attempt running: nothing to tell

@@ -33,7 +33,7 @@ class InFlight:
     side: int
     target_subtask: int
     origin: str
-    """``"input"``: received before the channel's barrier; ``"output"``: overtaken by the barrier."""
+    """``"input"``: received before the channel's barrier; ``"output"``: overtaken by it."""
     rows: tuple[batch_mod.Record, ...]
 
 
@@ -74,9 +74,7 @@ class PendingSnapshot:
         return self.barrier.checkpoint_id
 
     def capture_input(self, side: int, rows: tuple[batch_mod.Record, ...]) -> None:
-        self.input_state.append(
-            InFlight(self.task.task_id, side, self.task.subtask, "input", rows)
-        )
+        self.input_state.append(InFlight(self.task.task_id, side, self.task.subtask, "input", rows))
 
     def channel_state(self) -> list[InFlight]:
         return [*self.input_state, *self.output_state]

@@ -94,7 +94,7 @@ class Subtask:
                 self._run_source()
             else:
                 self._run_gate()
-        except BaseException as exc:  # noqa: BLE001 - any failure fails the attempt
+        except BaseException as exc:
             self.ctx.fail(exc, self.key)
         finally:
             for op in self.ops.values():
@@ -234,7 +234,9 @@ class Subtask:
         parts: dict[int, list[batch_mod.Record]] = {}
         for record in batch.rows():
             kg = key_groups.key_group_for(key_fn(record), plan.flow.max_parallelism)
-            owner = key_groups.subtask_for_key_group(kg, plan.parallelism, plan.flow.max_parallelism)
+            owner = key_groups.subtask_for_key_group(
+                kg, plan.parallelism, plan.flow.max_parallelism
+            )
             parts.setdefault(owner, []).append(record)
         for owner, rows in parts.items():
             targets[owner].put(batch_mod.Batch.from_rows(rows))
@@ -345,7 +347,9 @@ class Subtask:
                 overtaken = chan.put_priority(barrier)
                 for batch in overtaken:
                     pending.output_state.append(
-                        snapshots.InFlight(target_task, side, target_subtask, "output", batch.rows())
+                        snapshots.InFlight(
+                            target_task, side, target_subtask, "output", batch.rows()
+                        )
                     )
 
     def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:
@@ -457,5 +461,7 @@ class _Controller:
     def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:
         self._subtask.channel_state_complete(checkpoint_id)
 
-    def abort_checkpoint(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
+    def abort_checkpoint(
+        self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
+    ) -> None:
         self._subtask.abort(checkpoint_id, reason)

@@ -20,9 +20,7 @@ from barrier_runtime.state import key_groups
 
 Key = str | int | bytes
 
-_SCHEMA = pa.schema(
-    [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())]
-)
+_SCHEMA = pa.schema([("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
 
 
 class KeyedState:
