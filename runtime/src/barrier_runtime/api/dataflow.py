@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import sinks, sources, steps
+from barrier_runtime.api import sinks, sources
+from barrier_runtime.api import steps as defs
 from barrier_runtime.checkpoint import types
 
 DEFAULT_MAX_PARALLELISM = 128
@@ -45,7 +46,7 @@ class Dataflow:
             )
         self.name = name
         self.max_parallelism = max_parallelism
-        self._steps: dict[types.StepId, steps.Step] = {}
+        self._steps: dict[types.StepId, defs.Step] = {}
         self._consumed: set[types.StepId] = set()
 
     @property
@@ -53,10 +54,10 @@ class Dataflow:
         return tuple(self._steps)
 
     @property
-    def steps(self) -> tuple[steps.Step, ...]:
+    def steps(self) -> tuple[defs.Step, ...]:
         return tuple(self._steps.values())
 
-    def step(self, step_id: str) -> steps.Step:
+    def step(self, step_id: str) -> defs.Step:
         return self._steps[types.StepId(step_id)]
 
     def source(self, step_id: str, source: sources.Source) -> Stream:
@@ -65,27 +66,27 @@ class Dataflow:
             raise InvalidDataflowError(
                 f"step {step_id!r}: {type(source).__name__} is not a barrier_runtime Source"
             )
-        return self._add(steps.SourceStep(self._new_id(step_id), source))
+        return self._add(defs.SourceStep(self._new_id(step_id), source))
 
     def merge(self, step_id: str, *streams: Stream) -> Stream:
         """The union of ``streams`` (records keep their per-input order)."""
         if len(streams) < 2:
             raise InvalidDataflowError(f"step {step_id!r}: merge needs at least two streams")
         inputs = tuple(self._consume(s, step_id) for s in streams)
-        return self._add(steps.MergeStep(self._new_id(step_id), inputs))
+        return self._add(defs.MergeStep(self._new_id(step_id), inputs))
 
     def validate(self) -> None:
         """Raise :class:`InvalidDataflowError` unless the flow can run."""
-        if not any(isinstance(s, steps.SourceStep) for s in self._steps.values()):
+        if not any(isinstance(s, defs.SourceStep) for s in self._steps.values()):
             raise InvalidDataflowError(f"dataflow {self.name!r} has no source")
-        if not any(isinstance(s, steps.SinkStep) for s in self._steps.values()):
+        if not any(isinstance(s, defs.SinkStep) for s in self._steps.values()):
             raise InvalidDataflowError(
                 f"dataflow {self.name!r} has no sink: its results would go nowhere"
             )
         dangling = [
             sid
             for sid, s in self._steps.items()
-            if not isinstance(s, steps.SinkStep) and sid not in self._consumed
+            if not isinstance(s, defs.SinkStep) and sid not in self._consumed
         ]
         if dangling:
             names = ", ".join(repr(d) for d in dangling)
@@ -111,7 +112,7 @@ class Dataflow:
             )
         return types.StepId(step_id)
 
-    def _add(self, step: steps.Step) -> Stream:
+    def _add(self, step: defs.Step) -> Stream:
         self._steps[step.step_id] = step
         return Stream(self, step.step_id)
 
@@ -119,9 +120,9 @@ class Dataflow:
         self,
         stream: Stream,
         by: str,
-        partitioning: steps.Partitioning = steps.Partitioning.FORWARD,
-        key_fn: steps.KeyFn | None = None,
-    ) -> steps.Input:
+        partitioning: defs.Partitioning = defs.Partitioning.FORWARD,
+        key_fn: defs.KeyFn | None = None,
+    ) -> defs.Input:
         if not isinstance(stream, Stream):
             raise InvalidDataflowError(
                 f"step {by!r}: expected a Stream, got {type(stream).__name__}"
@@ -129,10 +130,10 @@ class Dataflow:
         if stream.flow is not self:
             raise InvalidDataflowError(f"step {by!r}: stream belongs to another dataflow")
         upstream = self._steps[stream.step_id]
-        if isinstance(upstream, steps.SinkStep):
+        if isinstance(upstream, defs.SinkStep):
             raise InvalidDataflowError(f"step {by!r}: a sink ({stream.step_id!r}) has no output")
         self._consumed.add(stream.step_id)
-        return steps.Input(stream.step_id, partitioning, key_fn)
+        return defs.Input(stream.step_id, partitioning, key_fn)
 
 
 class Stream:
@@ -144,7 +145,7 @@ class Stream:
         self.flow = flow
         self.step_id = step_id
 
-    def _input(self, by: str) -> steps.Input:
+    def _input(self, by: str) -> defs.Input:
         return self.flow._consume(self, by)
 
     def flat_map(
@@ -152,7 +153,7 @@ class Stream:
     ) -> Stream:
         """Replace each record by zero or more records."""
         return self.flow._add(
-            steps.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn)
+            defs.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn)
         )
 
     def map(self, step_id: str, fn: Callable[[batch_mod.Record], batch_mod.Record]) -> Stream:
@@ -166,14 +167,14 @@ class Stream:
     def map_batches(self, step_id: str, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Stream:
         """Transform whole Arrow record batches (the fast, vectorised path)."""
         return self.flow._add(
-            steps.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn)
+            defs.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn)
         )
 
-    def key_by(self, step_id: str, key: str | steps.KeyFn) -> KeyedStream:
+    def key_by(self, step_id: str, key: str | defs.KeyFn) -> KeyedStream:
         """Partition the stream by key: a column name or a function of the record."""
         key_fn = _column_key(key) if isinstance(key, str) else key
         stream = self.flow._add(
-            steps.KeyByStep(self.flow._new_id(step_id), self._input(step_id), key_fn)
+            defs.KeyByStep(self.flow._new_id(step_id), self._input(step_id), key_fn)
         )
         return KeyedStream(self.flow, stream.step_id, key_fn)
 
@@ -183,7 +184,7 @@ class Stream:
             raise InvalidDataflowError(
                 f"step {step_id!r}: {type(sink).__name__} is not a barrier_runtime Sink"
             )
-        self.flow._add(steps.SinkStep(self.flow._new_id(step_id), self._input(step_id), sink))
+        self.flow._add(defs.SinkStep(self.flow._new_id(step_id), self._input(step_id), sink))
 
 
 class KeyedStream(Stream):
@@ -191,17 +192,17 @@ class KeyedStream(Stream):
 
     __slots__ = ("key_fn",)
 
-    def __init__(self, flow: Dataflow, step_id: types.StepId, key_fn: steps.KeyFn) -> None:
+    def __init__(self, flow: Dataflow, step_id: types.StepId, key_fn: defs.KeyFn) -> None:
         super().__init__(flow, step_id)
         self.key_fn = key_fn
 
-    def _keyed_input(self, by: str) -> steps.Input:
-        return self.flow._consume(self, by, steps.Partitioning.KEYED, self.key_fn)
+    def _keyed_input(self, by: str) -> defs.Input:
+        return self.flow._consume(self, by, defs.Partitioning.KEYED, self.key_fn)
 
-    def stateful_map(self, step_id: str, fn: steps.StatefulFn) -> Stream:
+    def stateful_map(self, step_id: str, fn: defs.StatefulFn) -> Stream:
         """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
         return self.flow._add(
-            steps.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn)
+            defs.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn)
         )
 
     def reduce(
@@ -230,7 +231,7 @@ class KeyedStream(Stream):
 
         return self.stateful_map(step_id, step)
 
-    def connect(self, step_id: str, other: KeyedStream, fn: steps.ConnectFn) -> Stream:
+    def connect(self, step_id: str, other: KeyedStream, fn: defs.ConnectFn) -> Stream:
         """Two keyed inputs sharing per-key state: ``fn(state, side, record)``.
 
         Side 0 is this stream, side 1 is ``other``.
@@ -238,11 +239,11 @@ class KeyedStream(Stream):
         if not isinstance(other, KeyedStream):
             raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
-        return self.flow._add(steps.ConnectStep(self.flow._new_id(step_id), inputs, fn))
+        return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn))
 
 
-def _column_key(column: str) -> steps.KeyFn:
-    def key_fn(record: batch_mod.Record) -> steps.Key:
+def _column_key(column: str) -> defs.KeyFn:
+    def key_fn(record: batch_mod.Record) -> defs.Key:
         value = record[column]
         return value if isinstance(value, str | int | bytes) else str(value)
 

@@ -42,6 +42,7 @@ class _Abort:
 class TestingSource(sources.Source):
     """A single-partition source over a list; items may include ``TestingSource.ABORT()``."""
 
+    __test__ = False  # not a pytest class
     ABORT = _Abort
 
     def __init__(self, items: Sequence[Any], *, batch_size: int = 1, name: str = "items") -> None:

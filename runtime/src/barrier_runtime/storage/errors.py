@@ -29,3 +29,19 @@ class CorruptCheckpointError(StorageError):
 
 class NoUsableCheckpointError(StorageError):
     """Checkpoints exist but none can be restored; starting empty would lose state."""
+
+
+class InvalidStoreUrlError(StorageError, ValueError):
+    """A store URL or one of its settings cannot be understood."""
+
+
+class BucketNotFoundError(StorageError):
+    """The configured S3 bucket does not exist (and creating it was not asked for)."""
+
+
+class CheckpointNotFoundError(StorageError):
+    """An explicitly requested checkpoint or savepoint is not in the store."""
+
+
+class EmbeddedServerError(StorageError):
+    """The embedded S3 server (SeaweedFS ``weed mini``) could not be started."""
