@@ -42,7 +42,9 @@ Threading
 Acknowledgements arrive from many task threads, ticks from the driver, manual
 triggers from HTTP handlers. Two locks, always taken in this order:
 
-- the *trigger lock* serialises steps 1 and 2, so barriers leave in id order;
+- the *trigger lock* serialises steps 1 and 2, so barriers leave in id order
+  (``gateway.trigger`` runs under it: it may acknowledge in line, but must not
+  trigger or reset the coordinator);
 - the *state lock* guards the pending table, policies and stats. It is never
   held while calling the gateway, the store or ``on_failover``: side effects
   are collected under it and run after it is released, so a gateway that
