@@ -70,7 +70,7 @@ class AlignmentContext(Protocol):
         """Snapshot without channel state; the checkpoint is complete at this handler."""
 
     def snapshot_unaligned(self, barrier: types.Barrier) -> None:
-        """Snapshot now as unaligned; the checkpoint stays pending while channel state is captured."""
+        """Snapshot now as unaligned; the checkpoint stays pending while capturing."""
 
     def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:
         """The unaligned capture is final; the checkpoint is complete at this handler."""

@@ -1,6 +1,6 @@
 """The bookkeeping of one input gate, and the context the handler states act through.
 
-:class:`GateBook` is mutable and private to one :class:`~barrier_runtime.alignment.handler.BarrierHandler`:
+:class:`GateBook` is mutable and private to one barrier handler:
 which channels are closed and blocked, which checkpoints are pending and which
 channels delivered each one, the newest id seen, the last barrier per channel.
 It implements :class:`~barrier_runtime.alignment.controller.AlignmentContext`,
@@ -65,6 +65,10 @@ class GateBook:
     def older_pending(self, checkpoint_id: types.CheckpointId) -> list[types.CheckpointId]:
         """Pending ids strictly below ``checkpoint_id``, oldest first."""
         return [pending_id for pending_id in self.pending if pending_id < checkpoint_id]
+
+    def pending_up_to(self, checkpoint_id: types.CheckpointId) -> list[types.CheckpointId]:
+        """Pending ids at or below ``checkpoint_id``, oldest first."""
+        return [pending_id for pending_id in self.pending if pending_id <= checkpoint_id]
 
     # -- bookkeeping the handler does -----------------------------------------
 

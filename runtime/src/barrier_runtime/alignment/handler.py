@@ -72,7 +72,9 @@ from __future__ import annotations
 import enum
 
 from barrier_runtime import clock as clocks
-from barrier_runtime.alignment import controller, errors, gate, policy, states
+from barrier_runtime.alignment import controller as control
+from barrier_runtime.alignment import errors, gate, states
+from barrier_runtime.alignment import policy as policies
 from barrier_runtime.checkpoint import types
 
 
@@ -95,16 +97,16 @@ class BarrierHandler:
     def __init__(
         self,
         num_channels: int,
-        task: controller.BarrierHandlerController,
+        task: control.BarrierHandlerController,
         clock: clocks.Clock,
-        alignment: policy.AlignmentPolicy,
+        alignment: policies.AlignmentPolicy,
     ) -> None:
         if num_channels < 1:
             raise ValueError(f"a gate needs at least one input channel, got {num_channels}")
         self._book = gate.GateBook(num_channels, task, clock, alignment)
         self._state: states.BarrierHandlerState = (
             states.TrackingBarriers()
-            if alignment.mode is policy.AlignmentMode.TRACKING
+            if alignment.mode is policies.AlignmentMode.TRACKING
             else states.WaitingForFirstBarrier()
         )
 
@@ -116,7 +118,7 @@ class BarrierHandler:
         return self._state
 
     @property
-    def policy(self) -> policy.AlignmentPolicy:
+    def policy(self) -> policies.AlignmentPolicy:
         return self._book.policy
 
     @property
@@ -133,14 +135,12 @@ class BarrierHandler:
     def open_channels(self) -> int:
         return self._book.num_channels - len(self._book.closed)
 
-    def is_blocked(self, channel: controller.ChannelId) -> bool:
+    def is_blocked(self, channel: control.ChannelId) -> bool:
         return channel in self._book.blocked
 
     # -- events ----------------------------------------------------------------
 
-    def barrier_received(
-        self, channel: controller.ChannelId, barrier: types.Barrier
-    ) -> BarrierResult:
+    def barrier_received(self, channel: control.ChannelId, barrier: types.Barrier) -> BarrierResult:
         checkpoint_id = barrier.checkpoint_id
         self._check_open(channel, f"barrier {checkpoint_id}")
         self._check_increasing(channel, checkpoint_id)
@@ -163,25 +163,25 @@ class BarrierHandler:
         return BarrierResult.STARTED if started else BarrierResult.COLLECTED
 
     def cancel_received(
-        self, channel: controller.ChannelId, checkpoint_id: types.CheckpointId
+        self, channel: control.ChannelId, checkpoint_id: types.CheckpointId
     ) -> None:
         self._check_open(channel, f"CANCEL({checkpoint_id})")
         self._check_unblocked(channel, f"CANCEL({checkpoint_id})")
         book = self._book
-        for pending_id in [pending_id for pending_id in book.pending if pending_id <= checkpoint_id]:
+        for pending_id in book.pending_up_to(checkpoint_id):
             self._abort(pending_id, types.FailureReason.CANCELLED)
         if book.is_new(checkpoint_id):
             book.see(checkpoint_id)
             book.task.abort_checkpoint(checkpoint_id, types.FailureReason.CANCELLED)
 
-    def end_of_partition(self, channel: controller.ChannelId) -> None:
+    def end_of_partition(self, channel: control.ChannelId) -> None:
         self._check_open(channel, "end of partition")
         self._check_unblocked(channel, "end of partition")
         self._book.closed.add(channel)
         self._state = self._state.end_of_partition(self._book)
         self._subsume_older_than_completed()
 
-    def record_received(self, channel: controller.ChannelId) -> types.CheckpointId | None:
+    def record_received(self, channel: control.ChannelId) -> types.CheckpointId | None:
         """Call before processing each data batch; returns the checkpoint it is channel state of."""
         self._check_open(channel, "a record")
         self._check_unblocked(channel, "a record")
@@ -207,7 +207,7 @@ class BarrierHandler:
             for pending_id in self._book.older_pending(last_completed):
                 self._abort(pending_id, types.FailureReason.SUBSUMED)
 
-    def _check_open(self, channel: controller.ChannelId, what: str) -> None:
+    def _check_open(self, channel: control.ChannelId, what: str) -> None:
         if not 0 <= channel < self._book.num_channels:
             raise ValueError(
                 f"channel {channel} does not exist: the gate has {self._book.num_channels} channels"
@@ -218,7 +218,7 @@ class BarrierHandler:
             )
 
     def _check_increasing(
-        self, channel: controller.ChannelId, checkpoint_id: types.CheckpointId
+        self, channel: control.ChannelId, checkpoint_id: types.CheckpointId
     ) -> None:
         last = self._book.last_barrier.get(channel)
         if last is not None and checkpoint_id <= last:
@@ -227,7 +227,7 @@ class BarrierHandler:
                 "barrier ids on a channel must strictly increase (repeated or reordered barrier)"
             )
 
-    def _check_unblocked(self, channel: controller.ChannelId, what: str) -> None:
+    def _check_unblocked(self, channel: control.ChannelId, what: str) -> None:
         if channel in self._book.blocked:
             raise errors.ChannelBlockedError(
                 f"the task read {what} from channel {channel}, which is blocked for "
@@ -238,7 +238,7 @@ class BarrierHandler:
 def create_barrier_handler(
     config: types.CheckpointConfig,
     num_channels: int,
-    controller: controller.BarrierHandlerController,
+    controller: control.BarrierHandlerController,
     clock: clocks.Clock,
 ) -> BarrierHandler:
     """The handler for a gate of ``num_channels`` channels under ``config``.
@@ -246,4 +246,6 @@ def create_barrier_handler(
     AT_LEAST_ONCE -> tracking; exactly-once: aligned, unaligned (``aligned_timeout == 0``)
     or alternating (``aligned_timeout > 0``).
     """
-    return BarrierHandler(num_channels, controller, clock, policy.AlignmentPolicy.from_config(config))
+    return BarrierHandler(
+        num_channels, controller, clock, policies.AlignmentPolicy.from_config(config)
+    )

@@ -101,6 +101,11 @@ class LocalExecutor:
             on_failover=self._checkpoint_failover,
         )
         self._ctx: attempt_mod.AttemptContext | None = None
+        self._running = threading.Event()
+
+    def wait_running(self, timeout: float) -> bool:
+        """Block until an attempt's subtasks are running (True) or ``timeout`` passes."""
+        return self._running.wait(timeout)
 
     def run(self) -> JobResult:
         """Run to completion; raise :class:`JobFailedError` when the restart budget is spent."""
@@ -117,6 +122,8 @@ class LocalExecutor:
                 # Steps 3 and 4
                 if self._run_attempt(ctx):
                     return self.result
+            except Exception as exc:  # noqa: BLE001 - a failed re-commit fails the attempt
+                ctx.fail(exc)
             finally:
                 self._teardown(ctx)
             # Step 5
@@ -193,6 +200,7 @@ class LocalExecutor:
         ]
         for t in threads:
             t.start()
+        self._running.set()
         try:
             while not ctx.all_finished.is_set():
                 if ctx.stopping.is_set():
@@ -229,6 +237,7 @@ class LocalExecutor:
         return None
 
     def _teardown(self, ctx: attempt_mod.AttemptContext) -> None:
+        self._running.clear()
         ctx.stop()
         ctx.close()
         with self._subtasks_lock:

@@ -1,1 +1,55 @@
-"""Checkpoint storage: object-store adapters (local directory, S3) and the checkpoint layout on top."""
+"""Checkpoint storage: object stores (local directory, S3) and the checkpoint layout on them.
+
+What belongs here: everything that touches bytes at rest — the
+:class:`ObjectStore` seam and its adapters (:class:`LocalObjectStore`,
+:class:`S3ObjectStore` on the ``minio`` SDK), the :class:`CheckpointStore`
+that writes, commits, verifies, restores and retains checkpoints in the
+layout of DESIGN §4.7, the named storage errors, and
+:class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops).
+Nothing here knows about barriers, operators or Spark.
+"""
+
+from barrier_runtime.storage.checkpoint_store import CheckpointStore
+from barrier_runtime.storage.embedded import EmbeddedS3Server, find_weed_binary
+from barrier_runtime.storage.errors import (
+    BucketNotFoundError,
+    CheckpointAlreadyExistsError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    EmbeddedServerError,
+    InvalidStoreUrlError,
+    NoUsableCheckpointError,
+    ObjectNotFoundError,
+    StorageAccessDeniedError,
+    StorageError,
+    StorageUnavailableError,
+)
+from barrier_runtime.storage.layout import CheckpointRef, Inventory, RejectedCheckpoint
+from barrier_runtime.storage.local import LocalObjectStore
+from barrier_runtime.storage.object_store import ObjectInfo, ObjectStore, open_object_store
+from barrier_runtime.storage.s3 import S3ObjectStore
+
+__all__ = [
+    "BucketNotFoundError",
+    "CheckpointAlreadyExistsError",
+    "CheckpointNotFoundError",
+    "CheckpointRef",
+    "CheckpointStore",
+    "CorruptCheckpointError",
+    "EmbeddedS3Server",
+    "EmbeddedServerError",
+    "InvalidStoreUrlError",
+    "Inventory",
+    "LocalObjectStore",
+    "NoUsableCheckpointError",
+    "ObjectInfo",
+    "ObjectNotFoundError",
+    "ObjectStore",
+    "RejectedCheckpoint",
+    "S3ObjectStore",
+    "StorageAccessDeniedError",
+    "StorageError",
+    "StorageUnavailableError",
+    "find_weed_binary",
+    "open_object_store",
+]

@@ -8,8 +8,10 @@ and secret key it is given (SeaweedFS checks signatures against the
 ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` of its environment). It waits,
 bounded, until S3 answers a signed request.
 
-No leaks: the server runs in its own process group, which ``stop()`` kills;
-``stop()`` also runs at interpreter exit, and on Linux the server is told to
+No leaks: the server runs in its own process group, which ``stop()`` kills,
+then removes the temporary directory and the gRPC unix sockets weed creates at
+fixed ``/tmp/seaweedfs-*-grpc-<port>.sock`` paths; ``stop()`` also runs at
+interpreter exit, and on Linux the server is told to
 die with the process that started it (``PR_SET_PDEATHSIG`` — so start it from
 a thread that lives as long as the server should).
 
@@ -35,7 +37,7 @@ import sysconfig
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
 from barrier_runtime.storage import errors, s3
@@ -47,7 +49,7 @@ _PORT_FLAGS = (
 )  # fmt: skip
 _FIXED_FLAGS = (
     "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-    "-master.telemetry=false",
+    "-master.telemetry=false", "-volume.preStopSeconds=0",
 )  # fmt: skip
 _FOREIGN_ENV = ("S3_BUCKET", "S3_TABLE_BUCKET", "S3_EXTERNAL_URL")
 _START_ATTEMPTS = 3
@@ -102,6 +104,7 @@ class EmbeddedS3Server:
         self._resources: _Resources | None = None
         self._finalizer: weakref.finalize[[], EmbeddedS3Server] | None = None
         self._endpoint: str | None = None
+        self._ports: dict[str, int] = {}
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -132,6 +135,7 @@ class EmbeddedS3Server:
             s3_port = ports[_PORT_FLAGS.index("s3.port")]
             outcome = self._wait_ready(resources.process, f"http://{self._host}:{s3_port}")
             if outcome is None:
+                self._ports = dict(zip(_PORT_FLAGS, ports, strict=True))
                 return self
             problem, log = outcome, self.log_tail()
             resources.kill()
@@ -149,6 +153,7 @@ class EmbeddedS3Server:
         self._finalizer = None
         self._resources = None
         self._endpoint = None
+        self._ports = {}
 
     @property
     def running(self) -> bool:
@@ -168,6 +173,16 @@ class EmbeddedS3Server:
         if self._endpoint is None:
             raise errors.EmbeddedServerError("the embedded S3 server is not running: call start()")
         return self._endpoint
+
+    @property
+    def runtime_dir(self) -> pathlib.Path | None:
+        """The temporary directory with the server's log, sockets and (default) data."""
+        return self._resources.runtime_dir if self._resources else None
+
+    @property
+    def ports(self) -> Mapping[str, int]:
+        """Every port the running server listens on, by ``weed mini`` flag name."""
+        return dict(self._ports)
 
     @property
     def access_key(self) -> str:

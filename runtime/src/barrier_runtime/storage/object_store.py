@@ -103,8 +103,7 @@ def validate_key(key: str) -> str:
     )
     if bad:
         raise ValueError(
-            f"invalid object key {key!r}: use '/'-separated names without empty, "
-            "'.' or '..' parts"
+            f"invalid object key {key!r}: use '/'-separated names without empty, '.' or '..' parts"
         )
     return key
 

@@ -80,7 +80,7 @@ class S3ObjectStore:
     ) -> None:
         self._endpoint, netloc, secure = _parse_endpoint(endpoint)
         try:
-            minio_helpers.check_bucket_name(bucket)
+            minio_helpers.check_bucket_name(bucket, strict=True)
         except ValueError as exc:
             raise errors.InvalidStoreUrlError(
                 f"{bucket!r} is not a valid S3 bucket name: use 3-63 lowercase letters, "
@@ -186,9 +186,7 @@ class S3ObjectStore:
     def list(self, prefix: str) -> Iterator[str]:
         root = f"{self._prefix}/" if self._prefix else ""
         with self._translated("list", prefix or "/"):
-            found = self._client.list_objects(
-                self._bucket, prefix=root + prefix, recursive=True
-            )
+            found = self._client.list_objects(self._bucket, prefix=root + prefix, recursive=True)
             keys = [o.object_name[len(root) :] for o in found if not o.is_dir]
         return iter(sorted(keys))
 

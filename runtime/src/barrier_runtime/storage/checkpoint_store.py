@@ -1,0 +1,340 @@
+"""Checkpoints of one job in an object store: write, commit, find, verify, restore, retain.
+
+The layout is in :mod:`~barrier_runtime.storage.layout`. The life of a checkpoint:
+
+1. subtasks upload state objects (:meth:`CheckpointStore.write_state`), each
+   returning a :class:`StateHandle` with its size and sha256;
+2. the coordinator merges the acknowledgements into a
+   :class:`CheckpointMetadata` and calls :meth:`~CheckpointStore.commit`, which
+   writes ``_metadata`` last, with a conditional create: of two coordinators
+   committing the same id exactly one succeeds;
+3. on restart :meth:`~CheckpointStore.select_restore_point` picks the newest
+   checkpoint or savepoint whose objects all exist with the recorded size and
+   checksum, falling back to older ones, and refuses to return "start empty"
+   when checkpoints exist but none is usable;
+4. :meth:`~CheckpointStore.apply_retention` deletes what no retained checkpoint
+   references (see :mod:`~barrier_runtime.storage.retention`).
+
+A checkpoint exists only if its ``_metadata`` exists and parses. The store has
+no mutable state of its own; it is as thread-safe as its object store.
+
+>>> import tempfile
+>>> from barrier_runtime.storage import object_store
+>>> store = CheckpointStore(object_store.open_object_store(tempfile.mkdtemp()), "default/job")
+>>> store.highest_checkpoint_id(), store.select_restore_point()
+(0, None)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from barrier_runtime.checkpoint import metadata as md
+from barrier_runtime.checkpoint import types
+from barrier_runtime.storage import errors, integrity, layout, object_store, retention
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointStore:
+    """The checkpoints of the job at ``job_path`` (e.g. ``"default/my-job"``) in a store."""
+
+    def __init__(self, store: object_store.ObjectStore, job_path: str) -> None:
+        self._store = store
+        self._job = job_path.strip("/")
+        if self._job:
+            object_store.validate_key(self._job)
+        self._checker = integrity.HandleChecker(store, self._abs)
+
+    @property
+    def object_store(self) -> object_store.ObjectStore:
+        return self._store
+
+    @property
+    def job_path(self) -> str:
+        return self._job
+
+    def describe(self) -> str:
+        """The job root for messages: ``s3://bucket/prefix at http://…, job default/x``."""
+        return f"{self._store.describe()}, job {self._job or '/'}"
+
+    # -- writing -------------------------------------------------------------
+
+    def checkpoint_dir(self, checkpoint_id: int, kind: types.CheckpointKind) -> str:
+        """``checkpoints/chk-0000000042`` or ``savepoints/sp-0000000042`` (job-relative)."""
+        return layout.CheckpointRef(checkpoint_id, kind).directory
+
+    def write_state(
+        self,
+        checkpoint_id: int,
+        kind: types.CheckpointKind,
+        relpath: str,
+        data: bytes,
+        *,
+        step_id: str,
+        subtask: int,
+        handle_kind: md.HandleKind,
+        key_group_start: int | None = None,
+        key_group_end: int | None = None,
+    ) -> md.StateHandle:
+        """Upload one state object into the checkpoint's directory and describe it."""
+        object_store.validate_key(relpath)
+        if relpath == layout.METADATA_NAME:
+            raise ValueError(f"state object name {relpath!r} is reserved for the commit record")
+        key = f"{self.checkpoint_dir(checkpoint_id, kind)}/{relpath}"
+        self._store.put(self._abs(key), data)
+        return integrity.make_handle(
+            key, data, step_id, subtask, handle_kind, key_group_start, key_group_end
+        )
+
+    def write_shared(
+        self,
+        data: bytes,
+        *,
+        step_id: str,
+        subtask: int,
+        handle_kind: md.HandleKind,
+        key_group_start: int | None = None,
+        key_group_end: int | None = None,
+    ) -> md.StateHandle:
+        """Upload an immutable, content-addressed object under ``shared/`` (incremental state)."""
+        digest = hashlib.sha256(data).hexdigest()
+        key = f"{layout.SHARED_DIR}/{object_store.validate_key(step_id)}/{digest}"
+        self._store.put_if_absent(self._abs(key), data)
+        return integrity.make_handle(
+            key, data, step_id, subtask, handle_kind, key_group_start, key_group_end
+        )
+
+    def read_state(self, handle: md.StateHandle) -> bytes:
+        """The object's bytes, checked against the handle (:class:`CorruptCheckpointError`)."""
+        try:
+            data = self._store.get(self._abs(handle.key))
+        except errors.ObjectNotFoundError as exc:
+            raise errors.CorruptCheckpointError(
+                f"state object {handle.key} is missing from {self.describe()}"
+            ) from exc
+        problem = integrity.check(handle, data)
+        if problem:
+            raise errors.CorruptCheckpointError(f"{problem} in {self.describe()}")
+        return data
+
+    def commit(self, metadata: md.CheckpointMetadata) -> str:
+        """Make a checkpoint durable; returns its directory relative to the store root.
+
+        1. check that every referenced object exists with its recorded size;
+        2. create ``_metadata`` with a conditional put (the commit point);
+        3. if it already existed: the same bytes mean our own earlier attempt
+           succeeded (return normally), other bytes mean another writer
+           committed this id (:class:`CheckpointAlreadyExistsError`).
+        """
+        ref = layout.CheckpointRef.of(metadata)
+        # Step 1
+        problems = self._checker.stat_problems(metadata.state_handles)
+        if problems:
+            raise errors.CorruptCheckpointError(
+                f"refusing to commit {ref} to {self.describe()}: {integrity.summary(problems)}"
+            )
+        # Step 2
+        document = metadata.to_json()
+        key = self._abs(ref.metadata_key)
+        if self._store.put_if_absent(key, document):
+            log.info("committed %s to %s", ref, self.describe())
+            return self._abs(ref.directory)
+        # Step 3
+        try:
+            existing = self._store.get(key)
+        except errors.ObjectNotFoundError:
+            existing = b""  # deleted meanwhile: still not ours
+        if existing == document:
+            return self._abs(ref.directory)
+        raise errors.CheckpointAlreadyExistsError(
+            f"{ref} was already committed to {self.describe()} by another writer: is a second "
+            "coordinator running for this job?"
+        )
+
+    # -- reading -------------------------------------------------------------
+
+    def scan(self) -> layout.Inventory:
+        """List every checkpoint directory and parse every ``_metadata``."""
+        dirs = self._list_dirs()
+        completed: list[md.CheckpointMetadata] = []
+        rejected: list[layout.RejectedCheckpoint] = []
+        for ref in sorted(dirs, key=layout.sort_key):
+            if ref.metadata_key not in dirs[ref]:
+                continue
+            try:
+                found = md.CheckpointMetadata.from_json(
+                    self._store.get(self._abs(ref.metadata_key))
+                )
+            except errors.ObjectNotFoundError:
+                continue  # deleted since the listing
+            except md.CorruptMetadataError as exc:
+                rejected.append(layout.RejectedCheckpoint(ref, str(exc)))
+                continue
+            if layout.CheckpointRef.of(found) != ref:
+                reason = f"its _metadata describes {layout.CheckpointRef.of(found)}"
+                rejected.append(layout.RejectedCheckpoint(ref, reason))
+                continue
+            completed.append(found)
+        for bad in rejected:
+            log.warning("ignoring %s in %s: %s", bad.ref, self.describe(), bad.reason)
+        return layout.Inventory(dirs=dirs, completed=tuple(completed), rejected=tuple(rejected))
+
+    def list_completed(self) -> list[md.CheckpointMetadata]:
+        """Completed checkpoints and savepoints, ascending by id (unreadable ones are logged)."""
+        return list(self.scan().completed)
+
+    def highest_checkpoint_id(self) -> int:
+        """The highest id of any directory ever written (torn, rejected and savepoints too)."""
+        return max((r.checkpoint_id for r in self._list_dirs()), default=0)
+
+    def select_restore_point(
+        self, *, allow_fresh_start: bool = False
+    ) -> md.CheckpointMetadata | None:
+        """The newest restorable checkpoint or savepoint; ``None`` if there has never been one.
+
+        Raises :class:`NoUsableCheckpointError` naming every rejected checkpoint
+        when some exist but none verifies, unless ``allow_fresh_start``.
+        """
+        inventory = self.scan()
+        rejected = list(inventory.rejected)
+        cache: dict[md.StateHandle, str | None] = {}
+        newest_first = sorted(
+            inventory.completed, key=lambda m: layout.sort_key(layout.CheckpointRef.of(m))
+        )[::-1]
+        for candidate in newest_first:
+            problems = self._checker.read_problems(candidate.state_handles, cache)
+            if not problems:
+                if rejected:
+                    log.warning(
+                        "restoring %s from %s; skipped newer unusable: %s",
+                        layout.CheckpointRef.of(candidate), self.describe(),
+                        "; ".join(map(str, rejected)),
+                    )  # fmt: skip
+                return candidate
+            rejected.append(
+                layout.RejectedCheckpoint(
+                    layout.CheckpointRef.of(candidate), integrity.summary(problems)
+                )
+            )
+        if not rejected:
+            return None
+        rejected.sort(key=lambda r: layout.sort_key(r.ref), reverse=True)
+        message = (
+            f"no usable checkpoint in {self.describe()}: "
+            + "; ".join(map(str, rejected))
+            + " — refusing to start from empty state; repair or delete them, restore one "
+            "explicitly, or allow a fresh start"
+        )
+        if allow_fresh_start:
+            log.warning("%s; starting fresh as explicitly allowed", message)
+            return None
+        raise errors.NoUsableCheckpointError(message)
+
+    def load(self, path_or_id: int | str) -> md.CheckpointMetadata:
+        """The checkpoint a user named (``42``, ``chk-42``, a savepoint path), verified."""
+        ref, found = self._resolve(path_or_id)
+        problems = self._checker.read_problems(found.state_handles, {})
+        if problems:
+            raise errors.CorruptCheckpointError(
+                f"{ref} in {self.describe()} cannot be restored: {integrity.summary(problems)}"
+            )
+        return found
+
+    def verify(self, path_or_id: int | str) -> list[str]:
+        """Every problem that would stop a restore of this checkpoint (empty if none)."""
+        try:
+            _ref, found = self._resolve(path_or_id)
+        except (errors.CheckpointNotFoundError, errors.CorruptCheckpointError) as exc:
+            return [str(exc)]
+        return self._checker.read_problems(found.state_handles, {})
+
+    # -- deleting ------------------------------------------------------------
+
+    def apply_retention(self, retained: int) -> None:
+        """Keep the newest ``retained`` checkpoints (and every savepoint); delete the rest."""
+        plan = retention.plan_retention(self.scan(), retained)
+        self._execute(plan)
+
+    def delete_checkpoint(self, path_or_id: int | str) -> None:
+        """Delete one checkpoint or savepoint, keeping objects that others reference."""
+        reference = self._reference(path_or_id)
+        inventory = self.scan()
+        kinds = [reference.kind] if reference.kind else list(types.CheckpointKind)
+        targets = [
+            ref
+            for ref in (layout.CheckpointRef(reference.checkpoint_id, k) for k in kinds)
+            if ref in inventory.dirs
+        ]
+        if not targets:
+            raise errors.CheckpointNotFoundError(
+                f"checkpoint {path_or_id} is not in {self.describe()}"
+            )
+        self._execute(retention.plan_discard(inventory, targets))
+
+    # -- internals -----------------------------------------------------------
+
+    def _abs(self, key: str) -> str:
+        return f"{self._job}/{key}" if self._job else key
+
+    def _rel(self, key: str) -> str:
+        return key[len(self._job) + 1 :] if self._job else key
+
+    def _list_dirs(self) -> dict[layout.CheckpointRef, tuple[str, ...]]:
+        dirs: dict[layout.CheckpointRef, list[str]] = {}
+        for top in layout.KIND_DIRS:
+            for key in self._store.list(self._abs(f"{top}/")):
+                member = layout.parse_member(self._rel(key))
+                if member is not None:
+                    dirs.setdefault(member[0], []).append(self._rel(key))
+        return {ref: tuple(keys) for ref, keys in dirs.items()}
+
+    def _execute(self, plan: retention.DiscardPlan) -> None:
+        if plan.empty:
+            return
+        # metadata first: a checkpoint without its commit record is never restored
+        self._store.delete_many([self._abs(k) for k in plan.metadata_keys])
+        self._store.delete_many([self._abs(k) for k in plan.object_keys])
+        log.info(
+            "discarded %s from %s (%d objects)",
+            ", ".join(map(str, plan.discarded)), self.describe(), len(plan.object_keys),
+        )  # fmt: skip
+
+    def _reference(self, path_or_id: int | str) -> layout.Reference:
+        reference = layout.parse_reference(path_or_id)
+        if reference is None:
+            raise errors.CheckpointNotFoundError(
+                f"{path_or_id!r} names no checkpoint: give an id (42), chk-42, sp-42 or a "
+                "checkpoint/savepoint path"
+            )
+        location = reference.location
+        if (
+            location
+            and self._job
+            and not (location == self._job or location.endswith(f"/{self._job}"))
+        ):
+            raise errors.CheckpointNotFoundError(
+                f"{path_or_id!r} belongs to another job: this store is {self.describe()}"
+            )
+        return reference
+
+    def _resolve(self, path_or_id: int | str) -> tuple[layout.CheckpointRef, md.CheckpointMetadata]:
+        reference = self._reference(path_or_id)
+        kinds = [reference.kind] if reference.kind else list(types.CheckpointKind)
+        for kind in kinds:
+            ref = layout.CheckpointRef(reference.checkpoint_id, kind)
+            try:
+                raw = self._store.get(self._abs(ref.metadata_key))
+            except errors.ObjectNotFoundError:
+                continue
+            try:
+                found = md.CheckpointMetadata.from_json(raw)
+            except md.CorruptMetadataError as exc:
+                raise errors.CorruptCheckpointError(
+                    f"the _metadata of {ref} in {self.describe()} is unreadable: {exc}"
+                ) from exc
+            return ref, found
+        raise errors.CheckpointNotFoundError(
+            f"checkpoint {path_or_id} is not in {self.describe()} (no committed _metadata)"
+        )

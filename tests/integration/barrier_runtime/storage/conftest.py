@@ -1,0 +1,82 @@
+"""Fixtures: one real SeaweedFS S3 server per session, and every store test run on both stores."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.storage import checkpoint_store, embedded, local, object_store
+
+BUCKET = "cjob-tests"
+FINGERPRINT = metadata.JobFingerprint((types.StepId("count"),), 128, 2)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[embedded.EmbeddedS3Server]:
+    """A real S3 server (SeaweedFS ``weed mini``) on loopback, stopped after the session."""
+    with embedded.EmbeddedS3Server(buckets=[BUCKET]) as server:
+        yield server
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> object_store.ObjectStore:
+    """An empty object store: a local directory, or a fresh prefix on the S3 server."""
+    if request.param == "local":
+        return local.LocalObjectStore(tmp_path / "store")
+    server: embedded.EmbeddedS3Server = request.getfixturevalue("s3_server")
+    return server.open_store(BUCKET, f"test-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def checkpoints(store: object_store.ObjectStore) -> checkpoint_store.CheckpointStore:
+    return checkpoint_store.CheckpointStore(store, "default/my-job")
+
+
+MakeCheckpoint = Callable[..., metadata.CheckpointMetadata]
+
+
+@pytest.fixture
+def make_checkpoint(checkpoints: checkpoint_store.CheckpointStore) -> MakeCheckpoint:
+    """Write state objects for checkpoint ``cid`` and commit it (unless ``commit=False``)."""
+
+    def make(
+        cid: int,
+        *,
+        kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT,
+        objects: Sequence[str] = ("count/0.arrow", "count/1.arrow"),
+        extra: Sequence[metadata.StateHandle] = (),
+        commit: bool = True,
+    ) -> metadata.CheckpointMetadata:
+        handles = [
+            checkpoints.write_state(
+                cid,
+                kind,
+                rel,
+                f"state of {rel} at {cid}".encode() * 10,
+                step_id="count",
+                subtask=i,
+                handle_kind=metadata.HandleKind.KEYED,
+                key_group_start=64 * i,
+                key_group_end=64 * i + 63,
+            )
+            for i, rel in enumerate(objects)
+        ]
+        meta = metadata.CheckpointMetadata(
+            checkpoint_id=types.CheckpointId(cid),
+            kind=kind,
+            trigger_time=1000.0 + cid,
+            completion_time=1000.5 + cid,
+            fingerprint=FINGERPRINT,
+            state_handles=(*handles, *extra),
+            source_positions={types.StepId("inp"): {"part-0": cid * 100}},
+            sink_transactions={types.StepId("out"): ({"txn": f"t-{cid}"},)},
+        )
+        if commit:
+            checkpoints.commit(meta)
+        return meta
+
+    return make

@@ -1,0 +1,161 @@
+"""S3 specifics: conditional create on the wire, and one clear named error per failure."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+
+import minio
+import minio.error
+import pytest
+
+from barrier_runtime.storage import checkpoint_store, embedded, errors, object_store, s3
+
+pytestmark = pytest.mark.s3
+BUCKET = "cjob-tests"
+
+
+class _RecordingS3(http.server.BaseHTTPRequestHandler):
+    """Answers every PUT like S3 would the second time (412) and records the headers."""
+
+    seen: list[dict[str, str]] = []
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
+        body = (
+            b"<?xml version='1.0'?><Error><Code>PreconditionFailed</Code>"
+            b"<Message>At least one of the pre-conditions you specified did not hold</Message>"
+            b"</Error>"
+        )
+        self.send_response(412)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recording_endpoint() -> Iterator[str]:
+    _RecordingS3.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingS3)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_put_if_absent_sends_a_real_if_none_match_header(recording_endpoint: str) -> None:
+    store = s3.S3ObjectStore(
+        recording_endpoint, BUCKET, "p", access_key="k", secret_key="s", region="us-east-1"
+    )
+    assert store.put_if_absent("chk-1/_metadata", b"{}") is False
+    (headers,) = _RecordingS3.seen
+    assert headers["if-none-match"] == "*"
+    assert not any(k.startswith("x-amz-meta-") for k in headers)
+    assert "if-none-match" in headers["authorization"].lower()  # signed, not just sent
+
+
+def test_seaweedfs_answers_412_to_the_second_conditional_writer(
+    s3_server: embedded.EmbeddedS3Server,
+) -> None:
+    store = s3_server.open_store(BUCKET, "conditional")
+    store.delete("once")
+    assert store.put_if_absent("once", b"a") is True
+    assert store.put_if_absent("once", b"b") is False
+    assert store.get("once") == b"a"
+    raw = minio.Minio(
+        s3_server.endpoint.removeprefix("http://"), access_key=s3_server.access_key,
+        secret_key=s3_server.secret_key, secure=False,
+    )  # fmt: skip
+    with pytest.raises(minio.error.S3Error) as refused:
+        raw._execute("PUT", BUCKET, "conditional/once", body=b"c", headers={"If-None-Match": "*"})
+    assert (refused.value.response.status, refused.value.code) == (412, "PreconditionFailed")
+
+
+@pytest.mark.parametrize("which", ["secret", "access key"])
+def test_wrong_credentials_give_one_clear_access_denied_sentence(
+    s3_server: embedded.EmbeddedS3Server, which: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "wrong-secret-value" if which == "secret" else s3_server.secret_key
+    access = s3_server.access_key if which == "secret" else "nobody"
+    store = s3.S3ObjectStore(
+        s3_server.endpoint, BUCKET, "creds", access_key=access, secret_key=secret
+    )
+    checkpoints = checkpoint_store.CheckpointStore(store, "default/job")
+    with caplog.at_level(logging.DEBUG):
+        for action in (
+            lambda: store.get("x"),
+            lambda: store.put("x", b"1"),
+            checkpoints.select_restore_point,
+            checkpoints.highest_checkpoint_id,
+        ):
+            with pytest.raises(errors.StorageAccessDeniedError) as failure:
+                action()
+            message = str(failure.value)
+            assert message.startswith(f"S3 rejected the credentials for s3://{BUCKET} at ")
+            assert s3_server.endpoint in message and "AWS_ACCESS_KEY_ID" in message
+            assert "\n" not in message and secret not in message
+    assert secret not in caplog.text
+
+
+def test_unreachable_server_is_storage_unavailable_naming_the_endpoint() -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    store = object_store.open_object_store(
+        f"s3://{BUCKET}/x?endpoint={endpoint}", access_key="k", secret_key="s"
+    )
+    checkpoints = checkpoint_store.CheckpointStore(store, "default/job")
+    with pytest.raises(errors.StorageUnavailableError) as failure:
+        checkpoints.select_restore_point()
+    assert str(failure.value) == (
+        f"cannot reach S3 at {endpoint} (connection refused): check that the server is "
+        "running and the endpoint is right"
+    )
+
+
+def test_unknown_host_is_storage_unavailable() -> None:
+    store = s3.S3ObjectStore(
+        "http://no-such-host.invalid:9000", BUCKET, access_key="k", secret_key="s", retries=0
+    )
+    with pytest.raises(errors.StorageUnavailableError, match="does not resolve"):
+        store.stat("x")
+
+
+def test_missing_bucket_is_named_and_can_be_created(s3_server: embedded.EmbeddedS3Server) -> None:
+    store = s3.S3ObjectStore(
+        s3_server.endpoint, "cjob-missing-bucket", access_key=s3_server.access_key,
+        secret_key=s3_server.secret_key,
+    )  # fmt: skip
+    with pytest.raises(errors.BucketNotFoundError, match="cjob-missing-bucket does not exist"):
+        list(store.list(""))
+    url = f"{store.url()}&create_bucket=true"
+    created = object_store.open_object_store(
+        url, access_key=s3_server.access_key, secret_key=s3_server.secret_key
+    )
+    assert list(created.list("")) == []
+
+
+def test_credentials_come_from_the_environment(
+    s3_server: embedded.EmbeddedS3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    store = object_store.open_object_store(s3_server.url(BUCKET, "from-env"))
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+    assert s3_server.secret_key not in store.describe()

@@ -1,0 +1,140 @@
+"""The CRD and the controller (``cjob_operator``) agree with each other.
+
+A real API server prunes every status field the schema does not declare, silently,
+and the operator reads the spec with its own defaults; these tests keep the two
+sides of that contract from drifting apart.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import crdcheck
+import pytest
+import yaml
+
+from cjob_operator import validate as operator_validate
+from cjob_operator.model import enums
+from cjob_operator.model import intent as intents
+from cjob_operator.model import spec as spec_model
+from cjob_operator.model import status as status_model
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples" / "manifests").glob("*.yaml"))
+T = 1_763_800_000.0
+
+
+def test_operator_defaults_equal_the_crd_defaults(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any]
+) -> None:
+    stored = validator.validate_create(minimal).object["spec"]
+
+    as_written = spec_model.JobSpec.from_storage(minimal["spec"])
+    as_stored = spec_model.JobSpec.from_storage(stored)
+
+    assert as_written == as_stored
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_operator_accepts_every_example_the_crd_accepts(
+    validator: crdcheck.CustomResourceValidator, path: Path
+) -> None:
+    stored = validator.validate_create(yaml.safe_load(path.read_text())).object["spec"]
+
+    assert operator_validate.validate(spec_model.JobSpec.from_storage(stored)) == []
+
+
+ALLOWED_KEYS = [
+    "spark.sql.shuffle.partitions",
+    "spark.executor.memoryOverhead",
+    "spark.network.timeout",
+    "spark.kubernetes.executor.label.team",
+    "spark.driver.extraJavaOptions",
+]
+
+
+def _denied_keys() -> list[str]:
+    return [
+        *operator_validate.DENIED_EXACT,
+        *(f"{prefix}x" for prefix in operator_validate.DENIED_PREFIXES),
+        *(f"spark.kubernetes.x.{part}" for part in operator_validate.DENIED_SUBSTRINGS),
+    ]
+
+
+@pytest.mark.parametrize("key", [*_denied_keys(), *ALLOWED_KEYS])
+def test_spark_conf_deny_list_matches_the_operator(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], key: str
+) -> None:
+    minimal["spec"]["sparkConf"] = {key: "value"}
+
+    crd_rejects = not validator.validate_create(minimal).ok
+
+    assert crd_rejects == (operator_validate.deny_reason(key) is not None)
+
+
+def _full_status() -> status_model.JobStatus:
+    return status_model.JobStatus(
+        phase=enums.Phase.RUNNING,
+        conditions=(
+            status_model.Condition("Ready", "True", "DriverRunning", "driver is running", T),
+            status_model.Condition("CheckpointHealthy", "False", "TooManyFailures", "3 failed", T),
+        ),
+        observed_generation=4,
+        driver=status_model.DriverStatus("wordcount-driver", "wordcount-driver", T),
+        checkpoints=status_model.CheckpointsStatus(
+            last_completed=status_model.CompletedCheckpoint(
+                42,
+                "s3://checkpoints/cjob/default/wordcount/checkpoints/chk-0000000042",
+                T,
+                1.5,
+                4096,
+                "periodic",
+            ),
+            last_failed=status_model.FailedCheckpoint(43, "TIMEOUT", T),
+            consecutive_failures=3,
+            last_savepoint=status_model.SavepointRef(
+                40, "s3://checkpoints/cjob/default/wordcount/savepoints/sp-0000000040", T
+            ),
+        ),
+        restarts=status_model.RestartsStatus(2, T, "DriverFailed", T + 10, (T - 60, T)),
+        last_reconciled_spec={"parallelism": 2, "state": "running"},
+        intent=intents.Intent.stop("i-1", "suspend requested", T, intents.StopPurpose.SUSPEND),
+        error="checkpoint 43 timed out",
+    )
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        _full_status(),
+        status_model.JobStatus(),
+        _full_status().evolve(
+            intent=intents.Intent.deploy(
+                "i-2", "restart", T, intents.RestoreTarget.checkpoint(42), not_before=T + 5
+            )
+        ),
+    ],
+    ids=["full", "empty", "deploy-intent"],
+)
+def test_status_written_by_the_operator_fits_the_schema_unpruned(
+    validator: crdcheck.CustomResourceValidator,
+    minimal: dict[str, Any],
+    status: status_model.JobStatus,
+) -> None:
+    stored = validator.validate_create(minimal).object
+    new = copy.deepcopy(stored)
+    new["status"] = status.for_storage()
+
+    result = validator.validate_status_update(new, stored)
+
+    assert result.ok, result.message()
+    assert result.object.get("status", {}) == _without_nulls(status.for_storage())

@@ -1,0 +1,275 @@
+"""The CRD manifest itself: a valid Kubernetes object, structural, and as designed."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import crdcheck
+import pytest
+from crdcheck import cel, manifest
+
+DURATION = "^[0-9]{1,6}(ms|s|m|h)$"
+
+
+@pytest.mark.parametrize("kubernetes_version", ["1.30", "1.37"])
+def test_crd_is_a_valid_kubernetes_object(crd: dict[str, Any], kubernetes_version: str) -> None:
+    assert crdcheck.manifest_errors(crd, kubernetes_version) == []
+
+
+def test_kubernetes_validate_sees_a_misspelt_schema_keyword(crd: dict[str, Any]) -> None:
+    broken = copy.deepcopy(crd)
+    spec = broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["x-kubernetes-validation"] = spec.pop("x-kubernetes-validations")
+
+    assert crdcheck.manifest_errors(broken) != []
+
+
+def test_crd_passes_the_structural_and_house_checks(crd: dict[str, Any]) -> None:
+    assert crdcheck.lint(crd) == []
+
+
+def _spec_node(crd: dict[str, Any], *path: str) -> dict[str, Any]:
+    node: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for name in path:
+        node = node["properties"][name]
+    return node
+
+
+def _broken_by_undeclared_reference(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec")["x-kubernetes-validations"][0]["rule"] = (
+        "self.parallelism <= self.maxParalelism"
+    )
+
+
+def _broken_by_syntax(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec", "pipeline")["x-kubernetes-validations"][0]["rule"] = "has(self.module"
+
+
+def _broken_by_invalid_default(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec", "checkpointing", "interval")["default"] = "30"
+
+
+def _broken_by_missing_description(crd: dict[str, Any]) -> None:
+    del _spec_node(crd, "spec", "state")["description"]
+
+
+def _broken_by_missing_type(crd: dict[str, Any]) -> None:
+    del _spec_node(crd, "spec", "restoreNonce")["type"]
+
+
+def _broken_by_column(crd: dict[str, Any]) -> None:
+    crd["spec"]["versions"][0]["additionalPrinterColumns"][2]["jsonPath"] = ".status.lastId"
+
+
+def _broken_by_field_path(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec")["x-kubernetes-validations"][0]["fieldPath"] = ".paralelism"
+
+
+def _broken_by_default_rule(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec", "checkpointing", "minPause")["default"] = "1h"
+
+
+def _broken_by_unbounded_duration(crd: dict[str, Any]) -> None:
+    del _spec_node(crd, "spec", "checkpointing", "interval")["maxLength"]
+
+
+def _broken_by_multiline_message(crd: dict[str, Any]) -> None:
+    _spec_node(crd, "spec", "pipeline")["x-kubernetes-validations"][0]["message"] = "a\nb"
+
+
+def _broken_by_unbounded_map(crd: dict[str, Any]) -> None:
+    del _spec_node(crd, "spec", "sparkConf")["maxProperties"]
+
+
+@pytest.mark.parametrize(
+    ("breakage", "problem"),
+    [
+        (_broken_by_undeclared_reference, "spec: rule reads undeclared field maxParalelism"),
+        (_broken_by_syntax, "spec.pipeline: rule does not compile"),
+        (_broken_by_invalid_default, "spec.checkpointing.interval: default is invalid"),
+        (_broken_by_missing_description, "spec.state: description is missing"),
+        (_broken_by_missing_type, "spec.restoreNonce: type is required"),
+        (_broken_by_column, "column Last Checkpoint: .status.lastId is not declared"),
+        (_broken_by_field_path, "spec: fieldPath .paralelism does not resolve"),
+        (
+            _broken_by_unbounded_duration,
+            "spec.checkpointing.interval: a rule reads this string, which needs maxLength",
+        ),
+        (
+            _broken_by_unbounded_duration,
+            "spec.checkpointing: a rule reads interval, which needs maxLength",
+        ),
+        (_broken_by_multiline_message, "spec.pipeline: message must not contain line breaks"),
+        (
+            _broken_by_unbounded_map,
+            "spec.sparkConf: a rule iterates over this field, which needs maxProperties",
+        ),
+        (
+            _broken_by_default_rule,
+            "spec.checkpointing: default is invalid: minPause: Invalid value: "
+            "minPause (1h) must be shorter than interval (30s)",
+        ),
+    ],
+)
+def test_lint_reports_each_kind_of_problem(
+    crd: dict[str, Any], breakage: Any, problem: str
+) -> None:
+    broken = copy.deepcopy(crd)
+    breakage(broken)
+
+    assert any(problem in found for found in crdcheck.lint(broken)), crdcheck.lint(broken)
+
+
+def test_names_scope_and_versions(crd: dict[str, Any]) -> None:
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == "checkpointedjobs.checkpointed.dev"
+    assert spec["group"] == "checkpointed.dev"
+    assert spec["scope"] == "Namespaced"
+    assert spec["names"] == {
+        "kind": "CheckpointedJob",
+        "listKind": "CheckpointedJobList",
+        "plural": "checkpointedjobs",
+        "singular": "checkpointedjob",
+        "shortNames": ["cjob"],
+    }
+    [version] = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+
+
+def test_printer_columns(crd: dict[str, Any]) -> None:
+    columns = [
+        (c["name"], c["type"], c["jsonPath"])
+        for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    ]
+    assert columns == [
+        ("Phase", "string", ".status.phase"),
+        ("Parallelism", "integer", ".spec.parallelism"),
+        ("Last Checkpoint", "integer", ".status.checkpoints.lastCompleted.id"),
+        ("Checkpoint Age", "date", ".status.checkpoints.lastCompleted.time"),
+        ("Restarts", "integer", ".status.restarts.count"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+
+
+def test_only_pod_templates_and_intent_are_free_form(schema: dict[str, Any]) -> None:
+    assert crdcheck.free_form_paths(schema) == [
+        "spec.driver.podTemplate",
+        "spec.executor.podTemplate",
+        "status.intent",
+    ]
+
+
+SPEC_FIELDS = """
+image imagePullPolicy pipeline pipeline.module pipeline.file pipeline.args parallelism
+maxParallelism driver driver.cores driver.memory driver.serviceAccount driver.podTemplate
+executor executor.cores executor.memory executor.instances executor.podTemplate sparkConf
+checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
+checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
+checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout
+checkpointing.retained checkpointing.incremental storage storage.endpoint storage.bucket
+storage.prefix storage.credentialsSecret storage.credentialsSecret.name
+storage.credentialsSecret.accessKeyKey storage.credentialsSecret.secretKeyKey restartPolicy
+restartPolicy.type restartPolicy.maxRestarts restartPolicy.window restartPolicy.backoff
+restartPolicy.backoff.initial restartPolicy.backoff.max restartPolicy.backoff.multiplier
+restartPolicy.backoff.jitter restartPolicy.resetAfter state upgradeMode restoreFrom
+restoreFrom.checkpointId restoreFrom.path restoreNonce restartNonce checkpointTriggerNonce
+savepointTriggerNonce allowFreshStart
+""".split()  # noqa: SIM905 (groups of names per line read better than a list literal)
+
+STATUS_FIELDS = """
+phase conditions conditions[*].type conditions[*].status conditions[*].reason
+conditions[*].message conditions[*].lastTransitionTime conditions[*].observedGeneration
+observedGeneration driver driver.pod driver.service driver.startTime jobState checkpoints
+checkpoints.lastCompleted checkpoints.lastCompleted.id checkpoints.lastCompleted.path
+checkpoints.lastCompleted.time checkpoints.lastCompleted.durationSeconds
+checkpoints.lastCompleted.sizeBytes checkpoints.lastCompleted.trigger checkpoints.lastFailed
+checkpoints.lastFailed.id checkpoints.lastFailed.reason checkpoints.lastFailed.time
+checkpoints.consecutiveFailures checkpoints.lastSavepoint checkpoints.lastSavepoint.id
+checkpoints.lastSavepoint.path checkpoints.lastSavepoint.time restarts restarts.count
+restarts.lastTime restarts.lastReason restarts.nextAttemptTime restarts.recent restarts.recent[*]
+lastReconciledSpec intent error
+""".split()  # noqa: SIM905
+
+
+def _declared(schema: dict[str, Any], root: str) -> list[str]:
+    prefix = f"{root}."
+    return [p[len(prefix) :] for p, _ in manifest.iter_schema(schema) if p.startswith(prefix)]
+
+
+def test_spec_declares_exactly_the_designed_fields(schema: dict[str, Any]) -> None:
+    expected = [*SPEC_FIELDS, "pipeline.args[*]", "sparkConf[*]"]
+    assert sorted(_declared(schema, "spec")) == sorted(expected)
+
+
+def test_status_declares_exactly_the_designed_fields(schema: dict[str, Any]) -> None:
+    assert sorted(_declared(schema, "status")) == sorted([*STATUS_FIELDS, "conditions[*]"])
+
+
+@pytest.mark.parametrize(
+    ("path", "values"),
+    [
+        (("spec", "imagePullPolicy"), ["Always", "IfNotPresent", "Never"]),
+        (("spec", "checkpointing", "mode"), ["ExactlyOnce", "AtLeastOnce"]),
+        (("spec", "restartPolicy", "type"), ["Always", "OnFailure", "Never"]),
+        (("spec", "state"), ["running", "suspended"]),
+        (("spec", "upgradeMode"), ["last-checkpoint", "savepoint", "stateless"]),
+        (
+            ("status", "phase"),
+            [
+                "Pending",
+                "Deploying",
+                "Running",
+                "Suspending",
+                "Suspended",
+                "Upgrading",
+                "Restarting",
+                "Failed",
+                "Deleting",
+                "Finished",
+            ],
+        ),
+    ],
+)
+def test_enums(crd: dict[str, Any], path: tuple[str, ...], values: list[str]) -> None:
+    assert _spec_node(crd, *path)["enum"] == values
+
+
+def test_conditions_are_a_map_keyed_by_type(crd: dict[str, Any]) -> None:
+    conditions = _spec_node(crd, "status", "conditions")
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+
+
+def test_every_duration_field_uses_one_pattern(schema: dict[str, Any]) -> None:
+    durations = [
+        path for path, node in manifest.iter_schema(schema) if node.get("pattern") == DURATION
+    ]
+    assert sorted(durations) == sorted(
+        f"spec.{p}"
+        for p in (
+            "checkpointing.interval",
+            "checkpointing.timeout",
+            "checkpointing.minPause",
+            "checkpointing.unaligned.alignedTimeout",
+            "restartPolicy.window",
+            "restartPolicy.backoff.initial",
+            "restartPolicy.backoff.max",
+            "restartPolicy.resetAfter",
+        )
+    )
+
+
+def test_rules_guard_duration_calls_with_the_schema_pattern(schema: dict[str, Any]) -> None:
+    """A malformed duration must give the pattern message only, never an evaluation error."""
+    calls = 0
+    for _, node in manifest.iter_schema(schema):
+        for rule in cel.rules_of(node):
+            operands = re.findall(r"duration\((self(?:\.\w+)?)\)", rule.rule)
+            for operand in set(operands):
+                calls += 1
+                guard = f"!{operand}.matches('{DURATION}')"
+                assert guard in rule.rule, rule.rule
+    assert calls == 8
