@@ -90,7 +90,7 @@ class CollectingBarriers(BarrierHandlerState):
     def barrier_received(
         self, ctx: Context, channel: controller.ChannelId, barrier: types.Barrier
     ) -> BarrierHandlerState:
-        if False:
+        if ctx.starts_unaligned(barrier):
             return self._switch_to_unaligned(ctx)
         if ctx.all_barriers_received(self.barrier.checkpoint_id):
             return self._complete(ctx)

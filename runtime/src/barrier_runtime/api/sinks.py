@@ -51,3 +51,11 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def commit(self, transaction: Transaction) -> None:
         """Publish a pre-committed transaction; idempotent."""
+
+    def recover(self, step_id: str) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Discard staged data no restorable checkpoint refers to.
+
+        Called once per attempt, after the restored checkpoint's transactions
+        were committed again and before any writer exists: whatever is still
+        staged then belongs to attempts whose checkpoints never completed.
+        """

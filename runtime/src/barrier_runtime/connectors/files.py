@@ -68,6 +68,10 @@ class FileSink(sinks.Sink):
             store.put_if_absent(final, data)
             store.delete(staged)
 
+    def recover(self, step_id: str) -> None:
+        store = self.store
+        store.delete_many(list(store.list(f"_staging/{step_id}/")))
+
     def committed_files(self) -> list[str]:
         return [k for k in self.store.list("") if k.rsplit("/", 1)[-1].startswith("part-")]
 
@@ -96,7 +100,7 @@ class _FileWriter(sinks.SinkWriter):
         if not self._rows:
             return
         body = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in self._rows)
-        key = f"_staging/{self._step}-{self._subtask}-{uuid.uuid4().hex}.jsonl"
+        key = f"_staging/{self._step}/{self._subtask}-{uuid.uuid4().hex}.jsonl"
         self._sink.store.put(key, body.encode())
         self._staged.append(key)
         self._rows = []

@@ -11,7 +11,8 @@ Restart loop (numbered as in the code):
 1. Choose the restore point: an explicit one on the first attempt, otherwise
    the newest valid checkpoint in the store. Never silently start empty when
    checkpoints exist (the store refuses unless ``allow_fresh_start``).
-2. Publish the restore point's pending sink transactions again (idempotent).
+2. Publish the restore point's pending sink transactions again (idempotent),
+   then let sinks discard data staged by attempts that never completed.
 3. Start every subtask; tick the coordinator until all subtasks finished or
    anything failed.
 4. On end of input, take a final checkpoint so the last transactions are
@@ -119,6 +120,9 @@ class LocalExecutor:
                 # Step 2
                 if restore is not None:
                     self._recommit(restore, ctx)
+                for step in self.plan.flow.steps:
+                    if isinstance(step, steps.SinkStep):
+                        step.sink.recover(step.step_id)
                 # Steps 3 and 4
                 if self._run_attempt(ctx):
                     return self.result

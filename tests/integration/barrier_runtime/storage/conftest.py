@@ -15,13 +15,6 @@ BUCKET = "cjob-tests"
 FINGERPRINT = metadata.JobFingerprint((types.StepId("count"),), 128, 2)
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[embedded.EmbeddedS3Server]:
-    """A real S3 server (SeaweedFS ``weed mini``) on loopback, stopped after the session."""
-    with embedded.EmbeddedS3Server(buckets=[BUCKET]) as server:
-        yield server
-
-
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> object_store.ObjectStore:
     """An empty object store: a local directory, or a fresh prefix on the S3 server."""

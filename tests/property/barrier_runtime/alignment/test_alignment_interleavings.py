@@ -1,0 +1,467 @@
+"""Random interleavings of records, barriers, cancellations and end of input on 2-5 channels.
+
+A model of upstream channels (FIFOs of records with channel-local sequence
+numbers, barriers with increasing ids, cancellations, end of partition) feeds a
+simulated task that honours block/unblock (it reads only unblocked channels;
+everything else stays queued in the channel) and sums the records it processes
+as its operator state. The named predicates below are checked after every step
+and, after draining every channel, once more at the end.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from barrier_runtime import alignment, clock
+from barrier_runtime.checkpoint import types
+
+Result = alignment.BarrierResult
+MODES = ["aligned", "unaligned", "alternating", "tracking"]
+CONFIGS = {
+    "aligned": types.CheckpointConfig(),
+    "unaligned": types.CheckpointConfig(unaligned=True),
+    "alternating": types.CheckpointConfig(unaligned=True, aligned_timeout=5.0),
+    "tracking": types.CheckpointConfig(mode=types.CheckpointingMode.AT_LEAST_ONCE),
+}
+
+
+# -- the model -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Upstream:
+    """One channel as its upstream subtask wrote it; the task reads ``fifo``."""
+
+    fifo: collections.deque = dataclasses.field(default_factory=collections.deque)
+    values: list[int] = dataclasses.field(default_factory=list)  # index = sequence number
+    barrier_at: dict[int, int] = dataclasses.field(default_factory=dict)  # id -> records before
+    cancelled: set[int] = dataclasses.field(default_factory=set)
+    last_barrier: int | None = None  # a barrier it may still cancel afterwards
+    ended: bool = False
+
+    def records_before(self, cid: int) -> int | None:
+        """How many records precede barrier ``cid`` here.
+
+        A channel that ended without barrier ``cid`` and without passing it
+        (no later barrier, no cancellation) is indistinguishable from one that
+        ended first: all its records precede the barrier. None if it passed it.
+        """
+        if cid in self.barrier_at:
+            return self.barrier_at[cid]
+        passed = any(b > cid for b in self.barrier_at) or any(c >= cid for c in self.cancelled)
+        return len(self.values) if self.ended and not passed else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    barrier: types.Barrier
+    read: tuple[int, ...]  # records processed per channel when the snapshot was taken
+    total: int  # the operator state: sum of processed records
+
+
+class SimulatedTask:
+    """A BarrierHandlerController that records what a real task would do."""
+
+    def __init__(self, num_channels: int) -> None:
+        self.blocked: set[int] = set()
+        self.ever_blocked = False
+        self.read = [0] * num_channels
+        self.total = 0
+        self.snapshots: list[Snapshot] = []
+        self.captured: dict[int, list[tuple[int, int, int]]] = collections.defaultdict(list)
+        self.channel_state_done: list[int] = []
+        self.aborted: list[int] = []
+
+    def block_channel(self, channel: int) -> None:
+        assert channel not in self.blocked, f"channel {channel} blocked twice"
+        self.blocked.add(channel)
+        self.ever_blocked = True
+
+    def unblock_all(self) -> None:
+        self.blocked.clear()
+
+    def snapshot_state(self, barrier: types.Barrier, alignment_duration: float) -> None:
+        assert alignment_duration >= 0
+        self.snapshots.append(Snapshot(barrier, tuple(self.read), self.total))
+
+    def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:
+        self.channel_state_done.append(checkpoint_id)
+
+    def abort_checkpoint(self, checkpoint_id: types.CheckpointId, reason: object) -> None:
+        self.aborted.append(checkpoint_id)
+
+
+# -- named predicates ----------------------------------------------------------------------
+
+
+def snapshot_ids(task: SimulatedTask) -> list[int]:
+    return [snapshot.barrier.checkpoint_id for snapshot in task.snapshots]
+
+
+def completed_ids(task: SimulatedTask) -> list[int]:
+    aligned = [s.barrier.checkpoint_id for s in task.snapshots if not s.barrier.unaligned]
+    return aligned + task.channel_state_done
+
+
+def each_checkpoint_triggers_at_most_once(task: SimulatedTask) -> bool:
+    return len(snapshot_ids(task)) == len(set(snapshot_ids(task)))
+
+
+def triggered_ids_increase(task: SimulatedTask) -> bool:
+    ids = snapshot_ids(task)
+    return all(a < b for a, b in itertools.pairwise(ids))
+
+
+def aborts_fire_at_most_once(task: SimulatedTask) -> bool:
+    return len(task.aborted) == len(set(task.aborted))
+
+
+def triggered_and_aborted_are_disjoint(task: SimulatedTask) -> bool:
+    """An aligned snapshot is final; only an unaligned one may still be aborted (like Flink)."""
+    aligned = {s.barrier.checkpoint_id for s in task.snapshots if not s.barrier.unaligned}
+    return not aligned & set(task.aborted)
+
+
+def completed_and_aborted_are_disjoint(task: SimulatedTask) -> bool:
+    return not set(completed_ids(task)) & set(task.aborted)
+
+
+def channel_state_completes_only_unaligned_snapshots(task: SimulatedTask) -> bool:
+    unaligned = [s.barrier.checkpoint_id for s in task.snapshots if s.barrier.unaligned]
+    done = task.channel_state_done
+    return len(done) == len(set(done)) and set(done) <= set(unaligned)
+
+
+def tracking_never_blocks(task: SimulatedTask) -> bool:
+    return not task.ever_blocked
+
+
+def aligned_no_post_barrier_record_before_snapshot(snap: Snapshot, ups: list[Upstream]) -> bool:
+    cid = snap.barrier.checkpoint_id
+    return all(
+        (before := up.records_before(cid)) is not None and snap.read[ch] <= before
+        for ch, up in enumerate(ups)
+    )
+
+
+def aligned_snapshot_includes_every_pre_barrier_record(snap: Snapshot, ups: list[Upstream]):
+    cid = snap.barrier.checkpoint_id
+    return all(
+        (before := up.records_before(cid)) is not None and snap.read[ch] >= before
+        for ch, up in enumerate(ups)
+    )
+
+
+def unaligned_restore_equals_aligned(snap: Snapshot, captured: list, ups: list[Upstream]) -> bool:
+    """Operator state + channel state == the state of an aligned snapshot, record by record."""
+    cid = snap.barrier.checkpoint_id
+    aligned_total = 0
+    for ch, up in enumerate(ups):
+        before = up.records_before(cid)
+        if before is None:
+            return False
+        seqs = [seq for channel, seq, _ in captured if channel == ch]
+        if seqs != list(range(snap.read[ch], before)):
+            return False
+        aligned_total += sum(up.values[:before])
+    return snap.total + sum(value for _, _, value in captured) == aligned_total
+
+
+def tracking_drops_no_record(snap: Snapshot, ups: list[Upstream]) -> bool:
+    """Restoring from the snapshot replays after each barrier: nothing before it may be missing.
+
+    A channel that passed the id over (None) never acks it upstream: no restore uses it.
+    """
+    cid = snap.barrier.checkpoint_id
+    return all(
+        (before := up.records_before(cid)) is None or snap.read[ch] >= before
+        for ch, up in enumerate(ups)
+    )
+
+
+def savepoints_are_aligned(task: SimulatedTask) -> bool:
+    return not any(s.barrier.is_savepoint and s.barrier.unaligned for s in task.snapshots)
+
+
+def every_seen_checkpoint_ends_exactly_once(seen: set[int], task: SimulatedTask) -> bool:
+    """Seen: the task read a barrier or CANCEL of it while it was the newest id read so far."""
+    ends = collections.Counter(completed_ids(task) + task.aborted)
+    return set(ends) <= seen and all(ends[cid] == 1 for cid in seen)
+
+
+def no_record_is_left_unprocessed(task: SimulatedTask, ups: list[Upstream]) -> bool:
+    return all(task.read[ch] == len(up.values) for ch, up in enumerate(ups))
+
+
+# -- the simulation ------------------------------------------------------------------------
+
+
+class Simulation:
+    def __init__(self, mode: str, num_channels: int) -> None:
+        self.mode = mode
+        self.clock = clock.ManualClock(1000.0)
+        self.task = SimulatedTask(num_channels)
+        self.handler = alignment.create_barrier_handler(
+            CONFIGS[mode], num_channels, self.task, self.clock
+        )
+        self.ups = [Upstream() for _ in range(num_channels)]
+        self.triggered: list[types.Barrier] = []
+        self.seen: set[int] = set()
+
+    # upstream and coordinator
+    def trigger(self, savepoint: bool, fates: list[str]) -> None:
+        """The coordinator starts a checkpoint; each channel's upstream reacts per its fate."""
+        kind = types.CheckpointKind.SAVEPOINT if savepoint else types.CheckpointKind.CHECKPOINT
+        cid = types.CheckpointId(len(self.triggered) + 1)
+        barrier = types.Barrier(cid, self.clock.now(), kind)
+        self.triggered.append(barrier)
+        for ch, up in enumerate(self.ups):
+            fate = fates[ch % len(fates)]
+            if up.ended:
+                continue
+            if fate == "skip":  # the upstream never got this checkpoint
+                continue
+            if fate == "cancel":  # the upstream aborted it before forwarding the barrier
+                up.fifo.append(("cancel", cid))
+                up.cancelled.add(cid)
+                continue
+            sent = barrier
+            if fate == "unaligned" and self.mode != "tracking" and not savepoint:
+                sent = barrier.as_unaligned()  # this upstream switched to unaligned
+            up.fifo.append(("barrier", sent))
+            up.barrier_at[cid] = len(up.values)
+            up.last_barrier = cid
+
+    def emit_records(self, ch: int, values: list[int]) -> None:
+        up = self.ups[ch % len(self.ups)]
+        for value in values if not up.ended else []:
+            up.fifo.append(("record", len(up.values), value))
+            up.values.append(value)
+
+    def cancel_last(self, ch: int) -> None:
+        """An upstream aborts a checkpoint after forwarding its barrier (unaligned upstream)."""
+        up = self.ups[ch % len(self.ups)]
+        if up.last_barrier is not None and not up.ended:
+            up.fifo.append(("cancel", up.last_barrier))
+            up.cancelled.add(up.last_barrier)
+            up.last_barrier = None
+
+    def end(self, ch: int) -> None:
+        up = self.ups[ch % len(self.ups)]
+        if not up.ended:
+            up.fifo.append(("end",))
+            up.ended = True
+
+    # the task
+    def tick(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        self.handler.check_timeouts()
+
+    def read(self, ch: int) -> None:
+        ch %= len(self.ups)
+        up = self.ups[ch]
+        if not up.fifo or ch in self.task.blocked:
+            return
+        event = up.fifo.popleft()
+        match event:
+            case ("record", seq, value):
+                owner = self.handler.record_received(ch)
+                assert seq == self.task.read[ch], "records must be read in channel order"
+                if owner is not None:
+                    self.task.captured[owner].append((ch, seq, value))
+                self.task.read[ch] += 1
+                self.task.total += value
+            case ("barrier", barrier):
+                cid = barrier.checkpoint_id
+                is_new = cid > max(self.seen, default=0)
+                ended = cid in completed_ids(self.task) or cid in self.task.aborted
+                self._saw(cid)
+                result = self.handler.barrier_received(ch, barrier)
+                assert not is_new or result is not Result.OBSOLETE, result
+                assert not ended or result is Result.OBSOLETE, result
+            case ("cancel", cid):
+                self._saw(cid)
+                self.handler.cancel_received(ch, types.CheckpointId(cid))
+            case ("end",):
+                self.handler.end_of_partition(ch)
+
+    def _saw(self, cid: int) -> None:
+        if cid > max(self.seen, default=0):
+            self.seen.add(cid)
+
+    def drain(self, order: list[int]) -> None:
+        """End every channel and read everything, choosing among readable channels by ``order``."""
+        for ch in range(len(self.ups)):
+            self.end(ch)
+        step = 0
+        while any(up.fifo for up in self.ups):
+            blocked = self.task.blocked
+            readable = [c for c, up in enumerate(self.ups) if up.fifo and c not in blocked]
+            assert readable, f"deadlock: every channel with input is blocked {blocked}"
+            self.read(readable[order[step % len(order)] % len(readable)])
+            step += 1
+
+    # checks
+    def check(self) -> None:
+        task, ups = self.task, self.ups
+        assert each_checkpoint_triggers_at_most_once(task), snapshot_ids(task)
+        assert triggered_ids_increase(task), snapshot_ids(task)
+        assert aborts_fire_at_most_once(task), task.aborted
+        assert triggered_and_aborted_are_disjoint(task), (task.snapshots, task.aborted)
+        assert completed_and_aborted_are_disjoint(task), (completed_ids(task), task.aborted)
+        assert channel_state_completes_only_unaligned_snapshots(task), task.channel_state_done
+        assert savepoints_are_aligned(task), task.snapshots
+        assert all(self.handler.is_blocked(c) == (c in task.blocked) for c in range(len(ups)))
+        if self.mode == "tracking":
+            assert tracking_never_blocks(task)
+            for snap in task.snapshots:
+                assert tracking_drops_no_record(snap, ups), (snap, ups)
+            return
+        for snap in task.snapshots:
+            cid = snap.barrier.checkpoint_id
+            if not snap.barrier.unaligned:
+                assert aligned_no_post_barrier_record_before_snapshot(snap, ups), (snap, ups)
+                assert aligned_snapshot_includes_every_pre_barrier_record(snap, ups), (snap, ups)
+                assert not task.captured.get(cid), task.captured[cid]
+            elif cid in task.channel_state_done:
+                assert unaligned_restore_equals_aligned(snap, task.captured[cid], ups), (
+                    snap, task.captured[cid], ups)
+
+    def check_final(self) -> None:
+        self.check()
+        assert self.handler.pending_checkpoint is None
+        assert self.handler.open_channels == 0
+        assert not self.task.blocked
+        assert every_seen_checkpoint_ends_exactly_once(self.seen, self.task), (
+            self.seen, completed_ids(self.task), self.task.aborted)
+        assert no_record_is_left_unprocessed(self.task, self.ups)
+
+
+# -- random interleavings, then drain ------------------------------------------------------
+
+CHANNEL = st.integers(0, 4)
+SAVEPOINT = st.sampled_from([False, False, False, True])
+FATES = st.lists(
+    st.sampled_from(["barrier"] * 7 + ["unaligned", "unaligned", "cancel", "skip"]),
+    min_size=5,
+    max_size=5,
+)
+RECORDS = st.lists(st.integers(-50, 50), min_size=1, max_size=6)
+DRAIN_ORDER = st.lists(st.integers(0, 4), min_size=1, max_size=8)
+TICK = st.sampled_from([0.5, 2.0, 6.0])
+ACTIONS = st.one_of(
+    st.tuples(st.just("trigger"), SAVEPOINT, FATES),
+    st.tuples(st.just("emit_records"), CHANNEL, RECORDS),
+    st.tuples(st.just("cancel_last"), CHANNEL),
+    st.tuples(st.just("end"), CHANNEL),
+    *[st.tuples(st.just("read"), CHANNEL)] * 4,
+    st.tuples(st.just("tick"), TICK),
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mode=st.sampled_from(MODES),
+    num_channels=st.integers(2, 5),
+    actions=st.lists(ACTIONS, min_size=10, max_size=150),
+    drain_order=DRAIN_ORDER,
+)
+def test_random_interleavings_keep_every_invariant(mode, num_channels, actions, drain_order):
+    sim = Simulation(mode, num_channels)
+    for name, *args in actions:
+        getattr(sim, name)(*args)
+        sim.check()
+    sim.drain(drain_order)
+    sim.check_final()
+    coverage_events(sim)
+
+
+def coverage_events(sim: Simulation) -> None:
+    """Label examples so ``--hypothesis-show-statistics`` shows what the runs reached."""
+    task = sim.task
+    aligned = len(completed_ids(task)) - len(task.channel_state_done)
+    event(f"{sim.mode}: aligned snapshots {min(aligned, 3)}")
+    event(f"{sim.mode}: unaligned completed {min(len(task.channel_state_done), 3)}")
+    event(f"{sim.mode}: aborts {min(len(task.aborted), 3)}")
+    event(f"{sim.mode}: captured records {min(sum(map(len, task.captured.values())), 3)}")
+
+
+# -- the same model as a stateful machine --------------------------------------------------
+
+
+class AlignmentMachine(RuleBasedStateMachine):
+    sim: Simulation
+
+    @initialize(mode=st.sampled_from(MODES), num_channels=st.integers(2, 5))
+    def start(self, mode: str, num_channels: int) -> None:
+        self.sim = Simulation(mode, num_channels)
+        self.drained = False
+
+    def _ready(self) -> bool:
+        return not self.drained
+
+    @rule(savepoint=SAVEPOINT, fates=FATES)
+    def trigger(self, savepoint: bool, fates: list[str]) -> None:
+        self.sim.trigger(savepoint, fates)
+
+    @precondition(_ready)
+    @rule(ch=CHANNEL, values=RECORDS)
+    def emit_records(self, ch: int, values: list[int]) -> None:
+        self.sim.emit_records(ch, values)
+
+    @precondition(_ready)
+    @rule(ch=CHANNEL)
+    def cancel_last(self, ch: int) -> None:
+        self.sim.cancel_last(ch)
+
+    @precondition(_ready)
+    @rule(ch=CHANNEL)
+    def end(self, ch: int) -> None:
+        self.sim.end(ch)
+
+    @precondition(_ready)
+    @rule(ch=CHANNEL)
+    def read(self, ch: int) -> None:
+        self.sim.read(ch)
+
+    @precondition(_ready)
+    @rule(ch=CHANNEL)
+    def read_more(self, ch: int) -> None:
+        """Reading is what makes progress: give it more weight."""
+        self.sim.read(ch)
+        self.sim.read(ch + 1)
+
+    @rule(seconds=TICK)
+    def tick(self, seconds: float) -> None:
+        self.sim.tick(seconds)
+
+    @precondition(_ready)
+    @rule(order=DRAIN_ORDER)
+    def drain(self, order: list[int]) -> None:
+        self.sim.drain(order)
+        self.sim.check_final()
+        coverage_events(self.sim)
+        self.drained = True
+
+    @invariant()
+    def predicates_hold(self) -> None:
+        self.sim.check()
+
+
+TestAlignmentMachine = AlignmentMachine.TestCase
+TestAlignmentMachine.settings = settings(
+    max_examples=300, stateful_step_count=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)

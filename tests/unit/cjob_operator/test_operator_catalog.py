@@ -1,0 +1,90 @@
+"""The checkpoint catalog over a local job root: usable, corrupt, incomplete, cleanup."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from barrier_runtime.checkpoint import metadata as md
+from barrier_runtime.checkpoint import types
+from cjob_operator.act import catalog
+from cjob_operator.model.enums import SnapshotKind
+
+FP = md.JobFingerprint((types.StepId("count"),), 128, 2)
+
+
+def commit(root: Path, cid: int, kind: str = "checkpoint", payload: bytes = b"state",
+           lie_about_size: bool = False, write_object: bool = True) -> None:
+    folder = "savepoints/sp" if kind == "savepoint" else "checkpoints/chk"
+    key = f"{folder}-{cid:010d}/count/0.arrow"
+    if write_object:
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_bytes(payload)
+    handle = md.StateHandle(types.StepId("count"), 0, key,
+                            len(payload) + (1 if lie_about_size else 0),
+                            hashlib.sha256(payload).hexdigest(), key_group_start=0,
+                            key_group_end=127)
+    meta = md.CheckpointMetadata(types.CheckpointId(cid), types.CheckpointKind(kind),
+                                 100.0 + cid, 100.5 + cid, FP, (handle,))
+    catalog.write_metadata(root, meta)
+
+
+def view(root: Path) -> catalog.Catalog:
+    return catalog.Catalog(catalog.LocalDirReader(root))
+
+
+def test_empty_store_has_nothing(tmp_path: Path) -> None:
+    v = view(tmp_path).view_sync()
+    assert v.readable and v.newest_usable is None and not v.only_unusable
+
+
+def test_newest_usable_checkpoint_wins_and_broken_ones_are_reported(tmp_path: Path) -> None:
+    commit(tmp_path, 3)
+    commit(tmp_path, 4)
+    commit(tmp_path, 5, lie_about_size=True)
+    commit(tmp_path, 6, write_object=False)
+    (tmp_path / "checkpoints/chk-0000000007").mkdir(parents=True)  # never committed
+    v = view(tmp_path).view_sync()
+    assert v.latest_checkpoint is not None and v.latest_checkpoint.id == 4
+    assert v.latest_checkpoint.path == (tmp_path / "checkpoints/chk-0000000004").as_uri()
+    assert v.latest_checkpoint.duration_seconds == 0.5
+    reasons = {u.id: u.reason for u in v.unusable}
+    assert set(reasons) == {5, 6}
+    assert "expected 6" in reasons[5] and "missing" in reasons[6]
+
+
+def test_corrupt_metadata_only_means_no_usable_state(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints/chk-0000000009"
+    folder.mkdir(parents=True)
+    (folder / "_metadata").write_text('{"format_version": 1}')
+    v = view(tmp_path).view_sync()
+    assert v.only_unusable
+    assert "does not parse" in v.unusable[0].reason
+
+
+def test_savepoint_newer_than_checkpoint_is_the_restore_candidate(tmp_path: Path) -> None:
+    commit(tmp_path, 3)
+    commit(tmp_path, 4, kind="savepoint")
+    v = view(tmp_path).view_sync()
+    assert v.newest_usable is not None and v.newest_usable.id == 4
+    assert v.newest_usable.kind is SnapshotKind.SAVEPOINT
+
+
+def test_cleanup_keeps_retained_checkpoints_and_all_savepoints(tmp_path: Path) -> None:
+    for cid in (1, 2, 3, 4):
+        commit(tmp_path, cid)
+    commit(tmp_path, 5, kind="savepoint")
+    (tmp_path / "checkpoints/chk-0000000006").mkdir(parents=True)
+    removed = view(tmp_path).cleanup_sync(retained=2)
+    assert sorted(removed) == ["checkpoints/chk-0000000001", "checkpoints/chk-0000000002",
+                               "checkpoints/chk-0000000006"]
+    assert view(tmp_path).ids(SnapshotKind.CHECKPOINT) == [4, 3]
+    assert view(tmp_path).ids(SnapshotKind.SAVEPOINT) == [5]
+
+
+def test_open_catalog_maps_file_endpoints_to_the_job_root(tmp_path: Path) -> None:
+    root = tmp_path / "bucket" / "cjob" / "ns" / "job"
+    commit(root, 8)
+    cat = catalog.open_catalog(f"file://{tmp_path}", "bucket", "cjob/ns/job")
+    latest = cat.latest_completed()
+    assert latest is not None and latest.id == 8

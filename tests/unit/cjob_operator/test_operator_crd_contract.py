@@ -1,0 +1,100 @@
+"""Everything the operator writes to the status exists in the CRD's structural schema
+(a real API server silently prunes unknown fields), and the spec fields it reads exist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cjob_operator.model import intent, status
+from cjob_operator.model import spec as spec_model
+from cjob_operator.model.enums import Phase
+
+CRD = Path(__file__).parents[3] / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
+pytestmark = pytest.mark.skipif(not CRD.exists(), reason="the CRD is not written yet")
+
+
+def schema() -> Mapping[str, Any]:
+    crd = yaml.safe_load(CRD.read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
+    root: Mapping[str, Any] = version["schema"]["openAPIV3Schema"]
+    return root
+
+
+def unknown_paths(value: Any, node: Mapping[str, Any], path: str) -> Iterator[str]:
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, Mapping):
+        props = node.get("properties", {})
+        for key, child in value.items():
+            if key not in props:
+                yield f"{path}.{key}"
+            else:
+                yield from unknown_paths(child, props[key], f"{path}.{key}")
+    elif isinstance(value, list) and "items" in node:
+        for item in value:
+            yield from unknown_paths(item, node["items"], f"{path}[]")
+
+
+def full_status() -> dict[str, Any]:
+    st = status.JobStatus(
+        phase=Phase.RUNNING,
+        conditions=(status.Condition("Ready", "True", "Running", "m", 1.0, 3),),
+        observed_generation=3, driver=status.DriverStatus("p", "s", 1.0),
+        checkpoints=status.CheckpointsStatus(
+            status.CompletedCheckpoint(1, "s3://x", 1.0, 0.1, 10, "periodic"),
+            status.FailedCheckpoint(2, "timeout", 2.0), 1, status.SavepointRef(3, "s3://y", 3.0)),
+        restarts=status.RestartsStatus(1, 1.0, "DriverFailed", 2.0, (1.0,)),
+        last_reconciled_spec={"image": "x"},
+        intent=intent.Intent.deploy("d", "Created", 1.0, intent.RestoreTarget.latest(), 2.0),
+        error="e", job_state="RUNNING")
+    return st.for_storage()
+
+
+def test_every_status_field_the_operator_writes_is_in_the_schema() -> None:
+    status_schema = schema()["properties"]["status"]
+    assert list(unknown_paths(full_status(), status_schema, "status")) == []
+
+
+def test_phases_match_the_schema_enum() -> None:
+    enum = schema()["properties"]["status"]["properties"]["phase"]["enum"]
+    assert sorted(enum) == sorted(p.value for p in Phase)
+
+
+def test_spec_fields_the_operator_reads_are_in_the_schema() -> None:
+    spec = schema()["properties"]["spec"]["properties"]
+    for field in ("image", "imagePullPolicy", "pipeline", "parallelism", "maxParallelism",
+                  "driver", "executor", "sparkConf", "checkpointing", "storage",
+                  "restartPolicy", "state", "upgradeMode", "restoreFrom", "restoreNonce",
+                  "restartNonce", "checkpointTriggerNonce", "savepointTriggerNonce",
+                  "allowFreshStart"):
+        assert field in spec, field
+    assert set(spec["restartPolicy"]["properties"]["backoff"]["properties"]) == {
+        "initial", "max", "multiplier", "jitter"}
+
+
+def apply_defaults(value: Any, node: Mapping[str, Any]) -> Any:
+    """Structural defaulting as the API server does it (objects only)."""
+    if not isinstance(value, dict):
+        return value
+    for key, child in node.get("properties", {}).items():
+        if key not in value and "default" in child:
+            value[key] = child["default"]
+        if key in value:
+            value[key] = apply_defaults(value[key], child)
+    return value
+
+
+def test_operator_defaults_equal_the_crd_defaults() -> None:
+    minimal = {"image": "x", "pipeline": {"module": "m"},
+               "storage": {"endpoint": "file:///s", "bucket": "b",
+                           "credentialsSecret": {"name": "c"}}}
+    defaulted = apply_defaults(
+        yaml.safe_load(yaml.safe_dump(minimal)), schema()["properties"]["spec"])
+    ours = spec_model.JobSpec.from_storage(minimal)
+    theirs = spec_model.JobSpec.from_storage(defaulted)
+    assert ours == theirs  # ``raw`` is excluded from comparison

@@ -1,0 +1,23 @@
+"""decide() and the model are pure: importing them pulls in no kopf and no kubernetes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PURE = ["cjob_operator.decide", "cjob_operator.decide_lifecycle", "cjob_operator.status",
+        "cjob_operator.manifests", "cjob_operator.validate", "cjob_operator.model.spec",
+        "cjob_operator.model.status", "cjob_operator.model.observation"]
+
+
+def test_pure_modules_import_no_kopf_no_kubernetes_no_io_clients() -> None:
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in PURE)
+        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+          "{'kopf', 'kubernetes', 'aiohttp', 'minio', 'prometheus_client'})\n"
+          "assert not bad, bad\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,124 @@
+"""Pure builders: driver pod, service, config, secret; Spark settings; pod templates."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cjob_operator import manifests, quantities
+from cjob_operator.model import spec
+from cjob_operator.model.action import RestorePoint
+from cjob_operator.model.enums import SnapshotKind
+
+JOB = manifests.JobRef("team-a", "orders", "uid-7")
+
+
+def make_spec(**overrides: Any) -> spec.JobSpec:
+    raw: dict[str, Any] = {
+        "image": "registry.local/jobs:3", "pipeline": {"file": "/app/p.py", "args": ["-x"]},
+        "parallelism": 4, "executor": {"instances": 2, "cores": 2, "memory": "2Gi"},
+        "driver": {"memory": "512Mi", "serviceAccount": "drv"},
+        "sparkConf": {"spark.sql.shuffle.partitions": "8"},
+        "storage": {"endpoint": "http://minio:9000", "bucket": "b",
+                    "credentialsSecret": {"name": "s3", "accessKeyKey": "ak",
+                                          "secretKeyKey": "sk"}},
+    }
+    raw.update(overrides)
+    return spec.JobSpec.from_storage(raw)
+
+
+def test_spark_conf_is_client_mode_on_kubernetes_with_executors_owned_by_the_driver() -> None:
+    conf = manifests.spark_conf(JOB, make_spec())
+    assert conf["spark.master"] == "k8s://https://kubernetes.default.svc"
+    assert conf["spark.submit.deployMode"] == "client"
+    assert conf["spark.kubernetes.namespace"] == "team-a"
+    assert conf["spark.kubernetes.driver.pod.name"] == "orders-driver"
+    assert conf["spark.kubernetes.container.image"] == "registry.local/jobs:3"
+    assert conf["spark.driver.host"] == "orders-driver.team-a.svc"
+    assert conf["spark.executor.instances"] == "2"
+    assert conf["spark.executor.cores"] == "2"
+    assert conf["spark.executor.memory"] == "2048m"
+    assert conf["spark.driver.memory"] == "512m"
+    assert conf["spark.sql.shuffle.partitions"] == "8"
+
+
+def test_managed_spark_settings_win_over_user_settings() -> None:
+    conf = manifests.spark_conf(JOB, make_spec(sparkConf={"spark.master": "local[*]"}))
+    assert conf["spark.master"].startswith("k8s://")
+
+
+def test_driver_pod_runs_cjob_driver_restoring_and_restricted() -> None:
+    restore = RestorePoint("s3://b/x/savepoints/sp-0000000009", 9,
+                           "s3://b/x/savepoints/sp-0000000009", SnapshotKind.SAVEPOINT)
+    pod = manifests.driver_pod(JOB, make_spec(), "d-1", restore)
+    c = pod["spec"]["containers"][0]
+    assert c["command"] == ["cjob"]
+    assert c["args"] == ["driver", "--config", "/etc/cjob/job.json",
+                         "--restore-from", "s3://b/x/savepoints/sp-0000000009"]
+    assert pod["metadata"]["annotations"][manifests.ANNOTATION_DEPLOYMENT] == "d-1"
+    assert pod["metadata"]["ownerReferences"] == [manifests.owner_reference(JOB)]
+    assert pod["spec"]["serviceAccountName"] == "drv"
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    env = {e["name"]: e for e in c["env"]}
+    assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "s3", "key": "ak"}
+    assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "s3", "key": "sk"}
+    assert c["resources"]["requests"]["memory"] == "896Mi"  # 512Mi + 384Mi overhead
+
+
+def test_no_restore_argument_for_a_fresh_start() -> None:
+    pod = manifests.driver_pod(JOB, make_spec(), "d-1", None)
+    assert "--restore-from" not in pod["spec"]["containers"][0]["args"]
+
+
+def test_job_config_has_no_secret_values_and_the_storage_root() -> None:
+    cm = manifests.config_map(JOB, make_spec())
+    doc = json.loads(cm["data"]["job.json"])
+    assert doc["storage"]["root"] == "cjob/team-a/orders"
+    assert doc["storage"]["accessKeyEnv"] == "AWS_ACCESS_KEY_ID"
+    assert doc["pipeline"] == {"file": "/app/p.py", "args": ["-x"]}
+    assert doc["checkpointing"]["intervalSeconds"] == 30.0
+    template = json.loads(cm["data"]["executor-pod-template.yaml"])
+    assert template["spec"]["automountServiceAccountToken"] is False
+
+
+def test_service_is_headless_and_exposes_spark_and_control_ports() -> None:
+    svc = manifests.service(JOB)
+    assert svc["spec"]["clusterIP"] == "None"
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {
+        "driver-rpc": 7078, "blockmanager": 7079, "control": 8080, "spark-ui": 4040}
+    assert svc["spec"]["selector"] == {manifests.LABEL_JOB: "orders",
+                                       manifests.LABEL_ROLE: "driver"}
+
+
+def test_pod_template_is_merged_under_the_operators_rules() -> None:
+    template = {
+        "metadata": {"labels": {"team": "a"}},
+        "spec": {
+            "nodeSelector": {"pool": "stream"},
+            "securityContext": {"runAsUser": 0},
+            "containers": [
+                {"name": "driver", "env": [{"name": "EXTRA", "value": "1"}],
+                 "securityContext": {"privileged": True}},
+                {"name": "sidecar", "image": "busybox"},
+            ],
+            "volumes": [{"name": "cache", "emptyDir": {}}],
+        },
+    }
+    pod = manifests.driver_pod(JOB, make_spec(driver={"podTemplate": template}), "d-1", None)
+    assert pod["spec"]["nodeSelector"] == {"pool": "stream"}
+    assert pod["metadata"]["labels"]["team"] == "a"
+    assert pod["metadata"]["labels"][manifests.LABEL_JOB] == "orders"
+    assert pod["spec"]["securityContext"] == manifests.POD_SECURITY
+    names = [c["name"] for c in pod["spec"]["containers"]]
+    assert names == ["driver", "sidecar"]
+    driver = pod["spec"]["containers"][0]
+    assert driver["securityContext"] == manifests.CONTAINER_SECURITY
+    assert {"name": "EXTRA", "value": "1"} in driver["env"]
+    assert {v["name"] for v in pod["spec"]["volumes"]} == {"cache", "config", "tmp"}
+
+
+def test_memory_quantities() -> None:
+    assert quantities.spark_memory("1Gi") == "1024m"
+    assert quantities.spark_memory("1536Mi") == "1536m"
+    assert quantities.pod_memory("8Gi") == "9011Mi"

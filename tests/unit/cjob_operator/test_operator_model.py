@@ -1,0 +1,110 @@
+"""Spec/status round trips, durations, change classification, validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from cjob_operator import validate
+from cjob_operator.model import changes, durations, intent, spec, status, times
+from cjob_operator.model.enums import ChangeKind, Phase, RestartType
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("30s", 30.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("2", 2.0), (1.5, 1.5),
+])
+def test_durations(text: str | float, seconds: float) -> None:
+    assert durations.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5 minutes", "m5", "1x", "-"])
+def test_bad_durations_are_rejected(text: str) -> None:
+    with pytest.raises(durations.DurationError):
+        durations.parse_duration(text)
+
+
+def test_bad_spec_values_name_the_field() -> None:
+    with pytest.raises(spec.SpecError, match=r"spec.checkpointing.interval"):
+        spec.JobSpec.from_storage({"checkpointing": {"interval": "soon"}})
+    with pytest.raises(spec.SpecError, match=r"spec.upgradeMode.*savepoint"):
+        spec.JobSpec.from_storage({"upgradeMode": "yolo"})
+
+
+def test_spec_defaults_match_the_crd() -> None:
+    sp = spec.JobSpec.from_storage({})
+    assert sp.parallelism == 2 and sp.max_parallelism == 128
+    assert sp.restart_policy.type is RestartType.ON_FAILURE
+    assert sp.storage.prefix == "cjob" and sp.driver.memory == "1Gi"
+    assert sp.checkpointing.interval == 30.0 and sp.checkpointing.timeout == 600.0
+
+
+def test_status_round_trips_through_storage() -> None:
+    st = status.JobStatus(
+        phase=Phase.RESTARTING,
+        conditions=(status.Condition("Ready", "False", "Restarting", "m", 1000.5),),
+        observed_generation=3,
+        driver=status.DriverStatus("j-driver", "j-driver", 990.0),
+        checkpoints=status.CheckpointsStatus(
+            status.CompletedCheckpoint(7, "s3://b/p", 995.0, 0.5, 1024, "periodic"),
+            status.FailedCheckpoint(8, "timeout", 996.0), 1,
+            status.SavepointRef(6, "s3://b/sp", 900.0)),
+        restarts=status.RestartsStatus(2, 999.0, "DriverFailed", 1009.0, (990.0, 999.0)),
+        last_reconciled_spec={"image": "x", "restartNonce": 3},
+        intent=intent.Intent.deploy("r-1", "DriverFailed", 999.0, intent.RestoreTarget.latest(),
+                                    not_before=1009.0),
+        error=None,
+    )
+    stored = st.for_storage()
+    assert isinstance(stored["lastReconciledSpec"], str)  # a JSON string, as in the CRD
+    assert status.JobStatus.from_storage(stored) == st
+
+
+def test_times_round_trip() -> None:
+    assert times.from_rfc3339(times.to_rfc3339(1700000000.25)) == 1700000000.25
+    assert times.from_rfc3339("garbage") is None
+
+
+def test_change_classification() -> None:
+    old = {"image": "a", "checkpointing": {"interval": "30s", "timeout": "1m"}}
+    assert changes.classify(old, {**old, "checkpointing": {"interval": "10s", "timeout": "1m"}}
+                            ).kind is ChangeKind.IGNORE
+    diff = changes.classify(old, {**old, "checkpointing": {"interval": "30s", "timeout": "2m"}})
+    assert diff.kind is ChangeKind.UPGRADE
+    assert diff.upgrade_paths == ("checkpointing.timeout",)
+    assert changes.classify(old, {**old, "parallelism": 8}).kind is ChangeKind.UPGRADE
+    assert not changes.classify(old, dict(old)).changed
+
+
+@pytest.mark.parametrize("key", [
+    "spark.master", "spark.kubernetes.namespace", "spark.kubernetes.driver.pod.name",
+    "spark.kubernetes.authenticate.driver.serviceAccountName",
+    "spark.kubernetes.authenticate.oauthToken", "spark.kubernetes.container.image",
+    "spark.kubernetes.executor.container.image", "spark.authenticate",
+    "spark.authenticate.secret", "spark.kubernetes.driver.secrets.creds",
+    "spark.kubernetes.executor.secretKeyRef.X", "spark.executor.instances",
+    "spark.kubernetes.executor.volumes.hostPath.root.mount.path",
+])
+def test_security_relevant_spark_keys_are_denied(key: str) -> None:
+    problems = validate.problems_in_spark_conf({key: "x"})
+    assert len(problems) == 1 and key in problems[0] and "managed by the operator" in problems[0]
+
+
+@pytest.mark.parametrize("key", ["spark.sql.shuffle.partitions", "spark.network.timeout",
+                                 "spark.kubernetes.executor.request.cores"])
+def test_ordinary_spark_keys_are_allowed(key: str) -> None:
+    assert validate.problems_in_spark_conf({key: "1"}) == []
+
+
+def test_validation_explains_each_problem() -> None:
+    sp = spec.JobSpec.from_storage({
+        "pipeline": {"module": "m", "file": "f"}, "parallelism": 9, "maxParallelism": 4,
+        "executor": {"instances": 2},
+        "checkpointing": {"interval": "10s", "minPause": "10s"},
+        "storage": {"endpoint": "https://s3", "bucket": "b"},
+        "restoreFrom": {"checkpointId": 3, "path": "s3://x"},
+    })
+    problems = "\n".join(validate.validate(sp))
+    for fragment in ("spec.image is required", "exactly one of module or file",
+                     "must not exceed spec.maxParallelism", "minPause must be shorter",
+                     "credentialsSecret is required", "restoreFrom needs exactly one",
+                     "task slots"):
+        assert fragment in problems

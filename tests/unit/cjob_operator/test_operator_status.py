@@ -1,0 +1,106 @@
+"""The next status: conditions, checkpoint health, merge patches that skip no-ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cjob_operator import status as status_mod
+from cjob_operator.model import spec, status
+from cjob_operator.model.action import Action
+from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.observation import (
+    CheckpointInfo,
+    ControlView,
+    DriverView,
+    FailedInfo,
+    Observation,
+    StoreView,
+)
+
+NOW = 10_000.0
+
+
+def obs(control: ControlView | None, started: float = NOW - 100,
+        st: status.JobStatus | None = None, **spec_raw: Any) -> Observation:
+    return Observation(
+        namespace="ns", name="j", uid="u", generation=4, deleting=False,
+        spec=spec.JobSpec.from_storage({"checkpointing": {"interval": "10s"}, **spec_raw}),
+        spec_error=None, status=st or status.JobStatus(phase=Phase.RUNNING),
+        driver=DriverView(DriverState.RUNNING, "j-driver", "d", started),
+        control=control, store=StoreView.empty(), now=NOW)
+
+
+def conditions(st: status.JobStatus) -> dict[str, status.Condition]:
+    return {c.type: c for c in st.conditions}
+
+
+def test_running_with_fresh_checkpoints_is_ready_and_healthy() -> None:
+    control = ControlView(True, True, "RUNNING", latest_completed=CheckpointInfo(
+        3, time=NOW - 5, duration_seconds=0.4))
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
+                                 status_mod.Outcome())
+    cond = conditions(new)
+    assert cond["Ready"].status == "True"
+    assert cond["CheckpointHealthy"].status == "True"
+    assert cond["Progressing"].status == "False"
+    assert cond["Ready"].observed_generation == 4
+    assert new.checkpoints.last_completed is not None
+    assert new.checkpoints.last_completed.id == 3
+    assert new.job_state == "RUNNING" and new.observed_generation == 4
+
+
+def test_stale_checkpoints_turn_health_false() -> None:
+    control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 31))
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
+                                 status_mod.Outcome())
+    health = conditions(new)["CheckpointHealthy"]
+    assert health.status == "False" and health.reason == "CheckpointsStale"
+
+
+def test_young_job_without_checkpoints_is_not_stale_yet() -> None:
+    control = ControlView(True, True)
+    new = status_mod.next_status(obs(control, started=NOW - 20), Action.nothing(Phase.RUNNING),
+                                 status_mod.Outcome())
+    assert conditions(new)["CheckpointHealthy"].status == "True"
+
+
+def test_too_many_failures_turn_health_false() -> None:
+    control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1),
+                          latest_failed=FailedInfo(5, "timeout", NOW - 2),
+                          consecutive_failures=4)
+    new = status_mod.next_status(obs(control, checkpointing={"interval": "10s",
+                                                             "tolerableFailures": 3}),
+                                 Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    health = conditions(new)["CheckpointHealthy"]
+    assert health.status == "False" and health.reason == "TooManyFailures"
+    assert new.checkpoints.last_failed == status.FailedCheckpoint(5, "timeout", NOW - 2)
+
+
+def test_transition_time_is_kept_while_a_condition_holds() -> None:
+    control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
+    first = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
+                                   status_mod.Outcome())
+    later = obs(control, st=first)
+    later = Observation(**{**{f: getattr(later, f) for f in later.__dataclass_fields__},
+                           "now": NOW + 50})
+    second = status_mod.next_status(later, Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    assert conditions(second)["Ready"].last_transition_time == NOW
+
+
+def test_unchanged_status_needs_no_patch() -> None:
+    control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
+                                 status_mod.Outcome())
+    stored = status_mod.storable(new)
+    assert status_mod.merge_patch(stored, stored) == {}
+    again = status_mod.next_status(obs(control, st=new), Action.nothing(Phase.RUNNING),
+                                   status_mod.Outcome())
+    assert status_mod.merge_patch(stored, status_mod.storable(again)) == {}
+
+
+def test_merge_patch_removes_what_disappeared() -> None:
+    old = {"intent": {"op": "stop", "done": True, "savepointPath": "x"}, "phase": "Suspending"}
+    new = {"intent": {"op": "deploy", "id": "d"}, "phase": "Upgrading"}
+    assert status_mod.merge_patch(old, new) == {
+        "intent": {"op": "deploy", "id": "d", "done": None, "savepointPath": None},
+        "phase": "Upgrading"}
