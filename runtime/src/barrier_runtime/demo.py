@@ -12,7 +12,10 @@ makes lost, duplicated and re-ordered results easy to count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
 
 from barrier_runtime.api import Dataflow, Record, Sink
 from barrier_runtime.connectors.generator import GeneratorSource
@@ -33,7 +36,9 @@ def running_count_flow(
     batch_size: int = 200,
     rate_per_partition: float | None = None,
     max_parallelism: int = 128,
+    sink_delay_per_batch: float = 0.0,
 ) -> Dataflow:
+    """The running count; ``sink_delay_per_batch`` makes the sink side deliberately slow."""
     flow = Dataflow("running-count", max_parallelism=max_parallelism)
     source = GeneratorSource(
         keys=keys,
@@ -42,10 +47,16 @@ def running_count_flow(
         batch_size=batch_size,
         rate_per_partition=rate_per_partition,
     )
-    (
-        flow.source("events", source)
-        .key_by("by-key", "key")
-        .stateful_map("count", count_event)
-        .sink("out", sink)
-    )
+    counted = flow.source("events", source).key_by("by-key", "key").stateful_map("count", count_event)
+    if sink_delay_per_batch > 0:
+        counted = counted.map_batches("slow-down", _throttle(sink_delay_per_batch))
+    counted.sink("out", sink)
     return flow
+
+
+def _throttle(delay: float) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
+        time.sleep(delay)
+        return batch
+
+    return slow
