@@ -47,7 +47,8 @@ def running_count_flow(
         batch_size=batch_size,
         rate_per_partition=rate_per_partition,
     )
-    counted = flow.source("events", source).key_by("by-key", "key").stateful_map("count", count_event)
+    keyed = flow.source("events", source).key_by("by-key", "key")
+    counted = keyed.stateful_map("count", count_event)
     if sink_delay_per_batch > 0:
         counted = counted.map_batches("slow-down", _throttle(sink_delay_per_batch))
     counted.sink("out", sink)

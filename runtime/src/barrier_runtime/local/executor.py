@@ -126,7 +126,7 @@ class LocalExecutor:
                 # Steps 3 and 4
                 if self._run_attempt(ctx):
                     return self.result
-            except Exception as exc:  # noqa: BLE001 - a failed re-commit fails the attempt
+            except Exception as exc:
                 ctx.fail(exc)
             finally:
                 self._teardown(ctx)

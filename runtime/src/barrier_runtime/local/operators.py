@@ -103,6 +103,7 @@ class KeyedOperator(Operator):
     ) -> None:
         super().__init__(step.step_id, emit)
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
+        self._key_fns: tuple[steps.KeyFn, ...]
         if isinstance(step, steps.StatefulStep):
             stateful = step.fn
             self._fn: steps.ConnectFn = lambda s, _side, r: stateful(s, r)

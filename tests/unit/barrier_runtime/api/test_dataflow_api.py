@@ -3,8 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from barrier_runtime.api import Dataflow, InvalidDataflowError
-from barrier_runtime.api import steps
+from barrier_runtime.api import Dataflow, InvalidDataflowError, steps
 from barrier_runtime.connectors.testing import TestingSink, TestingSource
 from barrier_runtime.graph import plan as plan_mod
 
