@@ -1,0 +1,90 @@
+"""``cjob checkpoints list|show|verify|delete --store URL --job NAMESPACE/NAME``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from barrier_runtime.checkpoint import metadata
+from barrier_runtime.storage import checkpoint_store, object_store
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser("checkpoints", help="inspect and manage stored checkpoints")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in (
+        ("list", "list completed checkpoints and savepoints"),
+        ("show", "print one checkpoint's metadata"),
+        ("verify", "check that every object of a checkpoint exists with its size and sha256"),
+        ("delete", "delete one checkpoint (its _metadata first)"),
+    ):
+        action = actions.add_parser(name, help=help_text)
+        action.add_argument(
+            "--store", required=True, help="file:///dir, /dir or s3://bucket/prefix?endpoint=…"
+        )
+        action.add_argument("--job", required=True, help="NAMESPACE/NAME of the job")
+        action.add_argument("--json", action="store_true", help="machine-readable output")
+        if name != "list":
+            action.add_argument("checkpoint", help="id (42), chk-42, sp-42 or a path")
+        action.set_defaults(run=_RUNNERS[name])
+
+
+def _store(args: argparse.Namespace) -> checkpoint_store.CheckpointStore:
+    return checkpoint_store.CheckpointStore(object_store.open_object_store(args.store), args.job)
+
+
+def _row(meta: metadata.CheckpointMetadata) -> dict[str, Any]:
+    return {
+        "id": meta.checkpoint_id,
+        "kind": meta.kind.value,
+        "completed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(meta.completion_time)),
+        "duration_s": round(meta.completion_time - meta.trigger_time, 3),
+        "size_bytes": meta.total_size,
+        "parallelism": meta.fingerprint.parallelism,
+    }
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = [_row(m) for m in _store(args).list_completed()]
+    if args.json:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no completed checkpoints")
+    else:
+        print(f"{'ID':>6}  {'KIND':<10}  {'COMPLETED':<20}  {'DURATION':>9}  {'SIZE':>10}  P")
+        for r in rows:
+            print(
+                f"{r['id']:>6}  {r['kind']:<10}  {r['completed']:<20}  "
+                f"{r['duration_s']:>8.3f}s  {r['size_bytes']:>10}  {r['parallelism']}"
+            )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    meta = _store(args).load(args.checkpoint)
+    print(json.dumps(json.loads(meta.to_json()), indent=None if args.json else 2))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    problems = _store(args).verify(args.checkpoint)
+    if args.json:
+        print(json.dumps({"checkpoint": args.checkpoint, "problems": problems}))
+    elif problems:
+        for p in problems:
+            print(f"problem: {p}")
+    else:
+        print(f"checkpoint {args.checkpoint} is intact")
+    return 1 if problems else 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    _store(args).delete_checkpoint(args.checkpoint)
+    if not args.json:
+        print(f"deleted checkpoint {args.checkpoint}")
+    return 0
+
+
+_RUNNERS = {"list": _list, "show": _show, "verify": _verify, "delete": _delete}
