@@ -22,11 +22,20 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+# Re-install when the dependencies or the set of packages change (an editable
+# install maps packages at install time).
+stamp=.venv/.installed-$( (cat pyproject.toml; find operator/src runtime/src -name __init__.py | sort) |
+    sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
     echo "==> installing checkpointed-jobs and its dependencies into .venv"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    log=.venv/install.log
+    if ! { .venv/bin/python -m pip install --quiet --upgrade pip &&
+        .venv/bin/python -m pip install --quiet -e '.[dev]'; } >"$log" 2>&1 ||
+        ! .venv/bin/python -c 'import barrier_runtime, cjob_operator' 2>>"$log"; then
+        grep -v "^WARNING: Location" "$log" | tail -n 40 >&2
+        echo "error: installing into .venv failed; the full log is $log" >&2
+        exit 1
+    fi
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

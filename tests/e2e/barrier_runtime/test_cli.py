@@ -15,6 +15,7 @@ CJOB = [sys.executable, "-m", "barrier_runtime.cli"]
 def cjob(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CJOB, *args],
+        check=False,
         capture_output=True,
         text=True,
         timeout=300,

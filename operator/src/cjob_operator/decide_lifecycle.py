@@ -1,0 +1,244 @@
+"""Carrying on what was started: recorded intents, suspension, deletion, restore points.
+
+Part of the pure decision (see :mod:`cjob_operator.decide`): no I/O, no kopf, no
+kubernetes. A deploy intent is settled once a pod of its deployment exists; until
+then the old driver is deleted, the backoff is waited out, and the restore point is
+resolved from the store at the last moment (after the old driver is gone, so
+nothing newer can appear). A stop intent takes a final savepoint (bounded retries
+except for upgrades), then deletes the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cjob_operator.model import enums, intent, observation, spec, times
+from cjob_operator.model.action import Action, RestorePoint
+from cjob_operator.model.durations import format_duration
+from cjob_operator.model.enums import DriverState, Phase
+
+MAX_STOP_ATTEMPTS = 3
+
+_STOP_PHASE = {
+    intent.StopPurpose.SUSPEND: Phase.SUSPENDING, intent.StopPurpose.UPGRADE: Phase.UPGRADING,
+}
+_REASON_PHASE = {
+    "Created": Phase.DEPLOYING, "Resumed": Phase.DEPLOYING, "RestoreRequested": Phase.DEPLOYING,
+    "Upgrade": Phase.UPGRADING,
+}
+
+
+def last(obs: observation.Observation) -> Mapping[str, Any]:
+    """The spec the running deployment was made from (``{}`` before the first deploy)."""
+    return obs.status.last_reconciled_spec or {}
+
+
+def changed(obs: observation.Observation, key: str, value: spec.Nonce) -> bool:
+    """Whether nonce ``key`` is set to a value not handled yet."""
+    old = last(obs).get(key)
+    return value is not None and (old is None or str(old) != str(value))
+
+
+def accepted(obs: observation.Observation, sp: spec.JobSpec) -> dict[str, Any]:
+    """The spec to record as reconciled; on-demand trigger nonces stay pending."""
+    doc = sp.for_storage()
+    if obs.status.last_reconciled_spec is not None:
+        for key in ("checkpointTriggerNonce", "savepointTriggerNonce"):
+            old = last(obs).get(key)
+            if old is None:
+                doc.pop(key, None)
+            else:
+                doc[key] = old
+    return doc
+
+
+def intent_id(obs: observation.Observation, tag: str) -> str:
+    """A deployment id that is unique per decision (it labels the driver pod)."""
+    return f"{tag}-{obs.generation}-{int(obs.now * 1000):x}"
+
+
+def driver_phase(obs: observation.Observation) -> Phase:
+    d = obs.driver
+    if d.state is DriverState.RUNNING and obs.control and obs.control.ready:
+        return Phase.RUNNING
+    if obs.status.phase in (Phase.RESTARTING, Phase.UPGRADING):
+        return obs.status.phase
+    return Phase.DEPLOYING
+
+
+def carry_on(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent) -> Action:
+    if it.op is intent.IntentOp.DEPLOY:
+        return _carry_on_deploy(obs, sp, it)
+    return _carry_on_stop(obs, sp, it)
+
+
+def _deploy_phase(it: intent.Intent) -> Phase:
+    return _REASON_PHASE.get(it.reason, Phase.RESTARTING)
+
+
+def _carry_on_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent) -> Action:
+    d = obs.driver
+    phase = _deploy_phase(it)
+    if d.state is not DriverState.ABSENT and d.deployment_id == it.id:
+        settled = Phase.RUNNING if driver_phase(obs) is Phase.RUNNING else phase
+        return Action.nothing(settled, "DeploymentSettled", clear_intent=True)
+    if d.state is DriverState.TERMINATING:
+        return Action.wait(phase, "DriverTerminating", "waiting for the old driver pod to go")
+    if d.state is not DriverState.ABSENT:
+        return Action.delete_driver(phase, "ReplacingDriver",
+                                    f"deleting driver pod {d.pod_name} of an older deployment")
+    if it.not_before is not None and obs.now < it.not_before:
+        return Action.wait(phase, "BackingOff",
+                           f"restarting after the backoff, at {times.to_rfc3339(it.not_before)}",
+                           until=it.not_before)
+    return _resolve_and_deploy(obs, sp, it, phase)
+
+
+def _resolve_and_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent,
+                        phase: Phase) -> Action:
+    target = it.restore
+    if target.mode is intent.RestoreMode.NONE:
+        return Action.deploy(phase, None, "starting from empty state (chosen explicitly)")
+    if target.mode is intent.RestoreMode.CHECKPOINT and target.checkpoint_id is not None:
+        point = RestorePoint(str(target.checkpoint_id), checkpoint_id=target.checkpoint_id)
+        return Action.deploy(phase, point, f"restoring from checkpoint {target.checkpoint_id}")
+    if target.mode is intent.RestoreMode.PATH and target.path:
+        point = RestorePoint(target.path, checkpoint_id=target.checkpoint_id, path=target.path,
+                             kind=enums.SnapshotKind.SAVEPOINT
+                             if "/savepoints/" in target.path else enums.SnapshotKind.CHECKPOINT)
+        return Action.deploy(phase, point, f"restoring from {target.path}")
+    return _deploy_latest(obs, sp, phase)
+
+
+def _deploy_latest(obs: observation.Observation, sp: spec.JobSpec, phase: Phase) -> Action:
+    store = obs.store
+    if store is None or not store.readable:
+        why = store.error if store else "it was not read"
+        return Action.wait(phase, "StorageUnavailable",
+                           f"cannot read the checkpoint store to choose a restore point: {why}",
+                           warning=True)
+    newest = store.newest_usable
+    if newest is not None:
+        if newest.kind is enums.SnapshotKind.SAVEPOINT and newest.path:
+            point = RestorePoint(newest.path, newest.id, newest.path, newest.kind)
+        else:
+            point = RestorePoint(str(newest.id), newest.id, newest.path, newest.kind)
+        return Action.deploy(phase, point, f"restoring from {newest.kind.value} {newest.id}")
+    refusal = fresh_start_refusal(obs, sp, store)
+    if refusal is not None:
+        return refusal
+    return Action.deploy(phase, None, "no checkpoint exists yet: starting from empty state")
+
+
+def fresh_start_refusal(obs: observation.Observation, sp: spec.JobSpec,
+                         store: observation.StoreView) -> Action | None:
+    """Refuse to start empty when state exists but cannot be used (unless allowed)."""
+    if sp.allow_fresh_start:
+        return None
+    if store.unusable:
+        ids = ", ".join(f"{u.kind.value} {u.id} ({u.reason})" for u in store.unusable[:5])
+        return Action.fail(
+            "NoUsableCheckpoint",
+            f"checkpoints exist but none can be restored: {ids}; refusing to start from "
+            "empty state (set spec.allowFreshStart: true to accept losing the state, or "
+            "restore a chosen one with spec.restoreFrom and spec.restoreNonce)",
+        )
+    recorded = obs.status.checkpoints.last_completed
+    if recorded is not None:
+        return Action.fail(
+            "CheckpointsMissing",
+            f"status records completed checkpoint {recorded.id} but the checkpoint store has "
+            "none; refusing to start from empty state (check spec.storage, or set "
+            "spec.allowFreshStart: true)",
+        )
+    return None
+
+
+def _carry_on_stop(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent) -> Action:
+    d = obs.driver
+    phase = _STOP_PHASE.get(it.purpose or intent.StopPurpose.DELETE, Phase.DELETING)
+    if not it.done:
+        return stop_not_done(obs, it, phase)
+    if it.purpose is intent.StopPurpose.UPGRADE:
+        target = (intent.RestoreTarget.at_path(it.savepoint_path, it.savepoint_id)
+                  if it.savepoint_path else intent.RestoreTarget.latest())
+        deploy = intent.Intent.deploy(intent_id(obs, "d"), "Upgrade", obs.now, target)
+        return Action.schedule(deploy, Phase.UPGRADING,
+                               "redeploying the upgraded spec from the final savepoint"
+                               if it.savepoint_path else
+                               "redeploying the upgraded spec from the latest checkpoint",
+                               reconciled_spec=accepted(obs, sp))
+    if d.state is DriverState.TERMINATING:
+        return Action.wait(phase, "DriverTerminating", "waiting for the driver pod to go")
+    if d.state is not DriverState.ABSENT:
+        return Action.delete_driver(phase, "DeletingDriver", f"deleting driver pod {d.pod_name}")
+    if it.purpose is intent.StopPurpose.SUSPEND:
+        where = f" at {it.savepoint_path}" if it.savepoint_path else ""
+        return Action.nothing(Phase.SUSPENDED, "Suspended", f"job suspended{where}",
+                              clear_intent=True, reconciled_spec=accepted(obs, sp), event=True)
+    return Action.nothing(phase, clear_intent=True)
+
+
+def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase) -> Action:
+    d = obs.driver
+    ready = d.state is DriverState.RUNNING and obs.control is not None and obs.control.ready
+    if d.state in (DriverState.ABSENT, DriverState.FAILED, DriverState.SUCCEEDED):
+        return Action.record(it.evolve(done=True), phase, "NoSavepoint",
+                             "the driver is not running, so no final savepoint can be taken; "
+                             "the latest checkpoint will be used", warning=True)
+    if it.attempts >= MAX_STOP_ATTEMPTS and it.purpose is not intent.StopPurpose.UPGRADE:
+        return Action.record(it.evolve(done=True), phase, "SavepointFailed",
+                             f"the final savepoint failed {it.attempts} times ({it.error}); "
+                             "stopping without it, the latest checkpoint will be used",
+                             warning=True)
+    if it.retry_at is not None and obs.now < it.retry_at:
+        return Action.wait(phase, "SavepointRetry", f"final savepoint failed: {it.error}",
+                           until=it.retry_at)
+    if not ready:
+        patience = obs.spec.checkpointing.timeout if obs.spec else 600.0
+        if it.purpose is not intent.StopPurpose.UPGRADE and obs.now - it.since > patience:
+            return Action.record(it.evolve(done=True), phase, "NoSavepoint",
+                                 "the driver did not become ready for a final savepoint within "
+                                 f"{format_duration(patience)}; the latest checkpoint will be used",
+                                 warning=True)
+        return Action.record(it, phase, "DriverNotReady",
+                             "waiting for the driver to take a final savepoint", event=False)
+    return Action.stop(it.evolve(attempts=it.attempts + 1), phase,
+                       f"taking a final savepoint to {it.purpose.value if it.purpose else 'stop'}")
+
+
+def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:
+    d = obs.driver
+    if d.state is DriverState.ABSENT:
+        return Action.nothing(Phase.SUSPENDED, reconciled_spec=accepted(obs, sp)
+                              if obs.status.last_reconciled_spec is not None else None)
+    if d.state is DriverState.RUNNING:
+        stop = intent.Intent.stop(intent_id(obs, "s"), "Suspend", obs.now,
+                                  intent.StopPurpose.SUSPEND)
+        return _carry_on_stop(obs, sp, stop)
+    if d.state is DriverState.TERMINATING:
+        return Action.wait(Phase.SUSPENDING, "DriverTerminating", "waiting for the driver to go")
+    return Action.delete_driver(Phase.SUSPENDING, "DeletingDriver",
+                                f"suspending: deleting driver pod {d.pod_name} "
+                                f"({d.state.value.lower()}, no savepoint possible)")
+
+
+def deleting(obs: observation.Observation) -> Action:
+    it = obs.status.intent
+    sp = obs.spec
+    d = obs.driver
+    if it is not None and it.op is intent.IntentOp.STOP and not it.done:
+        return stop_not_done(obs, it, Phase.DELETING)
+    wants_savepoint = sp is not None and sp.upgrade_mode is enums.UpgradeMode.SAVEPOINT
+    stopped = it is not None and it.op is intent.IntentOp.STOP and it.done
+    if wants_savepoint and not stopped and d.state is DriverState.RUNNING:
+        stop = intent.Intent.stop(intent_id(obs, "x"), "Delete", obs.now,
+                                  intent.StopPurpose.DELETE)
+        return stop_not_done(obs, stop, Phase.DELETING)
+    if d.state is DriverState.TERMINATING:
+        return Action.wait(Phase.DELETING, "DriverTerminating", "waiting for the driver to go")
+    if d.state is not DriverState.ABSENT:
+        return Action.delete_driver(Phase.DELETING, "DeletingDriver",
+                                    f"deleting driver pod {d.pod_name}")
+    return Action.release("driver deleted; checkpoints kept per retention")

@@ -1,0 +1,356 @@
+"""Pure builders of everything a job runs on: driver Pod, headless Service, ConfigMap, Secret.
+
+The driver is a client-mode Spark driver running ``cjob driver``: it asks the
+Kubernetes API for executor pods itself (``spark.master=k8s://…``), names its own
+pod in ``spark.kubernetes.driver.pod.name`` so every executor is owned by (and
+garbage-collected with) the driver pod, and is reached by executors through the
+headless Service. Every object carries an owner reference to the CheckpointedJob.
+Credentials never appear in these objects as values: storage keys come from the
+user's Secret via ``secretKeyRef`` and the control-API token from the job Secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cjob_operator import API_VERSION, KIND, quantities
+from cjob_operator.model import spec as spec_model
+from cjob_operator.model.action import RestorePoint
+
+Obj = dict[str, Any]
+
+DRIVER_PORT = 7078
+BLOCK_MANAGER_PORT = 7079
+CONTROL_PORT = 8080
+UI_PORT = 4040
+CONFIG_DIR = "/etc/cjob"
+CONFIG_FILE = f"{CONFIG_DIR}/job.json"
+EXECUTOR_TEMPLATE_FILE = f"{CONFIG_DIR}/executor-pod-template.yaml"
+TOKEN_KEY = "token"
+TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
+SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+LABEL_JOB = "checkpointed.dev/job"
+LABEL_ROLE = "checkpointed.dev/role"
+ANNOTATION_DEPLOYMENT = "checkpointed.dev/deployment-id"
+ANNOTATION_RESTORE = "checkpointed.dev/restore-from"
+ANNOTATION_SPEC_HASH = "checkpointed.dev/spec-hash"
+
+
+class JobRef:
+    """The identity of the CheckpointedJob that owns what is built."""
+
+    __slots__ = ("name", "namespace", "uid")
+
+    def __init__(self, namespace: str, name: str, uid: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+
+    def driver_pod(self) -> str:
+        return f"{self.name}-driver"
+
+    def service(self) -> str:
+        return f"{self.name}-driver"
+
+    def config_map(self) -> str:
+        return f"{self.name}-config"
+
+    def token_secret(self) -> str:
+        return f"{self.name}-control-token"
+
+    def driver_host(self) -> str:
+        return f"{self.service()}.{self.namespace}.svc"
+
+
+def labels(job: JobRef, role: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "checkpointed-job",
+        "app.kubernetes.io/instance": job.name,
+        "app.kubernetes.io/component": role,
+        "app.kubernetes.io/managed-by": "cjob-operator",
+        LABEL_JOB: job.name,
+        LABEL_ROLE: role,
+    }
+
+
+def owner_reference(job: JobRef) -> Obj:
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": job.name, "uid": job.uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _meta(job: JobRef, name: str, role: str, annotations: Mapping[str, str] | None = None) -> Obj:
+    meta: Obj = {"name": name, "namespace": job.namespace, "labels": labels(job, role),
+                 "ownerReferences": [owner_reference(job)]}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def spec_hash(spec: spec_model.JobSpec) -> str:
+    doc = json.dumps(spec.for_storage(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+
+
+# -- Spark settings and the job configuration ------------------------------------------
+
+
+def spark_conf(job: JobRef, spec: spec_model.JobSpec) -> dict[str, str]:
+    """The user's ``sparkConf`` overlaid with everything the operator manages."""
+    managed = {
+        "spark.master": "k8s://https://kubernetes.default.svc",
+        "spark.submit.deployMode": "client",
+        "spark.kubernetes.namespace": job.namespace,
+        "spark.kubernetes.container.image": spec.image,
+        "spark.kubernetes.container.image.pullPolicy": spec.image_pull_policy,
+        "spark.kubernetes.driver.pod.name": job.driver_pod(),
+        "spark.kubernetes.executor.podNamePrefix": job.name,
+        "spark.kubernetes.executor.podTemplateFile": EXECUTOR_TEMPLATE_FILE,
+        "spark.kubernetes.executor.deleteOnTermination": "true",
+        "spark.kubernetes.authenticate.caCertFile": f"{SA_DIR}/ca.crt",
+        "spark.kubernetes.authenticate.oauthTokenFile": f"{SA_DIR}/token",
+        "spark.kubernetes.authenticate.executor.serviceAccountName": "default",
+        "spark.driver.host": job.driver_host(),
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.port": str(DRIVER_PORT),
+        "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
+        "spark.driver.memory": quantities.spark_memory(spec.driver.memory),
+        "spark.driver.cores": str(spec.driver.cores),
+        "spark.executor.instances": str(spec.executor_instances),
+        "spark.executor.cores": str(spec.executor.cores),
+        "spark.executor.memory": quantities.spark_memory(spec.executor.memory),
+        "spark.dynamicAllocation.enabled": "false",
+        "spark.ui.port": str(UI_PORT),
+    }
+    return {**dict(spec.spark_conf), **managed}
+
+
+def job_config(job: JobRef, spec: spec_model.JobSpec) -> Obj:
+    """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
+    cp = spec.checkpointing
+    rp = spec.restart_policy
+    return {
+        "formatVersion": 1,
+        "job": {"namespace": job.namespace, "name": job.name, "uid": job.uid},
+        "pipeline": {k: v for k, v in (("module", spec.pipeline.module),
+                                       ("file", spec.pipeline.file)) if v}
+        | {"args": list(spec.pipeline.args)},
+        "parallelism": spec.parallelism,
+        "maxParallelism": spec.max_parallelism,
+        "checkpointing": {
+            "intervalSeconds": cp.interval, "timeoutSeconds": cp.timeout,
+            "minPauseSeconds": cp.min_pause, "maxConcurrent": cp.max_concurrent,
+            "tolerableFailures": cp.tolerable_failures, "mode": cp.mode.value,
+            "unaligned": cp.unaligned, "alignedTimeoutSeconds": cp.aligned_timeout,
+            "retained": cp.retained, "incremental": cp.incremental,
+            "triggeredBy": "operator",
+        },
+        "storage": {
+            "endpoint": spec.storage.endpoint, "bucket": spec.storage.bucket,
+            "prefix": spec.storage.prefix,
+            "root": spec.storage.job_root(job.namespace, job.name),
+            "accessKeyEnv": ACCESS_KEY_ENV, "secretKeyEnv": SECRET_KEY_ENV,
+        },
+        "restartPolicy": {
+            "maxRestarts": rp.max_restarts, "windowSeconds": rp.window,
+            "backoff": {"initialSeconds": rp.backoff.initial, "maxSeconds": rp.backoff.max,
+                        "multiplier": rp.backoff.multiplier, "jitter": rp.backoff.jitter},
+        },
+        "control": {"port": CONTROL_PORT, "tokenEnv": TOKEN_ENV},
+        "sparkConf": spark_conf(job, spec),
+    }
+
+
+# -- objects ----------------------------------------------------------------------------
+
+
+def config_map(job: JobRef, spec: spec_model.JobSpec) -> Obj:
+    template = json.dumps(executor_pod_template(job, spec), indent=2, sort_keys=True)
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": _meta(job, job.config_map(), "config"),
+        "data": {"job.json": json.dumps(job_config(job, spec), indent=2, sort_keys=True),
+                 "executor-pod-template.yaml": template},
+    }
+
+
+def token_secret(job: JobRef, token: str) -> Obj:
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": _meta(job, job.token_secret(), "control-token"),
+        "stringData": {TOKEN_KEY: token},
+    }
+
+
+def service(job: JobRef) -> Obj:
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": _meta(job, job.service(), "driver"),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_JOB: job.name, LABEL_ROLE: "driver"},
+            "ports": [
+                {"name": "driver-rpc", "port": DRIVER_PORT, "targetPort": DRIVER_PORT},
+                {"name": "blockmanager", "port": BLOCK_MANAGER_PORT,
+                 "targetPort": BLOCK_MANAGER_PORT},
+                {"name": "control", "port": CONTROL_PORT, "targetPort": CONTROL_PORT},
+                {"name": "spark-ui", "port": UI_PORT, "targetPort": UI_PORT},
+            ],
+        },
+    }
+
+
+POD_SECURITY: Obj = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY: Obj = {
+    "runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def _storage_env(spec: spec_model.JobSpec) -> list[Obj]:
+    creds = spec.storage.credentials
+    if creds is None:
+        return []
+    return [
+        {"name": ACCESS_KEY_ENV,
+         "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.access_key_key}}},
+        {"name": SECRET_KEY_ENV,
+         "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.secret_key_key}}},
+    ]
+
+
+def driver_args(restore: RestorePoint | None) -> list[str]:
+    args = ["driver", "--config", CONFIG_FILE]
+    if restore is not None:
+        args += ["--restore-from", restore.arg]
+    return args
+
+
+def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
+               restore: RestorePoint | None) -> Obj:
+    annotations = {ANNOTATION_DEPLOYMENT: deployment_id, ANNOTATION_SPEC_HASH: spec_hash(spec)}
+    if restore is not None:
+        annotations[ANNOTATION_RESTORE] = restore.arg
+    container: Obj = {
+        "name": "driver",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["cjob"],
+        "args": driver_args(restore),
+        "ports": [
+            {"name": "driver-rpc", "containerPort": DRIVER_PORT},
+            {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT},
+            {"name": "control", "containerPort": CONTROL_PORT},
+            {"name": "spark-ui", "containerPort": UI_PORT},
+        ],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "SPARK_LOCAL_DIRS", "value": "/tmp/spark"},
+            {"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {
+                "name": job.token_secret(), "key": TOKEN_KEY}}},
+            *_storage_env(spec),
+        ],
+        "resources": {
+            "requests": {"cpu": str(spec.driver.cores),
+                         "memory": quantities.pod_memory(spec.driver.memory)},
+            "limits": {"memory": quantities.pod_memory(spec.driver.memory)},
+        },
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": CONTROL_PORT},
+                           "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": CONTROL_PORT},
+                          "initialDelaySeconds": 30, "periodSeconds": 10,
+                          "failureThreshold": 6},
+        "securityContext": dict(CONTAINER_SECURITY),
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    pod: Obj = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": _meta(job, job.driver_pod(), "driver", annotations),
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": dict(POD_SECURITY),
+            "containers": [container],
+            "volumes": [{"name": "config", "configMap": {"name": job.config_map()}},
+                        {"name": "tmp", "emptyDir": {}}],
+        },
+    }
+    if spec.driver.service_account:
+        pod["spec"]["serviceAccountName"] = spec.driver.service_account
+    return merge_template(spec.driver.pod_template, pod, "driver")
+
+
+def executor_pod_template(job: JobRef, spec: spec_model.JobSpec) -> Obj:
+    """Spark's executor pod template: the user's template under the operator's rules."""
+    base: Obj = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"labels": labels(job, "executor")},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "securityContext": dict(POD_SECURITY),
+            "containers": [{
+                "name": "executor",
+                "securityContext": dict(CONTAINER_SECURITY),
+                "env": [{"name": "HOME", "value": "/tmp"}, *_storage_env(spec)],
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            }],
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
+        },
+    }
+    return merge_template(spec.executor.pod_template, base, "executor")
+
+
+def merge_template(template: Mapping[str, Any], pod: Obj, main: str) -> Obj:
+    """Lay ``pod`` over the user's ``template``: operator fields win, lists are joined.
+
+    The main container (named ``main``) merges with the template's container of the
+    same name; other template containers stay as sidecars. Security contexts are
+    always the operator's.
+    """
+    if not template:
+        return pod
+    merged: Obj = json.loads(json.dumps(template))
+    meta = merged.setdefault("metadata", {})
+    for key, value in pod.get("metadata", {}).items():
+        if key in ("labels", "annotations"):
+            meta[key] = {**meta.get(key, {}), **value}
+        else:
+            meta[key] = value
+    tspec = merged.setdefault("spec", {})
+    for key, value in pod["spec"].items():
+        if key == "containers":
+            tspec[key] = _merge_containers(tspec.get(key, []), value, main)
+        elif key == "volumes":
+            ours = {v["name"] for v in value}
+            tspec[key] = [v for v in tspec.get(key, []) if v.get("name") not in ours] + value
+        else:
+            tspec[key] = value
+    for key in ("apiVersion", "kind"):
+        if key in pod:
+            merged[key] = pod[key]
+    return merged
+
+
+def _merge_containers(theirs: list[Obj], ours: list[Obj], main: str) -> list[Obj]:
+    result = [c for c in theirs if c.get("name") != main]
+    their_main = next((c for c in theirs if c.get("name") == main), {})
+    for container in ours:
+        if container.get("name") != main:
+            result.append(container)
+            continue
+        combined = {**their_main, **container}
+        for key in ("env", "volumeMounts", "ports"):
+            if key in their_main:
+                names = {e.get("name") or e.get("mountPath") for e in container.get(key, [])}
+                extra = [e for e in their_main[key]
+                         if (e.get("name") or e.get("mountPath")) not in names]
+                combined[key] = container.get(key, []) + extra
+        result.insert(0, combined)
+    return result

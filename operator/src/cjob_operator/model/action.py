@@ -1,0 +1,138 @@
+"""The value object :func:`cjob_operator.decide.decide` returns: one action per reconcile.
+
+Actions are built with named constructors (``Action.deploy(...)``,
+``Action.schedule(...)``, ``Action.stop(...)``, …). Each carries the phase the job
+is in once the action is taken, a machine ``reason`` (also the Event reason) and
+one human ``message``; what else it needs is spelled out per constructor.
+``intent`` is what to record in the status *before* acting (``None`` keeps the
+stored intent unless ``clear_intent`` is set).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cjob_operator.model import enums, status
+from cjob_operator.model import intent as intents
+
+
+class ActionKind(enum.Enum):
+    NOTHING = "nothing"
+    """Only refresh the status."""
+    WAIT = "wait"
+    """Something is under way (backoff, a pod starting or terminating)."""
+    SCHEDULE = "schedule"
+    """Record a deploy intent (create, restart, upgrade, resume, restore)."""
+    DEPLOY = "deploy"
+    """Create the driver resources for the current deploy intent."""
+    DELETE_DRIVER = "delete-driver"
+    """Delete the driver pod (an older deployment, or on suspend)."""
+    TRIGGER = "trigger"
+    """Ask the driver for a checkpoint or savepoint (``POST /v1/checkpoints``)."""
+    STOP = "stop"
+    """Stop the driver with a final savepoint (``POST /v1/stop``)."""
+    RECORD = "record"
+    """Only write an updated intent (a stop that could not take a savepoint)."""
+    FAIL = "fail"
+    """Give up: phase ``Failed`` with a clear message."""
+    REJECT = "reject"
+    """The spec is invalid: report it, change nothing."""
+    RELEASE = "release"
+    """Deletion is complete: remove children, clean storage, drop the finalizer."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePoint:
+    """What the new driver restores from: ``--restore-from <arg>``."""
+
+    arg: str
+    checkpoint_id: int | None = None
+    path: str | None = None
+    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    kind: ActionKind
+    phase: enums.Phase | None
+    reason: str = ""
+    message: str = ""
+    intent: intents.Intent | None = None
+    clear_intent: bool = False
+    restore: RestorePoint | None = None
+    snapshot: enums.SnapshotKind | None = None
+    until: float | None = None
+    restarts: status.RestartsStatus | None = None
+    reconciled_spec: Mapping[str, Any] | None = None
+    warning: bool = False
+    event: bool = True
+
+    # -- named constructors ---------------------------------------------------------
+
+    @classmethod
+    def nothing(cls, phase: enums.Phase | None, reason: str = "", message: str = "", *,
+                clear_intent: bool = False,
+                reconciled_spec: Mapping[str, Any] | None = None,
+                event: bool = False) -> Action:
+        return cls(ActionKind.NOTHING, phase, reason, message, clear_intent=clear_intent,
+                   reconciled_spec=reconciled_spec, event=event)
+
+    @classmethod
+    def wait(cls, phase: enums.Phase | None, reason: str, message: str,
+             until: float | None = None, warning: bool = False) -> Action:
+        """``warning`` waits are problems a user must see (in ``status.error``)."""
+        return cls(ActionKind.WAIT, phase, reason, message, until=until, event=False,
+                   warning=warning)
+
+    @classmethod
+    def schedule(cls, new_intent: intents.Intent, phase: enums.Phase, message: str, *,
+                 restarts: status.RestartsStatus | None = None,
+                 reconciled_spec: Mapping[str, Any] | None = None,
+                 warning: bool = False) -> Action:
+        return cls(ActionKind.SCHEDULE, phase, new_intent.reason, message, intent=new_intent,
+                   restarts=restarts, reconciled_spec=reconciled_spec, warning=warning,
+                   until=new_intent.not_before)
+
+    @classmethod
+    def deploy(cls, phase: enums.Phase, restore: RestorePoint | None, message: str) -> Action:
+        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore)
+
+    @classmethod
+    def delete_driver(cls, phase: enums.Phase | None, reason: str, message: str,
+                      new_intent: intents.Intent | None = None) -> Action:
+        return cls(ActionKind.DELETE_DRIVER, phase, reason, message, intent=new_intent)
+
+    @classmethod
+    def trigger(cls, kind: enums.SnapshotKind, reason: str, message: str,
+                reconciled_spec: Mapping[str, Any] | None = None) -> Action:
+        return cls(ActionKind.TRIGGER, enums.Phase.RUNNING, reason, message, snapshot=kind,
+                   reconciled_spec=reconciled_spec, event=reason != "CheckpointTriggered")
+
+    @classmethod
+    def stop(cls, stop_intent: intents.Intent, phase: enums.Phase, message: str,
+             reconciled_spec: Mapping[str, Any] | None = None) -> Action:
+        return cls(ActionKind.STOP, phase, "StoppingWithSavepoint", message, intent=stop_intent,
+                   reconciled_spec=reconciled_spec)
+
+    @classmethod
+    def record(cls, new_intent: intents.Intent, phase: enums.Phase | None, reason: str,
+               message: str, warning: bool = False, event: bool = True) -> Action:
+        return cls(ActionKind.RECORD, phase, reason, message, intent=new_intent, warning=warning,
+                   event=event)
+
+    @classmethod
+    def fail(cls, reason: str, message: str) -> Action:
+        return cls(ActionKind.FAIL, enums.Phase.FAILED, reason, message, clear_intent=True,
+                   warning=True)
+
+    @classmethod
+    def reject(cls, phase: enums.Phase | None, message: str) -> Action:
+        return cls(ActionKind.REJECT, phase, "InvalidSpec", message, warning=True)
+
+    @classmethod
+    def release(cls, message: str) -> Action:
+        return cls(ActionKind.RELEASE, enums.Phase.DELETING, "Deleted", message,
+                   clear_intent=True)

@@ -1,0 +1,120 @@
+"""What one reconcile saw: the CR, the driver pod, the control API, the checkpoint store.
+
+Built by :mod:`cjob_operator.observe` (which does the I/O) and consumed by the pure
+:func:`cjob_operator.decide.decide`. ``None`` for a view means "not looked at";
+a view with ``reachable``/``readable`` false means "looked and could not see".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cjob_operator.model import enums, spec, status
+
+
+@dataclass(frozen=True, slots=True)
+class DriverView:
+    state: enums.DriverState
+    pod_name: str | None = None
+    deployment_id: str | None = None
+    started_at: float | None = None
+    message: str | None = None
+    exit_code: int | None = None
+
+    @classmethod
+    def absent(cls) -> DriverView:
+        return cls(enums.DriverState.ABSENT)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """A completed checkpoint or savepoint, from the control API or the store."""
+
+    id: int
+    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    path: str | None = None
+    time: float | None = None
+    duration_seconds: float | None = None
+    size_bytes: int | None = None
+    trigger: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailedInfo:
+    id: int | None
+    reason: str
+    time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ControlView:
+    """The driver's control API (``GET /readyz``, ``/v1/job``, ``/v1/checkpoints``)."""
+
+    reachable: bool
+    ready: bool = False
+    job_state: str | None = None
+    in_progress: int = 0
+    last_trigger_time: float | None = None
+    latest_completed: CheckpointInfo | None = None
+    latest_failed: FailedInfo | None = None
+    consecutive_failures: int = 0
+    error: str | None = None
+
+    @classmethod
+    def unreachable(cls, error: str) -> ControlView:
+        return cls(reachable=False, error=error)
+
+
+@dataclass(frozen=True, slots=True)
+class Unusable:
+    id: int
+    kind: enums.SnapshotKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoreView:
+    """The checkpoint store (the source of truth after restarts)."""
+
+    readable: bool
+    latest_checkpoint: CheckpointInfo | None = None
+    latest_savepoint: CheckpointInfo | None = None
+    unusable: tuple[Unusable, ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def unreadable(cls, error: str) -> StoreView:
+        return cls(readable=False, error=error)
+
+    @classmethod
+    def empty(cls) -> StoreView:
+        return cls(readable=True)
+
+    @property
+    def newest_usable(self) -> CheckpointInfo | None:
+        """The newest of the latest usable checkpoint and savepoint (ids share one sequence)."""
+        candidates = [c for c in (self.latest_checkpoint, self.latest_savepoint) if c]
+        return max(candidates, key=lambda c: c.id) if candidates else None
+
+    @property
+    def only_unusable(self) -> bool:
+        """Snapshots exist but none can be restored: starting empty would lose state."""
+        return self.newest_usable is None and bool(self.unusable)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    deleting: bool
+    spec: spec.JobSpec | None
+    spec_error: str | None
+    status: status.JobStatus
+    driver: DriverView
+    control: ControlView | None
+    store: StoreView | None
+    now: float
+    jitter: float = 0.5
+    """A uniform sample in [0, 1) for backoff jitter (injected so ``decide`` stays pure)."""

@@ -1,0 +1,269 @@
+"""``CheckpointedJob.spec`` as frozen values, with the CRD's defaults applied again.
+
+The CRD schema defaults most fields; :meth:`JobSpec.from_storage` applies the same
+defaults so the operator behaves identically on a cluster that lost them (and in
+tests that skip the schema). Durations are parsed to seconds here; a malformed one
+raises :class:`SpecError` with the field path in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cjob_operator.model import durations, enums
+
+Raw = Mapping[str, Any]
+Nonce = int | str | None
+"""A nonce as stored (the CRD makes them integers); only its changes matter."""
+
+
+class SpecError(ValueError):
+    """The spec cannot be parsed; the message names the field."""
+
+
+def _dur(raw: Raw, key: str, default: str, path: str) -> float:
+    value = raw.get(key, default)
+    try:
+        return durations.parse_duration(value)
+    except durations.DurationError as exc:
+        raise SpecError(f"spec.{path}.{key}: {exc}") from exc
+
+
+def _enum(enum_cls: Any, raw: Raw, key: str, default: str, path: str) -> Any:
+    value = raw.get(key, default)
+    try:
+        return enum_cls(value)
+    except ValueError as exc:
+        allowed = ", ".join(m.value for m in enum_cls)
+        raise SpecError(f"spec.{path}{key}: {value!r} is not one of {allowed}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSpec:
+    module: str | None = None
+    file: str | None = None
+    args: tuple[str, ...] = ()
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> PipelineSpec:
+        return cls(
+            module=raw.get("module"),
+            file=raw.get("file"),
+            args=tuple(str(a) for a in raw.get("args", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """``spec.driver`` / ``spec.executor``."""
+
+    cores: int = 1
+    memory: str = "1Gi"
+    instances: int | None = None
+    service_account: str | None = None
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> PodSpec:
+        return cls(
+            cores=int(raw.get("cores", 1)),
+            memory=str(raw.get("memory", "1Gi")),
+            instances=None if raw.get("instances") is None else int(raw["instances"]),
+            service_account=raw.get("serviceAccount"),
+            pod_template=dict(raw.get("podTemplate") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointingSpec:
+    interval: float = 30.0
+    timeout: float = 600.0
+    min_pause: float = 0.0
+    max_concurrent: int = 1
+    tolerable_failures: int = 3
+    mode: enums.CheckpointingMode = enums.CheckpointingMode.EXACTLY_ONCE
+    unaligned: bool = False
+    aligned_timeout: float = 0.0
+    retained: int = 3
+    incremental: bool = False
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> CheckpointingSpec:
+        p = "checkpointing"
+        unaligned = raw.get("unaligned") or {}
+        return cls(
+            interval=_dur(raw, "interval", "30s", p),
+            timeout=_dur(raw, "timeout", "10m", p),
+            min_pause=_dur(raw, "minPause", "0s", p),
+            max_concurrent=int(raw.get("maxConcurrent", 1)),
+            tolerable_failures=int(raw.get("tolerableFailures", 3)),
+            mode=_enum(enums.CheckpointingMode, raw, "mode", "ExactlyOnce", "checkpointing."),
+            unaligned=bool(unaligned.get("enabled", False)),
+            aligned_timeout=_dur(unaligned, "alignedTimeout", "0s", p + ".unaligned"),
+            retained=int(raw.get("retained", 3)),
+            incremental=bool(raw.get("incremental", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SecretKeys:
+    """A reference to storage credentials: never the values themselves."""
+
+    name: str
+    access_key_key: str = "AWS_ACCESS_KEY_ID"
+    secret_key_key: str = "AWS_SECRET_ACCESS_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSpec:
+    endpoint: str = ""
+    bucket: str = ""
+    prefix: str = ""
+    credentials: SecretKeys | None = None
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> StorageSpec:
+        creds = raw.get("credentialsSecret")
+        return cls(
+            endpoint=str(raw.get("endpoint", "")),
+            bucket=str(raw.get("bucket", "")),
+            prefix=str(raw.get("prefix", "cjob")).strip("/"),
+            credentials=None
+            if not creds
+            else SecretKeys(
+                name=str(creds["name"]),
+                access_key_key=str(creds.get("accessKeyKey", "AWS_ACCESS_KEY_ID")),
+                secret_key_key=str(creds.get("secretKeyKey", "AWS_SECRET_ACCESS_KEY")),
+            ),
+        )
+
+    def job_root(self, namespace: str, name: str) -> str:
+        """``{prefix}/{namespace}/{job}`` inside the bucket (no leading slash)."""
+        parts = [self.prefix, namespace, name] if self.prefix else [namespace, name]
+        return "/".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffSpec:
+    initial: float = 10.0
+    max: float = 300.0
+    multiplier: float = 2.0
+    jitter: float = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPolicySpec:
+    type: enums.RestartType = enums.RestartType.ON_FAILURE
+    max_restarts: int = 10
+    window: float = 3600.0
+    backoff: BackoffSpec = BackoffSpec()
+    reset_after: float = 600.0
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> RestartPolicySpec:
+        p = "restartPolicy"
+        b = raw.get("backoff") or {}
+        return cls(
+            type=_enum(enums.RestartType, raw, "type", "OnFailure", "restartPolicy."),
+            max_restarts=int(raw.get("maxRestarts", 10)),
+            window=_dur(raw, "window", "1h", p),
+            backoff=BackoffSpec(
+                initial=_dur(b, "initial", "10s", p + ".backoff"),
+                max=_dur(b, "max", "5m", p + ".backoff"),
+                multiplier=float(b.get("multiplier", 2.0)),
+                jitter=float(b.get("jitter", 0.2)),
+            ),
+            reset_after=_dur(raw, "resetAfter", "10m", p),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreFromSpec:
+    checkpoint_id: int | None = None
+    path: str | None = None
+
+    @classmethod
+    def from_storage(cls, raw: Raw | None) -> RestoreFromSpec | None:
+        if not raw:
+            return None
+        cid = raw.get("checkpointId")
+        return cls(checkpoint_id=None if cid is None else int(cid), path=raw.get("path"))
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """The whole ``spec``; ``raw`` keeps the stored form for diffs and ``lastReconciledSpec``."""
+
+    image: str
+    image_pull_policy: str
+    pipeline: PipelineSpec
+    parallelism: int
+    max_parallelism: int
+    driver: PodSpec
+    executor: PodSpec
+    spark_conf: Mapping[str, str]
+    checkpointing: CheckpointingSpec
+    storage: StorageSpec
+    restart_policy: RestartPolicySpec
+    state: enums.DesiredState
+    upgrade_mode: enums.UpgradeMode
+    restore_from: RestoreFromSpec | None
+    restore_nonce: Nonce
+    restart_nonce: Nonce
+    checkpoint_trigger_nonce: Nonce
+    savepoint_trigger_nonce: Nonce
+    allow_fresh_start: bool
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def executor_instances(self) -> int:
+        return self.executor.instances if self.executor.instances else self.parallelism
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> JobSpec:
+        try:
+            return cls(
+                image=str(raw.get("image", "")),
+                image_pull_policy=str(raw.get("imagePullPolicy", "IfNotPresent")),
+                pipeline=PipelineSpec.from_storage(raw.get("pipeline") or {}),
+                parallelism=int(raw.get("parallelism", 2)),
+                max_parallelism=int(raw.get("maxParallelism", 128)),
+                driver=PodSpec.from_storage(raw.get("driver") or {}),
+                executor=PodSpec.from_storage(raw.get("executor") or {}),
+                spark_conf={str(k): str(v) for k, v in (raw.get("sparkConf") or {}).items()},
+                checkpointing=CheckpointingSpec.from_storage(raw.get("checkpointing") or {}),
+                storage=StorageSpec.from_storage(raw.get("storage") or {}),
+                restart_policy=RestartPolicySpec.from_storage(raw.get("restartPolicy") or {}),
+                state=_enum(enums.DesiredState, raw, "state", "running", ""),
+                upgrade_mode=_enum(enums.UpgradeMode, raw, "upgradeMode", "last-checkpoint", ""),
+                restore_from=RestoreFromSpec.from_storage(raw.get("restoreFrom")),
+                restore_nonce=_opt_str(raw.get("restoreNonce")),
+                restart_nonce=_opt_str(raw.get("restartNonce")),
+                checkpoint_trigger_nonce=_opt_str(raw.get("checkpointTriggerNonce")),
+                savepoint_trigger_nonce=_opt_str(raw.get("savepointTriggerNonce")),
+                allow_fresh_start=bool(raw.get("allowFreshStart", False)),
+                raw=_thaw(raw),
+            )
+        except SpecError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise SpecError(f"spec cannot be read: {exc}") from exc
+
+    def for_storage(self) -> dict[str, Any]:
+        thawed: dict[str, Any] = _thaw(self.raw)
+        return thawed
+
+
+def _opt_str(value: Any) -> Nonce:
+    return None if value is None or value == "" else value
+
+
+def _thaw(value: Any) -> Any:
+    """A plain JSON copy of a (possibly kopf-frozen) mapping/sequence."""
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value

@@ -1,0 +1,39 @@
+"""Kubernetes memory quantities (``1Gi``, ``512Mi``, ``2G``) and their Spark spelling.
+
+>>> spark_memory("1Gi")
+'1024m'
+>>> spark_memory("512m")
+'512m'
+>>> spark_memory("2G")
+'1907m'
+"""
+
+from __future__ import annotations
+
+import re
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTE]i?|[kmgt])?$")
+_FACTORS = {
+    None: 1, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4, "Ei": 1024**6,
+    "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4, "E": 1000**6,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
+}
+
+
+def memory_bytes(quantity: str) -> int:
+    """Bytes in a Kubernetes quantity (or a Spark size such as ``512m``)."""
+    match = _QUANTITY.match(quantity.strip())
+    if not match:
+        raise ValueError(f"invalid memory quantity {quantity!r}: use e.g. '1Gi' or '512Mi'")
+    return int(float(match.group(1)) * _FACTORS[match.group(2)])
+
+
+def spark_memory(quantity: str) -> str:
+    """The same amount in Spark's notation (whole mebibytes)."""
+    return f"{max(1, memory_bytes(quantity) // 1024**2)}m"
+
+
+def pod_memory(quantity: str, overhead_fraction: float = 0.1, minimum_mib: int = 384) -> str:
+    """A pod memory request for a JVM of ``quantity`` plus Spark's default overhead."""
+    mib = memory_bytes(quantity) // 1024**2
+    return f"{mib + max(minimum_mib, int(mib * overhead_fraction))}Mi"

@@ -1,0 +1,146 @@
+"""A recording double of the driver's control API (DESIGN §4.9), for many jobs at once.
+
+Served under ``/jobs/{namespace}/{name}`` (point ``CJOB_CONTROL_URL_TEMPLATE`` at
+``http://127.0.0.1:{port}/jobs/{namespace}/{name}``). Like the real driver it
+reads its bearer token from the job's token Secret and its storage location from
+the job's ConfigMap (both in the :class:`FakeKubernetes` it is given), answers only
+while its pod is ``Running``, and commits each checkpoint by writing ``_metadata``
+into the (``file://``) store with ids that keep increasing across restarts. A stop
+with savepoint writes a savepoint and lets the pod succeed, like a real exit 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from cjob_operator.testing import snapshots
+from cjob_operator.testing.fake_kube import FakeKubernetes
+
+
+@dataclass
+class Call:
+    namespace: str
+    job: str
+    method: str
+    path: str
+    authorized: bool
+    body: Any = None
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class JobBehaviour:
+    """Knobs a test turns per job."""
+
+    fail_next_checkpoints: int = 0
+    fail_stop: bool = False
+    ready: bool = True
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FakeDriver:
+    def __init__(self, kube: FakeKubernetes) -> None:
+        self.kube = kube
+        self.calls: list[Call] = []
+        self.jobs: dict[tuple[str, str], JobBehaviour] = {}
+        self.app = web.Application()
+        self.app.router.add_route("*", "/jobs/{namespace}/{job}/{tail:.*}", self._dispatch)
+
+    def behaviour(self, namespace: str, job: str) -> JobBehaviour:
+        return self.jobs.setdefault((namespace, job), JobBehaviour())
+
+    def calls_to(self, namespace: str, job: str, method: str, path: str) -> list[Call]:
+        return [c for c in list(self.calls) if (c.namespace, c.job, c.method, c.path)
+                == (namespace, job, method, path)]
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _token(self, namespace: str, job: str) -> str | None:
+        secret = self.kube.find("secrets", namespace, f"{job}-control-token")
+        raw = (secret or {}).get("data", {}).get("token")
+        return None if raw is None else base64.b64decode(raw).decode()
+
+    def _job_root(self, namespace: str, job: str) -> Path:
+        cm = self.kube.find("configmaps", namespace, f"{job}-config")
+        if cm is None:
+            raise web.HTTPServiceUnavailable(text="no job configuration")
+        storage = json.loads(cm["data"]["job.json"])["storage"]
+        base = Path(storage["endpoint"][len("file://"):])
+        return Path(base, str(storage["bucket"]), str(storage["root"]))
+
+    def _running(self, namespace: str, job: str) -> bool:
+        pod = self.kube.find("pods", namespace, f"{job}-driver")
+        return bool(pod) and (pod or {}).get("status", {}).get("phase") == "Running"
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        ns, job, tail = (request.match_info[k] for k in ("namespace", "job", "tail"))
+        path = "/" + tail
+        token = self._token(ns, job)
+        authorized = token is not None and request.headers.get("Authorization") == \
+            f"Bearer {token}"
+        body = await request.json() if request.can_read_body else None
+        self.calls.append(Call(ns, job, request.method, path, authorized, body))
+        if not self._running(ns, job):
+            return web.json_response({"error": "driver not running"}, status=503)
+        if path in ("/healthz", "/readyz"):
+            ok = path == "/healthz" or self.behaviour(ns, job).ready
+            return web.json_response({"ok": ok}, status=200 if ok else 503)
+        if not authorized:
+            return web.json_response({"error": "unauthorized"}, status=401)
+        handler = {("GET", "/v1/job"): self._job, ("POST", "/v1/checkpoints"): self._trigger,
+                   ("GET", "/v1/checkpoints"): self._checkpoints,
+                   ("POST", "/v1/stop"): self._stop}.get((request.method, path))
+        if handler is None:
+            return web.json_response({"error": "not found"}, status=404)
+        return await handler(ns, job, body)
+
+    # -- the contract -------------------------------------------------------------------
+
+    async def _job(self, ns: str, job: str, _: Any) -> web.Response:
+        return web.json_response({"state": "RUNNING", "attempt": 1, "restarts": 0,
+                                  "parallelism": 2, "start_time": time.time()})
+
+    async def _trigger(self, ns: str, job: str, body: Any) -> web.Response:
+        behaviour = self.behaviour(ns, job)
+        kind = str((body or {}).get("kind", "checkpoint"))
+        now = time.time()
+        root = self._job_root(ns, job)
+        entry: dict[str, Any] = {"kind": kind, "trigger_timestamp": now}
+        if behaviour.fail_next_checkpoints > 0:
+            behaviour.fail_next_checkpoints -= 1
+            cid = snapshots.abandon(root)
+            entry.update(id=cid, status="FAILED", failure_reason="declined",
+                         failure_timestamp=now)
+        else:
+            cid, folder = snapshots.commit(root, kind == "savepoint", now)
+            entry.update(id=cid, status="COMPLETED", completion_timestamp=now, duration=0.05,
+                         size=0, path=folder.as_uri())
+        behaviour.history.append(entry)
+        return web.json_response({"id": entry["id"]}, status=202)
+
+    async def _checkpoints(self, ns: str, job: str, _: Any) -> web.Response:
+        history = self.behaviour(ns, job).history
+        completed = [h for h in history if h["status"] == "COMPLETED"]
+        failed = [h for h in history if h["status"] == "FAILED"]
+        return web.json_response({
+            "counts": {"triggered": len(history), "completed": len(completed),
+                       "failed": len(failed), "in_progress": 0},
+            "latest": {"completed": completed[-1] if completed else None,
+                       "failed": failed[-1] if failed else None, "in_progress": []},
+            "history": history[-20:],
+        })
+
+    async def _stop(self, ns: str, job: str, body: Any) -> web.Response:
+        if self.behaviour(ns, job).fail_stop:
+            return web.json_response({"error": "savepoint failed"}, status=500)
+        root = self._job_root(ns, job)
+        sid, folder = snapshots.commit(root, True, time.time())
+        await self.kube.set_pod_phase(ns, f"{job}-driver", "Succeeded", exit_code=0)
+        return web.json_response({"path": folder.as_uri(), "id": sid})

@@ -1,0 +1,211 @@
+"""A kubelet for one machine: runs each created pod's command as a local process.
+
+For every new pod in the :class:`FakeKubernetes` it materialises the pod's
+ConfigMap volumes into a directory, resolves its environment (``value``,
+``secretKeyRef``, ``fieldRef``), maps the container command through
+``command_map`` (``cjob`` → a local executable), gives the control API a free
+local port (rewriting ``control.port`` in the job configuration), starts the
+process and reports the pod ``Running``; when the process exits the pod becomes
+``Succeeded`` or ``Failed`` with the exit code; when the pod is deleted the process
+is stopped. Control-API calls reach the process through :meth:`proxy_app`, served
+at ``/jobs/{namespace}/{name}/…`` like the fake driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from cjob_operator.testing.fake_kube import FakeKubernetes
+from cjob_operator.testing.loop import free_port
+
+CommandMap = Callable[[list[str]], list[str]]
+
+
+def standin_command(command: list[str]) -> list[str]:
+    """Run ``cjob …`` as the stand-in driver of :mod:`.standin_driver`."""
+    if command[:1] == ["cjob"]:
+        return [sys.executable, "-m", "cjob_operator.testing.standin_driver", *command[1:]]
+    return command
+
+
+def _relocate(arg: str, places: list[tuple[str, str]]) -> str:
+    """Map a path inside the container to the volume's local directory (longest mount)."""
+    for mount_path, local in places:
+        if arg == mount_path or arg.startswith(mount_path.rstrip("/") + "/"):
+            return local + arg[len(mount_path):]
+    return arg
+
+
+@dataclass
+class LocalPod:
+    namespace: str
+    name: str
+    uid: str
+    process: asyncio.subprocess.Process
+    port: int
+    workdir: Path
+
+
+class LocalKubelet:
+    def __init__(self, kube: FakeKubernetes, workdir: Path,
+                 command_map: CommandMap = standin_command, poll: float = 0.05) -> None:
+        self.kube = kube
+        self.workdir = workdir
+        self.command_map = command_map
+        self.poll = poll
+        self.pods: dict[tuple[str, str], LocalPod] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle (on the servers' loop) -------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for pod in list(self.pods.values()):
+            await self._terminate(pod)
+
+    async def _run(self) -> None:
+        while True:
+            await self._sync()
+            await asyncio.sleep(self.poll)
+
+    async def _sync(self) -> None:
+        live = {}
+        for pod in self.kube.all_namespaces("pods"):
+            meta = pod["metadata"]
+            key = (meta["namespace"], meta["name"])
+            live[key] = meta["uid"]
+            known = self.pods.get(key)
+            if known is not None and known.uid != meta["uid"]:
+                await self._terminate(known)
+                known = None
+            if known is None and not pod.get("status", {}).get("phase"):
+                await self._launch(pod)
+        for key, local in list(self.pods.items()):
+            if live.get(key) != local.uid:
+                await self._terminate(local)
+            elif local.process.returncode is not None:
+                code = local.process.returncode
+                exit_code = 128 - code if code < 0 else code
+                await self.kube.set_pod_phase(local.namespace, local.name,
+                                              "Succeeded" if code == 0 else "Failed", exit_code)
+                self.pods.pop(key)
+
+    # -- pods -----------------------------------------------------------------------
+
+    def _secret(self, namespace: str, name: str, key: str) -> str:
+        secret = self.kube.find("secrets", namespace, name) or {}
+        raw = secret.get("data", {}).get(key)
+        return "" if raw is None else base64.b64decode(raw).decode()
+
+    def _env(self, namespace: str, container: dict[str, Any]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CJOB_")}
+        for var in container.get("env", []):
+            source = var.get("valueFrom") or {}
+            if "value" in var:
+                env[var["name"]] = str(var["value"])
+            elif "secretKeyRef" in source:
+                ref = source["secretKeyRef"]
+                env[var["name"]] = self._secret(namespace, ref["name"], ref["key"])
+            elif "fieldRef" in source:
+                env[var["name"]] = "127.0.0.1"
+        return env
+
+    def _volumes(self, pod: dict[str, Any], root: Path, port: int) -> dict[str, Path]:
+        mounts: dict[str, Path] = {}
+        for volume in pod["spec"].get("volumes", []):
+            path = root / "volumes" / volume["name"]
+            path.mkdir(parents=True, exist_ok=True)
+            if "configMap" in volume:
+                cm = self.kube.find("configmaps", pod["metadata"]["namespace"],
+                                    volume["configMap"]["name"]) or {}
+                for key, value in cm.get("data", {}).items():
+                    text = value
+                    if key == "job.json":
+                        doc = json.loads(value)
+                        doc["control"]["port"] = port
+                        text = json.dumps(doc)
+                    (path / key).write_text(text)
+            mounts[volume["name"]] = path
+        return mounts
+
+    async def _launch(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        container = pod["spec"]["containers"][0]
+        root = self.workdir / meta["namespace"] / meta["name"] / meta["uid"]
+        port = free_port()
+        mounts = self._volumes(pod, root, port)
+        places = sorted(((m["mountPath"], str(mounts[m["name"]]))
+                         for m in container.get("volumeMounts", [])), key=lambda p: -len(p[0]))
+        args = [_relocate(arg, places)
+                for arg in [*container.get("command", []), *container.get("args", [])]]
+        env = self._env(meta["namespace"], container)
+        env["HOME"] = str(mounts.get("tmp", root))
+        log = (root / "output.log").open("ab")
+        process = await asyncio.create_subprocess_exec(
+            *self.command_map(args), env=env, cwd=str(root), stdout=log,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.pods[(meta["namespace"], meta["name"])] = LocalPod(
+            meta["namespace"], meta["name"], meta["uid"], process, port, root)
+        await self.kube.set_pod_phase(meta["namespace"], meta["name"], "Running")
+
+    async def _terminate(self, pod: LocalPod) -> None:
+        self.pods.pop((pod.namespace, pod.name), None)
+        if pod.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pod.process.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(pod.process.wait(), 5)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pod.process.pid, signal.SIGKILL)
+                await pod.process.wait()
+
+    def kill(self, namespace: str, name: str, signum: int = signal.SIGKILL) -> int:
+        """Crash a pod's process (as the OOM killer would); returns its pid."""
+        pod = self.pods[(namespace, name)]
+        os.killpg(pod.process.pid, signum)
+        return pod.process.pid
+
+    # -- control API proxy ------------------------------------------------------------
+
+    def proxy_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/jobs/{namespace}/{job}/{tail:.*}", self._proxy)
+        return app
+
+    async def _proxy(self, request: web.Request) -> web.StreamResponse:
+        ns, job, tail = (request.match_info[k] for k in ("namespace", "job", "tail"))
+        pod = self.pods.get((ns, f"{job}-driver"))
+        if pod is None:
+            return web.json_response({"error": "no such driver"}, status=503)
+        headers = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as s, \
+                    s.request(request.method, f"http://127.0.0.1:{pod.port}/{tail}",
+                              data=await request.read(), headers={
+                                  **headers, "Content-Type": "application/json"}) as resp:
+                return web.Response(status=resp.status, body=await resp.read(),
+                                    content_type="application/json")
+        except aiohttp.ClientError as exc:
+            return web.json_response({"error": str(exc)}, status=503)
+

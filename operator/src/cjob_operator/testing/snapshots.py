@@ -1,0 +1,36 @@
+"""Committing fake snapshots into a local job root, the way a driver would (tests only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from barrier_runtime.checkpoint import metadata as md
+from barrier_runtime.checkpoint import types
+from cjob_operator.act import catalog
+from cjob_operator.model import enums
+
+FINGERPRINT = md.JobFingerprint((types.StepId("inp"),), 128, 2)
+
+
+def next_id(root: Path) -> int:
+    """Highest id ever used under ``root`` (checkpoint or savepoint, committed or not) + 1."""
+    reader = catalog.Catalog(catalog.LocalDirReader(root))
+    return max([0, *reader.ids(enums.SnapshotKind.CHECKPOINT),
+                *reader.ids(enums.SnapshotKind.SAVEPOINT)]) + 1
+
+
+def commit(root: Path, savepoint: bool, now: float) -> tuple[int, Path]:
+    """Write a committed ``_metadata`` with the next id; returns (id, folder)."""
+    cid = next_id(root)
+    kind = types.CheckpointKind.SAVEPOINT if savepoint else types.CheckpointKind.CHECKPOINT
+    meta = md.CheckpointMetadata(checkpoint_id=types.CheckpointId(cid), kind=kind,
+                                 trigger_time=now - 0.05, completion_time=now,
+                                 fingerprint=FINGERPRINT)
+    return cid, catalog.write_metadata(root, meta)
+
+
+def abandon(root: Path) -> int:
+    """Create an uncommitted checkpoint folder (a failed checkpoint) with the next id."""
+    cid = next_id(root)
+    (root / catalog.snapshot_dir(enums.SnapshotKind.CHECKPOINT, cid)).mkdir(parents=True)
+    return cid
