@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 from barrier_runtime.api import dataflow, steps
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.checkpoint import metadata, outcomes, stats, types
 from barrier_runtime.clock import Clock, SystemClock
+from barrier_runtime.control import job
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.local import attempt as attempt_mod
 from barrier_runtime.local import control, faults
@@ -56,6 +57,8 @@ class JobResult:
     completed_checkpoints: list[int] = field(default_factory=list)
     restored_from: list[int | None] = field(default_factory=list)
     final_checkpoint: int | None = None
+    stopped_with_savepoint: str | None = None
+    """Path of the savepoint the job was stopped with, if it was."""
 
 
 class LocalExecutor:
@@ -103,6 +106,79 @@ class LocalExecutor:
         )
         self._ctx: attempt_mod.AttemptContext | None = None
         self._running = threading.Event()
+        self._state = job.JobState.CREATED
+        self._started_at = self.clock.now()
+        self._stop_requested = threading.Event()
+        """Periodic checkpoints pause: a savepoint for stopping is being taken."""
+        self._shutdown = threading.Event()
+        """Leave the run loop after shutting subtasks down cleanly."""
+        self._metrics_lock = threading.Lock()
+        self._records_in: dict[str, int] = {}
+        self._records_out: dict[str, int] = {}
+        self._backpressure: dict[str, float] = {}
+
+    # -- the control seam (barrier_runtime.control.job.JobControl) --------------------
+
+    def info(self) -> job.JobInfo:
+        result = self.result
+        return job.JobInfo(
+            name=self.plan.flow.name,
+            state=self._state,
+            attempt=max(result.attempts - 1, 0),
+            restarts=result.restarts,
+            parallelism=self.plan.parallelism,
+            max_parallelism=self.plan.flow.max_parallelism,
+            start_time=self._started_at,
+            ready=self._running.is_set(),
+            restored_from=result.restored_from[-1] if result.restored_from else None,
+            failure=result.failures[-1] if result.failures else None,
+        )
+
+    def trigger_checkpoint(
+        self, kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
+    ) -> outcomes.TriggerOutcome:
+        return self.coordinator.trigger_checkpoint(kind)
+
+    def checkpoint_stats(self) -> stats.CheckpointStats:
+        return self.coordinator.stats()
+
+    def runtime_metrics(self) -> job.RuntimeMetrics:
+        with self._metrics_lock:
+            records_in, records_out = dict(self._records_in), dict(self._records_out)
+            backpressure = dict(self._backpressure)
+        with self._subtasks_lock:
+            live = list(self._subtasks)
+        _accumulate(live, records_in, records_out, backpressure)
+        return job.RuntimeMetrics(records_in, records_out, backpressure)
+
+    def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
+        """Take an aligned savepoint, then stop every subtask cleanly; return its outcome.
+
+        Periodic checkpoints pause first, so no checkpoint after the savepoint can
+        publish sink transactions that a restore from the savepoint would redo.
+        """
+        if not self._running.is_set():
+            raise job.SavepointFailedError("the job is not running; nothing to stop")
+        self._stop_requested.set()
+        self._state = job.JobState.STOPPING
+        outcome = self.coordinator.trigger_checkpoint(types.CheckpointKind.SAVEPOINT)
+        done = (
+            self.coordinator.wait_for(outcome.checkpoint_id, timeout)
+            if outcome.checkpoint_id is not None
+            else None
+        )
+        if done is None or not done.completed:
+            self._stop_requested.clear()
+            self._state = job.JobState.RUNNING
+            why = outcome.message if done is None else (done.message or done.status.value)
+            raise job.SavepointFailedError(f"stop-with-savepoint failed, job keeps running: {why}")
+        self.result.stopped_with_savepoint = done.path
+        self._shutdown.set()
+        ctx = self._ctx
+        if ctx is not None:
+            with ctx.changed:
+                ctx.changed.notify_all()
+        return done
 
     def wait_running(self, timeout: float) -> bool:
         """Block until an attempt's subtasks are running (True) or ``timeout`` passes."""
@@ -111,7 +187,15 @@ class LocalExecutor:
     def run(self) -> JobResult:
         """Run to completion; raise :class:`JobFailedError` when the restart budget is spent."""
         attempt = 0
+        try:
+            return self._run_loop(attempt)
+        except BaseException:
+            self._state = job.JobState.FAILED
+            raise
+
+    def _run_loop(self, attempt: int) -> JobResult:
         while True:
+            self._state = job.JobState.RUNNING if attempt == 0 else job.JobState.RESTARTING
             # Step 1
             restore = self._restore_point(attempt)
             self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
@@ -125,6 +209,8 @@ class LocalExecutor:
                         step.sink.recover(step.step_id)
                 # Steps 3 and 4
                 if self._run_attempt(ctx):
+                    stopped = self.result.stopped_with_savepoint is not None
+                    self._state = job.JobState.STOPPED if stopped else job.JobState.FINISHED
                     return self.result
             except Exception as exc:
                 ctx.fail(exc)
@@ -205,16 +291,20 @@ class LocalExecutor:
         for t in threads:
             t.start()
         self._running.set()
+        self._state = job.JobState.RUNNING
         try:
-            while not ctx.all_finished.is_set():
+            while not ctx.all_finished.is_set() and not self._shutdown.is_set():
                 if ctx.stopping.is_set():
                     return False
-                self.coordinator.tick()
+                if not self._stop_requested.is_set():
+                    self.coordinator.tick()
                 with ctx.changed:
                     ctx.changed.wait(self.tick_interval)
-            final = self._final_checkpoint(ctx)
-            if final is None:
-                return False
+            final = None
+            if not self._shutdown.is_set():
+                final = self._final_checkpoint(ctx)
+                if final is None:
+                    return False
             for s in subtasks:
                 s.post(control.Shutdown())
             for t in threads:
@@ -245,7 +335,9 @@ class LocalExecutor:
         ctx.stop()
         ctx.close()
         with self._subtasks_lock:
-            self._subtasks = []
+            finished, self._subtasks = self._subtasks, []
+        with self._metrics_lock:
+            _accumulate(finished, self._records_in, self._records_out, self._backpressure)
 
     # -- coordinator callbacks ----------------------------------------------------------
 
@@ -261,6 +353,21 @@ class LocalExecutor:
             raise RuntimeError("no subtasks are running")
         for s in subtasks:
             s.post(message)
+
+
+def _accumulate(
+    subtasks: list[subtask_mod.Subtask],
+    records_in: dict[str, int],
+    records_out: dict[str, int],
+    backpressure: dict[str, float],
+) -> None:
+    for s in subtasks:
+        for step, n in list(s.records_in.items()):
+            records_in[step] = records_in.get(step, 0) + n
+        for step, n in list(s.records_out.items()):
+            records_out[step] = records_out.get(step, 0) + n
+        task = s.task.task_id
+        backpressure[task] = backpressure.get(task, 0.0) + s.backpressure_seconds
 
 
 class _Gateway:

@@ -55,7 +55,11 @@ class Subtask:
         self.outputs = outputs
         self.all_outputs = [ch for group in outputs.values() for ch in group.values()]
         self.finished = False
+        self._shutdown = False
         self.records = 0
+        self.records_in: dict[types.StepId, int] = {}
+        self.records_out: dict[types.StepId, int] = {}
+        self.backpressure_seconds = 0.0
         self._control: collections.deque[control.ControlMessage] = collections.deque()
         self._control_lock = threading.Lock()
         self._blocked: set[int] = set()
@@ -148,7 +152,9 @@ class Subtask:
             capture_for = self.handler.record_received(ch)
             if capture_for is not None and capture_for in self._capturing:
                 self._capturing[capture_for].capture_input(side, item.rows())
-            self.ops[self.task.steps[0]].process(item, side)
+            head = self.task.steps[0]
+            self.records_in[head] = self.records_in.get(head, 0) + len(item)
+            self.ops[head].process(item, side)
             self._after_batch(len(item))
         elif isinstance(item, types.Barrier):
             self.handler.barrier_received(ch, item)
@@ -173,6 +179,15 @@ class Subtask:
 
     def _await_capacity(self) -> None:
         """Back-pressure: wait for room downstream, still handling markers and control."""
+        if all(ch.has_capacity() for ch in self.all_outputs):
+            return
+        started = time.monotonic()
+        try:
+            self._wait_for_capacity()
+        finally:
+            self.backpressure_seconds += time.monotonic() - started
+
+    def _wait_for_capacity(self) -> None:
         while not all(ch.has_capacity() for ch in self.all_outputs):
             self.ctx.check_running()
             if self._handle_control():
@@ -213,9 +228,13 @@ class Subtask:
     # -- output --------------------------------------------------------------------
 
     def _emit_from(self, step_id: types.StepId, batch: batch_mod.Batch) -> None:
+        n = len(batch)
+        self.records_out[step_id] = self.records_out.get(step_id, 0) + n
         for consumer in self.ctx.plan.consumers[step_id]:
             if consumer.chained:
-                self.ops[consumer.step_id].process(batch, consumer.side)
+                target = consumer.step_id
+                self.records_in[target] = self.records_in.get(target, 0) + n
+                self.ops[target].process(batch, consumer.side)
                 continue
             targets = self.outputs[(step_id, consumer.step_id, consumer.side)]
             if consumer.partitioning is steps.Partitioning.FORWARD:
@@ -258,19 +277,20 @@ class Subtask:
     def _handle_control(self) -> bool:
         """Process queued control messages; True when the subtask must stop."""
         self.ctx.check_running()
-        while True:
+        while not self._shutdown:
             with self._control_lock:
                 if not self._control:
                     return False
                 message = self._control.popleft()
             if isinstance(message, control.Shutdown):
-                return True
-            if isinstance(message, control.TriggerCheckpoint):
+                self._shutdown = True
+            elif isinstance(message, control.TriggerCheckpoint):
                 self._triggered(message.barrier)
             elif isinstance(message, control.CheckpointCompleted):
                 self._completed(message.metadata.checkpoint_id)
             else:
                 self._capturing.pop(message.checkpoint_id, None)
+        return True
 
     def _triggered(self, barrier: types.Barrier) -> None:
         if barrier.checkpoint_id <= self._last_snapshot:

@@ -1,0 +1,1 @@
+"""The driver's control plane: the job seam and (later) its HTTP API."""

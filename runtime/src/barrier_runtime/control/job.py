@@ -1,0 +1,63 @@
+"""What the driver's control API needs from a running job (the seam the executors implement)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from barrier_runtime.checkpoint import outcomes, stats, types
+
+
+class JobState(enum.Enum):
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    RESTARTING = "RESTARTING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    name: str
+    state: JobState
+    attempt: int
+    restarts: int
+    parallelism: int
+    max_parallelism: int
+    start_time: float
+    ready: bool
+    """Every subtask of the current attempt is running."""
+    restored_from: int | None = None
+    failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeMetrics:
+    """Cumulative counters over all attempts."""
+
+    records_in: Mapping[str, int] = field(default_factory=dict)
+    records_out: Mapping[str, int] = field(default_factory=dict)
+    backpressure_seconds: Mapping[str, float] = field(default_factory=dict)
+    """Per task: time spent waiting for downstream capacity."""
+
+
+class SavepointFailedError(RuntimeError):
+    """A stop-with-savepoint could not take its savepoint; the job keeps running."""
+
+
+class JobControl(Protocol):
+    def info(self) -> JobInfo: ...
+
+    def trigger_checkpoint(self, kind: types.CheckpointKind) -> outcomes.TriggerOutcome: ...
+
+    def checkpoint_stats(self) -> stats.CheckpointStats: ...
+
+    def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
+        """Take a savepoint, then stop; raise :class:`SavepointFailedError` if it fails."""
+        ...
+
+    def runtime_metrics(self) -> RuntimeMetrics: ...
