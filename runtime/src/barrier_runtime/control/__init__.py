@@ -1,1 +1,25 @@
-"""The driver's control plane: the job seam and (later) its HTTP API."""
+"""The driver's control plane: the job seam and its HTTP API (DESIGN §4.9).
+
+* :mod:`~barrier_runtime.control.job`: :class:`JobControl`, what the API needs
+  from a running job (the executors implement it), and its value types.
+* :mod:`~barrier_runtime.control.server`: :class:`~.server.ControlServer`, the
+  HTTP server (stdlib, one daemon thread per request) the driver starts.
+* :mod:`~barrier_runtime.control.api`: the routes, independent of HTTP;
+  :mod:`~.views` (JSON shapes), :mod:`~.bodies` (request bodies),
+  :mod:`~.auth` (bearer token), :mod:`~.metrics` (Prometheus, ``cjob_`` prefix),
+  :mod:`~.http` (the transport).
+
+The server modules need ``prometheus-client``; import them from their modules
+(``from barrier_runtime.control.server import ControlServer``) so that the job
+seam stays importable without it.
+"""
+
+from barrier_runtime.control.job import (
+    JobControl,
+    JobInfo,
+    JobState,
+    RuntimeMetrics,
+    SavepointFailedError,
+)
+
+__all__ = ["JobControl", "JobInfo", "JobState", "RuntimeMetrics", "SavepointFailedError"]
