@@ -51,6 +51,8 @@ Threading
     None. The handler is called only from the task thread and calls the
     controller synchronously on that thread; it does no I/O and never sleeps.
     Time comes from the injected clock (``check_timeouts`` is polled by the task).
+    If a controller call raises, the exception propagates to the task, which
+    must fail: the handler may be mid-transition and is not reused.
 
 >>> from barrier_runtime import clock
 >>> from barrier_runtime.alignment import testing

@@ -14,12 +14,18 @@ the sender can persist them as channel state.
 
 Every subtask owns a :class:`Signal`; a channel wakes its receiver's signal
 when something arrives and its sender's signal when capacity frees up.
+
+:class:`InputChannel` and :class:`OutputChannel` are what a subtask needs
+from the two ends; the network endpoints of
+:mod:`barrier_runtime.channels.endpoints` provide them too, so a subtask does
+not know whether a peer lives in its process or in another worker.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
+from typing import Protocol
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
@@ -37,6 +43,30 @@ class Signal:
     def notify(self) -> None:
         with self.cond:
             self.cond.notify_all()
+
+
+class InputChannel(Protocol):
+    """The receiving end of a channel (used by the receiving subtask's thread only)."""
+
+    def take(self) -> Item | None: ...
+
+    def peek(self) -> Item | None: ...
+
+    def __len__(self) -> int: ...
+
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
+        """Data the priority barrier ``checkpoint_id`` overtook at this end (call on taking it)."""
+        ...
+
+
+class OutputChannel(Protocol):
+    """The sending end of a channel (used by the sending subtask's thread only)."""
+
+    def put(self, item: Item) -> None: ...
+
+    def put_priority(self, barrier: types.Barrier) -> list[batch_mod.Batch]: ...
+
+    def has_capacity(self) -> bool: ...
 
 
 class LocalChannel:
@@ -89,6 +119,10 @@ class LocalChannel:
     def has_capacity(self) -> bool:
         with self._lock:
             return self._data < self.capacity
+
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
+        """Always empty: both ends share one queue, so ``put_priority`` reports everything."""
+        return []
 
     def __len__(self) -> int:
         with self._lock:
