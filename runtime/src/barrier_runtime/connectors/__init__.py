@@ -1,1 +1,57 @@
-"""Connectors: sources and two-phase-commit sinks built on the ``barrier_runtime.api`` contracts."""
+"""Connectors: sources and two-phase-commit sinks built on the ``barrier_runtime.api`` contracts.
+
+What belongs here, one module per system:
+
+* :mod:`~barrier_runtime.connectors.generator` and
+  :mod:`~barrier_runtime.connectors.testing`: deterministic and in-memory
+  connectors for tests and benchmarks;
+* :mod:`~barrier_runtime.connectors.file_source` (JSON lines, CSV, Parquet)
+  and :mod:`~barrier_runtime.connectors.files` (transactional JSON-lines
+  sink) on a local directory or an S3 prefix;
+* :mod:`~barrier_runtime.connectors.nats`: JetStream source by stream
+  sequence, sink deduplicated with ``Nats-Msg-Id``;
+* :mod:`~barrier_runtime.connectors.kafka`: ``confluent-kafka`` with manual
+  partition assignment, offsets in our checkpoints, transactional sink;
+* :mod:`~barrier_runtime.connectors.embedded_nats` and
+  :mod:`~barrier_runtime.connectors.embedded_kafka`: real brokers on
+  loopback for tests and demos.
+
+Broker client libraries (``nats-py``, ``confluent-kafka``) are optional and
+imported only when a connection is made, so the core runtime needs neither.
+"""
+
+from barrier_runtime.connectors.embedded_kafka import EmbeddedKafkaBroker
+from barrier_runtime.connectors.embedded_nats import EmbeddedNatsServer
+from barrier_runtime.connectors.errors import (
+    BrokerUnavailableError,
+    ConnectorDependencyError,
+    ConnectorError,
+    EmbeddedBrokerError,
+    MalformedRecordError,
+    TransactionTooLargeError,
+)
+from barrier_runtime.connectors.file_source import FileSource
+from barrier_runtime.connectors.files import FileSink, TransactionLostError
+from barrier_runtime.connectors.generator import GeneratorSource
+from barrier_runtime.connectors.kafka import KafkaSink, KafkaSource
+from barrier_runtime.connectors.nats import NatsSink, NatsSource, ensure_stream
+
+__all__ = [
+    "BrokerUnavailableError",
+    "ConnectorDependencyError",
+    "ConnectorError",
+    "EmbeddedBrokerError",
+    "EmbeddedKafkaBroker",
+    "EmbeddedNatsServer",
+    "FileSink",
+    "FileSource",
+    "GeneratorSource",
+    "KafkaSink",
+    "KafkaSource",
+    "MalformedRecordError",
+    "NatsSink",
+    "NatsSource",
+    "TransactionLostError",
+    "TransactionTooLargeError",
+    "ensure_stream",
+]

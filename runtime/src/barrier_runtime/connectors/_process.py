@@ -1,0 +1,145 @@
+"""Run a throwaway broker process on loopback without leaking it.
+
+:class:`ServerProcess` starts a binary in its own process group (so a
+kill reaches its children), with its output in a log file inside a
+temporary directory, and on Linux asks the kernel to kill it when the
+starting process dies (``PR_SET_PDEATHSIG``; strictly, when the starting
+*thread* ends, so start servers from a thread that lives as long as they
+should). ``stop()`` is idempotent and also runs at garbage collection and
+interpreter exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ServerProcess:
+    """One spawned server; ``runtime_dir`` holds its log (``server.log``) and data."""
+
+    def __init__(self, prefix: str) -> None:
+        self.runtime_dir = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+        self._state = _State(self.runtime_dir)
+        self._finalizer = weakref.finalize(self, self._state.release)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self._state.process
+
+    def spawn(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        self._state.kill()
+        with open(self.runtime_dir / "server.log", "ab") as out:
+            self._state.process = subprocess.Popen(
+                list(args), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=self.runtime_dir, env=None if env is None else dict(env),
+                start_new_session=True,
+                preexec_fn=_die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
+            )  # fmt: skip
+
+    def wait_ready(self, probe: Callable[[], bool], timeout: float) -> str | None:
+        """``None`` once ``probe()`` is true; else why not (exited, or timed out)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            process = self._state.process
+            if process is None or process.poll() is not None:
+                code = None if process is None else process.returncode
+                return f"it exited with status {code}"
+            if probe():
+                return None
+            time.sleep(0.05)
+        return f"it was not ready within {timeout:g}s"
+
+    def kill(self) -> None:
+        """Kill the process group but keep the runtime directory (to restart on the same data)."""
+        self._state.kill()
+
+    def stop(self) -> None:
+        """Kill the process group and remove the runtime directory (idempotent)."""
+        self._finalizer()
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            data = (self.runtime_dir / "server.log").read_bytes()
+        except OSError:
+            return ""
+        return data[-limit:].decode(errors="replace")
+
+
+class _State:
+    def __init__(self, runtime_dir: pathlib.Path) -> None:
+        self.runtime_dir = runtime_dir
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def kill(self) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+
+    def release(self) -> None:
+        self.kill()
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+def find_binary(name: str, env_var: str) -> pathlib.Path | None:
+    """``$env_var``, else ``name`` next to the interpreter, else on ``PATH``."""
+    candidates: list[pathlib.Path] = []
+    if override := os.environ.get(env_var):
+        candidates.append(pathlib.Path(override))
+    candidates.append(pathlib.Path(sys.executable).parent / name)
+    if found := shutil.which(name):
+        candidates.append(pathlib.Path(found))
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to SIGKILL the child when its parent dies."""
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arrange() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return arrange

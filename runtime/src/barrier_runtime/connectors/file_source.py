@@ -1,0 +1,260 @@
+"""A bounded, replayable source over JSON-lines, CSV and Parquet files in a directory or S3 prefix.
+
+Partitions are files: every object under the URL (a directory, ``file://`` or
+``s3://bucket/prefix?endpoint=…`` URL, see
+:func:`~barrier_runtime.storage.object_store.open_object_store`) whose
+relative name matches ``pattern`` (an ``fnmatch`` glob; ``*`` also matches
+``/``), in sorted name order. Names with a segment starting with ``_`` or
+``.`` are hidden (Hadoop/Spark convention; this skips a
+:class:`~barrier_runtime.connectors.files.FileSink`'s ``_staging/``). The
+file list is taken when the job starts (and again at every restore: a new
+file starts from its beginning, a vanished one is forgotten).
+
+Positions, always *after* the last record returned:
+
+* JSON lines and CSV: the number of data records consumed (blank lines and
+  the CSV header do not count; a skipped malformed record does);
+* Parquet: ``{"row_group": g, "offset": o}``, the next row to read.
+
+A malformed record raises :class:`~errors.MalformedRecordError` naming the
+file and line (``on_error="fail"``, the default); with ``on_error="skip"``
+it is logged as a warning with the same details, counted in
+:attr:`FilePartition.skipped`, and reading goes on. Each file is read whole
+into memory when its partition first reads, and at most ``max_open_files``
+files per source object (on Spark: per worker process) are held at once;
+the others wait their turn, returning ``[]``.
+
+>>> import pathlib, tempfile
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "a.jsonl").write_text('{"n": 1}\\n{"n": 2}\\n{"n": 3}\\n')
+>>> src = FileSource(str(root), batch_size=2)
+>>> src.partitions()
+['a.jsonl']
+>>> part = src.open("a.jsonl", None)
+>>> part.next_batch(), part.snapshot()
+([{'n': 1}, {'n': 2}], 2)
+>>> src.open("a.jsonl", 2).next_batch()
+[{'n': 3}]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sources
+from barrier_runtime.connectors import errors, file_formats
+from barrier_runtime.storage import object_store
+
+log = logging.getLogger(__name__)
+
+OnError = Literal["fail", "skip"]
+
+
+class FileSource(sources.Source):
+    """Files under ``url`` as partitions; see the module docstring for positions and errors."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        format: file_formats.FileFormat | None = None,
+        pattern: str | None = None,
+        batch_size: int = 1000,
+        on_error: OnError = "fail",
+        csv_delimiter: str = ",",
+        csv_columns: Sequence[str] | None = None,
+        column_types: Mapping[str, file_formats.ColumnType] | None = None,
+        max_open_files: int = 4,
+    ) -> None:
+        if batch_size < 1 or max_open_files < 1:
+            raise ValueError("batch_size and max_open_files must be positive")
+        if on_error not in ("fail", "skip"):
+            raise ValueError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+        self.url = url
+        self.format = format
+        self.pattern = pattern
+        self.batch_size = batch_size
+        self.on_error: OnError = on_error
+        self.csv_options = file_formats.CsvOptions(
+            delimiter=csv_delimiter,
+            columns=None if csv_columns is None else tuple(csv_columns),
+            column_types=dict(column_types or {}),
+        )
+        self.max_open_files = max_open_files
+        self._store: object_store.ObjectStore | None = None
+        self._slots: threading.BoundedSemaphore | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_store", "_slots", "_lock")}
+        return {**state, "_store": None, "_slots": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> object_store.ObjectStore:
+        with self._lock:
+            if self._store is None:
+                self._store = object_store.open_object_store(self.url)
+            return self._store
+
+    @property
+    def slots(self) -> threading.BoundedSemaphore:
+        with self._lock:
+            if self._slots is None:
+                self._slots = threading.BoundedSemaphore(self.max_open_files)
+            return self._slots
+
+    def partitions(self) -> Sequence[str]:
+        return [key for key in self.store.list("") if self._wanted(key)]
+
+    def _wanted(self, key: str) -> bool:
+        if any(part.startswith(("_", ".")) for part in key.split("/")):
+            return False
+        return self.pattern is None or fnmatch.fnmatchcase(key, self.pattern)
+
+    def format_of(self, key: str) -> file_formats.FileFormat:
+        fmt = self.format or file_formats.infer_format(key)
+        if fmt is None:
+            raise errors.ConnectorError(
+                f"cannot tell the format of {key!r} in {self.store.describe()}: name files "
+                "*.jsonl, *.csv or *.parquet (optionally .gz), or pass format=, or narrow pattern="
+            )
+        return fmt
+
+    def open(self, partition: str, resume_from: sources.Position | None) -> sources.SourcePartition:
+        fmt = self.format_of(partition)
+        if fmt == "parquet":
+            return _ParquetPartition(self, partition, resume_from)
+        return _TextPartition(self, partition, fmt, int(resume_from or 0))
+
+
+class FilePartition(sources.SourcePartition):
+    """Common life cycle: wait for a slot, load the file once, release it at the end."""
+
+    def __init__(self, source: FileSource, key: str) -> None:
+        self.source = source
+        self.key = key
+        self.skipped = 0
+        self._holding = False
+        self._finished = False
+
+    def where(self) -> str:
+        return f"{self.source.store.describe()}/{self.key}"
+
+    def _load(self) -> bytes | None:
+        """The file's bytes once a slot is free, else ``None`` (try again later)."""
+        if not self._holding:
+            if not self.source.slots.acquire(blocking=False):
+                return None
+            self._holding = True
+        data = self.source.store.get(self.key)
+        try:
+            return file_formats.maybe_decompress(self.key, data)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile and friends
+            raise errors.MalformedRecordError(
+                f"{self.where()} is not valid gzip ({exc}): fix or remove the file"
+            ) from exc
+
+    def _release(self) -> None:
+        if self._holding:
+            self._holding = False
+            self.source.slots.release()
+
+    def _finish(self) -> None:
+        self._finished = True
+        self._release()
+        if self.skipped:
+            log.warning("skipped %d malformed record(s) in %s", self.skipped, self.where())
+
+    def _malformed(self, detail: str) -> None:
+        message = f"malformed record in {self.where()} {detail}"
+        if self.source.on_error == "fail":
+            raise errors.MalformedRecordError(
+                f"{message}; fix the input or read with on_error='skip'"
+            )
+        self.skipped += 1
+        log.warning("skipping %s", message)
+
+    def close(self) -> None:
+        self._release()
+
+
+class _TextPartition(FilePartition):
+    def __init__(
+        self, source: FileSource, key: str, fmt: Literal["jsonl", "csv"], position: int
+    ) -> None:
+        super().__init__(source, key)
+        self._fmt: Literal["jsonl", "csv"] = fmt
+        self._position = position
+        self._items: Iterator[file_formats.Item] | None = None
+
+    def next_batch(self) -> Sequence[batch_mod.Record] | None:
+        if self._finished:
+            return None
+        if self._items is None:
+            data = self._load()
+            if data is None:
+                return []
+            self._items = file_formats.iter_items(
+                data, self._fmt, skip=self._position, csv_options=self.source.csv_options
+            )
+        rows: list[batch_mod.Record] = []
+        for item in self._items:
+            self._position += 1
+            if item.record is None:
+                self._malformed(f"line {item.line}: {item.problem}")
+            else:
+                rows.append(item.record)
+            if len(rows) >= self.source.batch_size:
+                return rows
+        self._items = iter(())
+        self._finish()
+        return rows or None
+
+    def snapshot(self) -> sources.Position:
+        return self._position
+
+
+class _ParquetPartition(FilePartition):
+    def __init__(self, source: FileSource, key: str, resume_from: sources.Position | None) -> None:
+        super().__init__(source, key)
+        try:
+            self._position = file_formats.ParquetPosition.from_storage(resume_from)
+        except ValueError as exc:
+            raise errors.ConnectorError(f"cannot resume {self.where()}: {exc}") from exc
+        self._batches: Iterator[tuple[file_formats.ParquetPosition, list[Any]]] | None = None
+
+    def next_batch(self) -> Sequence[batch_mod.Record] | None:
+        if self._finished:
+            return None
+        try:
+            if self._batches is None:
+                data = self._load()
+                if data is None:
+                    return []
+                self._batches = file_formats.iter_parquet(
+                    data, self._position, self.source.batch_size
+                )
+            for position, rows in self._batches:
+                self._position = position
+                if rows:
+                    return rows
+        except errors.MalformedRecordError:
+            raise
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            self._malformed(f"at row group {self._position.row_group}: not readable as Parquet "
+                            f"({type(exc).__name__}: {exc})")  # fmt: skip
+        self._finish()
+        return None
+
+    def snapshot(self) -> sources.Position:
+        return self._position.for_storage()

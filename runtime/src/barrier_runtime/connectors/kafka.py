@@ -1,0 +1,48 @@
+"""Kafka via ``confluent-kafka``: offsets in our checkpoints, transactional exactly-once output.
+
+**Source.** :class:`KafkaSource` reads topic partitions by *manual
+assignment* (``assign``, never ``subscribe``; no consumer-group offsets are
+read or committed). Partition names are ``{topic}-{partition}``; a
+partition's position is the offset of the next record to read (last returned
+offset + 1; transaction markers make gaps, which is fine). Unbounded by
+default; ``bounded=True`` stops at the first end of partition the client
+reports (``enable.partition.eof``) rather than at a high watermark queried at
+open, because some Kafka-compatible brokers report wrong watermarks.
+
+**Sink.** :class:`KafkaSink` stages messages like
+:class:`~barrier_runtime.connectors.nats.NatsSink` (inline or under a
+``staging_url``) and commits each checkpoint's transaction, step by step:
+
+1. read the *commit log* topic (``{topic}.cjob-commits``, compacted, one
+   partition; created on first use) up to its end with ``read_committed``:
+   if it says this writer (``{step}/{subtask}``) has committed this
+   checkpoint or a later one, the transaction is already published: done;
+2. start a producer with ``transactional.id = {prefix}-{step}-{subtask}``
+   (``init_transactions`` fences a crashed predecessor and aborts its open
+   transaction);
+3. in one Kafka transaction, produce every message (header ``cjob-msg-id``
+   as in the NATS sink, key from ``key_field``) and the commit-log record
+   ``{step}/{subtask} → checkpoint``;
+4. commit the Kafka transaction.
+
+Consumers reading with ``isolation.level=read_committed`` see every record
+exactly once. This relies on two facts of the runtime: a writer's
+transactions are committed in checkpoint order, and a completed checkpoint's
+transactions are committed before any later one's.
+
+``confluent_kafka`` is imported only when a client is made.
+"""
+
+from barrier_runtime.connectors._kafka_client import create_topic, parse_partition
+from barrier_runtime.connectors.kafka_sink import COMMIT_TOPIC_SUFFIX, KafkaSink
+from barrier_runtime.connectors.kafka_source import KafkaPartition, KafkaSource, Payload
+
+__all__ = [
+    "COMMIT_TOPIC_SUFFIX",
+    "KafkaPartition",
+    "KafkaSink",
+    "KafkaSource",
+    "Payload",
+    "create_topic",
+    "parse_partition",
+]

@@ -1,0 +1,232 @@
+"""The Kafka sink: one Kafka transaction per checkpoint, deduplicated through a commit log.
+
+See :mod:`barrier_runtime.connectors.kafka` for the protocol (steps 1-4).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sinks
+from barrier_runtime.connectors import _kafka_client, _staging, errors
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message, Producer
+
+COMMIT_TOPIC_SUFFIX = ".cjob-commits"
+
+
+class KafkaSink(sinks.Sink):
+    """Exactly-once output to one topic; see :mod:`barrier_runtime.connectors.kafka`."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        *,
+        key_field: str | None = None,
+        commit_topic: str | None = None,
+        transactional_id_prefix: str = "cjob",
+        inline_limit: int = _staging.DEFAULT_INLINE_LIMIT,
+        staging_url: str | None = None,
+        timeout: float = 30.0,
+        producer_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        if inline_limit < 1:
+            raise ValueError("inline_limit must be positive")
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.key_field = key_field
+        self.commit_topic = commit_topic or f"{topic}{COMMIT_TOPIC_SUFFIX}"
+        self.transactional_id_prefix = transactional_id_prefix
+        self.inline_limit = inline_limit
+        self.staging = None if staging_url is None else _staging.Staging(staging_url)
+        self.timeout = timeout
+        self.producer_config = dict(producer_config or {})
+        self._log = _CommitLog(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_log"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._log = _CommitLog(self)
+
+    def describe(self) -> str:
+        return f"Kafka topic {self.topic!r} at {self.bootstrap_servers}"
+
+    def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks.SinkWriter:
+        return _KafkaWriter(self, step_id, subtask)
+
+    def committed_up_to(self, step: str, subtask: int) -> int:
+        """The highest checkpoint this writer has published (``-1``: none)."""
+        return self._log.committed_up_to(f"{step}/{subtask}")
+
+    def commit(self, transaction: sinks.Transaction) -> None:
+        txn: _staging.SinkTxn = transaction
+        writer_key = f"{txn['step']}/{txn['subtask']}"
+        # Step 1: already published?
+        if self._log.committed_up_to(writer_key) >= txn["checkpoint"]:
+            if self.staging is not None and "parts" in txn:
+                self.staging.finish(txn)
+            return
+        entries = self._entries(txn)
+        # Steps 2-4: one Kafka transaction with the messages and the commit-log record.
+        self._publish(txn, writer_key, entries)
+        self._log.remember(writer_key, txn["checkpoint"])
+        if self.staging is not None and "parts" in txn:
+            self.staging.finish(txn)
+
+    def _entries(self, txn: _staging.SinkTxn) -> Iterator[_staging.Entry]:
+        if "records" in txn:
+            return iter(txn["records"])
+        if self.staging is None:
+            raise errors.ConnectorError(
+                f"{self.describe()}: a staged transaction needs the sink's staging_url"
+            )
+        entries = self.staging.entries(txn)
+        if entries is None:
+            raise self.staging.lost(txn, self.describe())
+        return entries
+
+    def _publish(self, txn: _staging.SinkTxn, writer_key: str, entries: Iterator[Any]) -> None:
+        kafka = _kafka_client.import_kafka()
+        producer: Producer = kafka.Producer({
+            "bootstrap.servers": self.bootstrap_servers,
+            "transactional.id": f"{self.transactional_id_prefix}-{txn['step']}-{txn['subtask']}",
+            "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
+            "logger": _kafka_client.client_log,
+            **self.producer_config,
+        })  # fmt: skip
+        try:
+            producer.init_transactions(self.timeout)  # Step 2
+            producer.begin_transaction()
+            for index, (key, payload) in enumerate(entries):  # Step 3
+                headers: list[tuple[str, str | bytes | None]] = [
+                    ("cjob-msg-id", _staging.message_id(txn, index))
+                ]
+                _produce(producer, self.topic, key, payload.encode(), headers)
+            marker = json.dumps({"checkpoint": txn["checkpoint"], "nonce": txn["nonce"]})
+            _produce(producer, self.commit_topic, writer_key, marker.encode(), [], partition=0)
+            producer.commit_transaction(self.timeout)  # Step 4
+        except kafka.KafkaException as exc:
+            raise errors.BrokerUnavailableError(
+                f"{self.describe()}: publishing checkpoint {txn['checkpoint']} of "
+                f"{writer_key} failed: {exc}"
+            ) from exc
+        finally:
+            producer.flush(0)
+
+    def recover(self, step_id: str) -> None:
+        if self.staging is not None:
+            self.staging.recover(step_id)
+
+
+def _produce(
+    producer: Producer, topic: str, key: str | None, value: bytes,
+    headers: list[tuple[str, str | bytes | None]], partition: int | None = None,
+) -> None:  # fmt: skip
+    """Produce, waiting for room when the client's local queue is full."""
+    while True:
+        try:
+            if partition is None:
+                producer.produce(topic, value=value, key=key, headers=headers)
+            else:
+                producer.produce(topic, value=value, key=key, headers=headers, partition=partition)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+class _CommitLog:
+    """The highest committed checkpoint per writer, read from the compacted commit-log topic."""
+
+    def __init__(self, sink: KafkaSink) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._latest: dict[str, int] = {}
+        self._next_offset = 0
+        self._ensured = False
+
+    def remember(self, writer_key: str, checkpoint: int) -> None:
+        with self._lock:
+            self._latest[writer_key] = max(checkpoint, self._latest.get(writer_key, -1))
+
+    def committed_up_to(self, writer_key: str) -> int:
+        with self._lock:
+            self._ensure_topic()
+            self._read_to_end()
+            return self._latest.get(writer_key, -1)
+
+    def _ensure_topic(self) -> None:
+        if not self._ensured:
+            _kafka_client.create_topic(
+                self._sink.bootstrap_servers, self._sink.commit_topic, 1,
+                config={"cleanup.policy": "compact"}, timeout=self._sink.timeout,
+            )  # fmt: skip
+            self._ensured = True
+
+    def _read_to_end(self) -> None:
+        kafka = _kafka_client.import_kafka()
+        consumer: Consumer = kafka.Consumer({
+            "bootstrap.servers": self._sink.bootstrap_servers, "group.id": "cjob-unused",
+            "enable.auto.commit": False, "enable.partition.eof": True,
+            "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 10, "logger": _kafka_client.client_log,
+        })  # fmt: skip
+        deadline = time.monotonic() + self._sink.timeout
+        try:
+            consumer.assign([kafka.TopicPartition(self._sink.commit_topic, 0, self._next_offset)])
+            while time.monotonic() < deadline:
+                for msg in consumer.consume(500, 0.05):
+                    error = msg.error()
+                    if error is not None and error.code() == kafka.KafkaError._PARTITION_EOF:
+                        return
+                    if error is not None:
+                        if error.fatal() or not error.retriable():
+                            raise errors.BrokerUnavailableError(
+                                f"reading commit log {self._sink.commit_topic!r}: {error.str()}"
+                            )
+                        continue
+                    self._apply(msg)
+        finally:
+            consumer.close()
+        raise errors.BrokerUnavailableError(
+            f"could not read the commit log {self._sink.commit_topic!r} to its end within "
+            f"{self._sink.timeout:g}s"
+        )
+
+    def _apply(self, msg: Message) -> None:
+        key, value, offset = msg.key(), msg.value(), msg.offset()
+        if offset is not None:
+            self._next_offset = offset + 1
+        if key is None or value is None:
+            return
+        checkpoint = int(json.loads(value)["checkpoint"])
+        writer_key = key.decode()
+        self._latest[writer_key] = max(checkpoint, self._latest.get(writer_key, -1))
+
+
+class _KafkaWriter(sinks.SinkWriter):
+    def __init__(self, sink: KafkaSink, step_id: str, subtask: int) -> None:
+        self._sink = sink
+        self._buffer = _staging.TxnBuffer(
+            step=step_id, subtask=subtask, staging=sink.staging,
+            inline_limit=sink.inline_limit, describe=sink.describe(),
+        )  # fmt: skip
+
+    def write(self, records: Sequence[batch_mod.Record]) -> None:
+        field = self._sink.key_field
+        self._buffer.add([
+            [None if field is None or r.get(field) is None else str(r[field]),
+             json.dumps(r, separators=(",", ":"), default=str)]
+            for r in records
+        ])  # fmt: skip
+
+    def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
+        return self._buffer.cut(checkpoint_id)
