@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+bash scripts/install-test-tools.sh
 echo "==> ruff"
 .venv/bin/ruff check runtime operator tests bench
 echo "==> mypy (strict)"

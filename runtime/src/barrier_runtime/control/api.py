@@ -4,9 +4,10 @@
 :class:`Response`; :mod:`barrier_runtime.control.http` only moves bytes.
 Order of checks for a request:
 
-1. ``/healthz`` and ``/readyz`` are open; every other path (known or not)
-   needs the bearer token first → ``401`` (unauthenticated callers learn
-   nothing about the API).
+1. ``/healthz``, ``/readyz`` and ``/metrics`` are open (probes and Prometheus
+   scrapes carry no job token; metrics hold no secrets and change nothing);
+   every other path (known or not) needs the bearer token first → ``401``
+   (unauthenticated callers learn nothing about the API).
 2. Unknown path → ``404``; known path, wrong method → ``405`` with ``Allow``.
 3. The route runs; an :class:`ApiError` becomes its status with
    ``{"error": ..., "reason"?: ...}``; anything else is logged and becomes ``500``.
@@ -120,7 +121,7 @@ class ControlApi:
         self.routes = (
             _route(r"/healthz", public=True, GET=self._healthz),
             _route(r"/readyz", public=True, GET=self._readyz),
-            _route(r"/metrics", GET=self._prometheus),
+            _route(r"/metrics", public=True, GET=self._prometheus),
             _route(r"/v1/job", GET=self._job_info),
             _route(r"/v1/checkpoints", GET=self._checkpoints, POST=self._trigger),
             _route(r"/v1/checkpoints/(?P<id>[^/]+)", GET=self._checkpoint),

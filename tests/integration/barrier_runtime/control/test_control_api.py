@@ -38,7 +38,6 @@ PROTECTED = [
     ("GET", "/v1/checkpoints/1", None),
     ("POST", "/v1/checkpoints", {"kind": "checkpoint"}),
     ("POST", "/v1/stop", {"savepoint": True}),
-    ("GET", "/metrics", None),
     ("GET", "/no/such/path", None),
 ]
 
@@ -147,6 +146,9 @@ def test_probes_are_open_without_a_token(job: Running) -> None:
     assert health.headers["Content-Type"] == "application/json"
     ready = job.client.get("/readyz", auth=None)
     assert ready.status == 200 and ready.json["state"] == "RUNNING"
+    scrape = job.client.get("/metrics", auth=None)
+    assert scrape.status == 200 and "cjob_job_up" in scrape.text
+    assert TOKEN not in scrape.text
 
 
 @pytest.mark.parametrize(
