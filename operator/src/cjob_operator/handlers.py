@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import kopf
+import kubernetes
 
 from cjob_operator import GROUP, PLURAL, VERSION, manifests, metrics, reconcile
 from cjob_operator.act import kube, perform
@@ -42,7 +43,14 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     threads = int(os.environ.get("CJOB_IO_THREADS", "16"))
     asyncio.get_running_loop().set_default_executor(
         concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="cjob-io"))
-    kube.load_configuration(pool_size=threads)
+    try:
+        kube.load_configuration(pool_size=threads)
+    except kubernetes.config.ConfigException as exc:
+        # Permanent: retrying cannot conjure a cluster; exit so the failure is visible.
+        raise kopf.PermanentError(
+            f"no Kubernetes API to manage: neither an in-cluster service account nor a "
+            f"kubeconfig was found ({exc})"
+        ) from exc
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
