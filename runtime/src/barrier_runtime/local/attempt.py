@@ -21,6 +21,7 @@ from barrier_runtime.local import channel as channel_mod
 from barrier_runtime.local import faults, snapshots
 from barrier_runtime.local import subtask as subtask_mod
 from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.storage import errors as storage_errors
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,13 @@ class AttemptContext:
             try:
                 if not self.stopping.is_set():
                     fn(pending)
+            except storage_errors.StorageError as exc:
+                # Storage trouble fails this checkpoint, not the job (as Flink declines):
+                # the coordinator counts it toward the tolerable checkpoint failures.
+                log.warning("checkpoint %d: %s could not upload its state: %s",
+                            pending.checkpoint_id, pending.task, exc)
+                self.decline(pending.checkpoint_id, pending.task,
+                             types.FailureReason.STORAGE_FAILURE)
             except BaseException as exc:
                 self.fail(exc, pending.task)
 
