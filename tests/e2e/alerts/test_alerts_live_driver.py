@@ -1,5 +1,5 @@
-"""Whole-product alerting: a real Prometheus scrapes a running driver's ``/metrics`` and
-evaluates the chart's alert rules while the job's checkpoint storage goes away and comes back.
+"""Whole-product alerting: a real Prometheus scrapes a running driver's and the operator's
+``/metrics`` and evaluates the chart's alert rules while the job's checkpoint storage goes away and comes back.
 
 * storage: a real SeaweedFS S3 server, reached through a TCP proxy the test can close
   (from the job's point of view the storage is down: connections are refused);
@@ -37,6 +37,7 @@ from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import LocalExecutor, TestingSink
+from cjob_operator.testing.endpoint import OperatorEndpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "charts" / "checkpointed-operator" / "files" / "prometheus-rules.yaml"
@@ -182,6 +183,8 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
     live_job: tuple[LocalExecutor, TcpProxy, int], prometheus_binary: str, tmp_path: Path
 ) -> None:
     executor, proxy, driver_port = live_job
+    operator = OperatorEndpoint(free_port())
+    operator.start()
     rules = yaml.safe_load(RULES.read_text())
     for group in rules["groups"]:
         group["interval"] = "1s"
@@ -193,8 +196,12 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
                    "scrape_timeout": "900ms"},
         "rule_files": ["rules.yaml"],
-        "scrape_configs": [{"job_name": "cjob-driver", "honor_labels": True,
-                            "static_configs": [{"targets": [f"127.0.0.1:{driver_port}"]}]}],
+        "scrape_configs": [
+            {"job_name": "cjob-driver", "honor_labels": True,
+             "static_configs": [{"targets": [f"127.0.0.1:{driver_port}"]}]},
+            {"job_name": "cjob-operator", "honor_labels": True,
+             "static_configs": [{"targets": [f"127.0.0.1:{operator.port}"]}]},
+        ],
     }))
     prom_port = free_port()
     with (tmp_path / "prometheus.log").open("w") as log:
@@ -212,6 +219,8 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
             wait_until(lambda: bool(query(
                 prom_port, f'cjob_checkpoints_completed_total{{job="{JOB}"}} >= 2')),
                 "completed checkpoints scraped from the driver", explain=explain)
+            wait_until(lambda: bool(query(prom_port, 'up{job="cjob-operator"} == 1')),
+                       "the operator scraped")
             assert "CheckpointFailures" not in firing(prom_port)
 
             # Storage stops: checkpoints fail, the job keeps running, the alert fires.
@@ -235,6 +244,7 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
             wait_until(lambda: "CheckpointFailures" not in firing(prom_port),
                        "CheckpointFailures to resolve", timeout=90, explain=explain)
         finally:
+            operator.close()
             process.terminate()
             try:
                 process.wait(timeout=10)

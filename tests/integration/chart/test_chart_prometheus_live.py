@@ -11,12 +11,10 @@ rules are the chart's file with every ``for`` set to 0s, so firing takes seconds
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import socket
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -26,10 +24,10 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 
-from cjob_operator import main, metrics
+from cjob_operator import metrics
 from cjob_operator.model.enums import Phase
+from cjob_operator.testing.endpoint import OperatorEndpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "charts" / "checkpointed-operator" / "files" / "prometheus-rules.yaml"
@@ -40,41 +38,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-class OperatorEndpoint:
-    """The operator's aiohttp app on a loopback port, in a thread; stoppable and restartable."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self._runner: web.AppRunner | None = None
-
-    def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
-
-    async def _start(self) -> None:
-        self._runner = web.AppRunner(main.app(), access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    def start(self) -> None:
-        self._call(self._start())
-
-    def stop(self) -> None:
-        self._call(self._stop())
-
-    def close(self) -> None:
-        self.stop()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
 
 
 def api(port: int, path: str) -> Any:
