@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-test-tools.sh
 echo "==> ruff"
-.venv/bin/ruff check runtime operator tests bench
+.venv/bin/ruff check runtime operator tests bench examples
 echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
 echo "==> pytest"
