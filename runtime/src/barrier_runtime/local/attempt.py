@@ -1,10 +1,17 @@
-"""One execution attempt of a job: its subtasks, threads, channels and shared services.
+"""One execution attempt of a job: its subtasks, channels and shared services.
 
 An attempt starts from a restore point (or from scratch), runs until every
 subtask finished or anything fails, and is then torn down completely. The
-executor's restart loop creates a fresh attempt after each failure; nothing
+driver's restart loop creates a fresh attempt after each failure; nothing
 survives from one attempt to the next except the checkpoint store, the
 coordinator (which lives in the driver) and the sinks' committed output.
+
+An :class:`AttemptContext` serves the subtasks one process hosts: every
+subtask of the job in the in-process executor, the subtasks of one slice on a
+Spark worker (``tasks`` names them; ``acknowledge``/``decline`` then travel to
+the driver over the network). :func:`build_subtasks` wires their channels:
+in-memory :class:`~barrier_runtime.local.channel.LocalChannel` between
+subtasks of the same process, ``remote`` endpoints to other slices.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.clock import Clock
@@ -45,7 +53,10 @@ class AttemptContext:
         restore_point: metadata.CheckpointMetadata | None,
         acknowledge: Callable[[metadata.TaskAcknowledgement], object],
         decline: Callable[[types.CheckpointId, metadata.TaskKey, types.FailureReason], None],
+        tasks: Iterable[metadata.TaskKey] | None = None,
+        on_task_finished: Callable[[metadata.TaskKey], None] | None = None,
     ) -> None:
+        """``tasks``: the subtasks hosted here (default: all of the plan's)."""
         self.plan = plan
         self.config = config
         self.clock = clock
@@ -60,6 +71,8 @@ class AttemptContext:
         self.failed_task: metadata.TaskKey | None = None
         self._lock = threading.Lock()
         self._finished: set[metadata.TaskKey] = set()
+        self.tasks = frozenset(plan.task_keys() if tasks is None else tasks)
+        self._on_task_finished = on_task_finished
         self.all_finished = threading.Event()
         self.changed = threading.Condition()
         self._uploads = concurrent.futures.ThreadPoolExecutor(
@@ -93,7 +106,9 @@ class AttemptContext:
     def task_finished(self, task: metadata.TaskKey) -> None:
         with self._lock:
             self._finished.add(task)
-            done = len(self._finished) == len(self.plan.task_keys())
+            done = len(self._finished) == len(self.tasks)
+        if self._on_task_finished is not None:
+            self._on_task_finished(task)
         if done:
             self.all_finished.set()
             with self.changed:
@@ -194,31 +209,72 @@ class AttemptContext:
         self._uploads.shutdown(wait=True, cancel_futures=True)
 
 
-def build_subtasks(ctx: AttemptContext, channel_capacity: int) -> list[subtask_mod.Subtask]:
-    """Create every subtask of the plan with its channels wired."""
+class RemoteChannels(Protocol):
+    """Endpoints of channels to and from subtasks hosted in other processes (slices)."""
+
+    def input(
+        self, channel_id: int, sender_slice: int, receiver: channel_mod.Signal, capacity: int
+    ) -> channel_mod.InputChannel: ...
+
+    def output(
+        self, channel_id: int, receiver_slice: int, sender: channel_mod.Signal
+    ) -> channel_mod.OutputChannel: ...
+
+
+def build_subtasks(
+    ctx: AttemptContext,
+    channel_capacity: int,
+    *,
+    hosted_slice: int | None = None,
+    remote: RemoteChannels | None = None,
+) -> list[subtask_mod.Subtask]:
+    """Create the subtasks of the plan with their channels wired.
+
+    Without ``hosted_slice`` every subtask is created here with in-memory
+    channels. With it, only the subtasks of that slice are, and channels from
+    or to other slices come from ``remote``. Channels are numbered in one
+    fixed order of the plan, so every slice gives a channel the same id.
+    """
     plan = ctx.plan
     p = plan.parallelism
-    signals = {key: channel_mod.Signal() for key in plan.task_keys()}
+
+    def here(index: int) -> bool:
+        return hosted_slice is None or index == hosted_slice
+
+    signals = {key: channel_mod.Signal() for key in plan.task_keys() if here(key.subtask)}
     ctx.signals = list(signals.values())
-    inputs: dict[metadata.TaskKey, list[channel_mod.LocalChannel]] = {k: [] for k in signals}
-    outputs: dict[
-        metadata.TaskKey,
-        dict[tuple[types.StepId, types.StepId, int], dict[int, channel_mod.LocalChannel]],
-    ] = {k: {} for k in signals}
+    inputs: dict[metadata.TaskKey, list[channel_mod.InputChannel]] = {k: [] for k in signals}
+    outputs: dict[metadata.TaskKey, subtask_mod.Outputs] = {k: {} for k in signals}
+    channel_id = 0
     for task in plan.tasks:
         for index in range(p):
             receiver = metadata.TaskKey(task.task_id, index)
             for spec in task.channels(index, p):
+                channel_id += 1
                 sender = metadata.TaskKey(spec.edge.upstream_task, spec.upstream_subtask)
-                chan = channel_mod.LocalChannel(
-                    channel_capacity, signals[sender], signals[receiver]
-                )
-                inputs[receiver].append(chan)
                 route = (spec.edge.upstream_step, types.StepId(task.steps[0]), spec.edge.side)
-                outputs[sender].setdefault(route, {})[index] = chan
+                if here(index) and here(sender.subtask):
+                    chan = channel_mod.LocalChannel(
+                        channel_capacity, signals[sender], signals[receiver]
+                    )
+                    inputs[receiver].append(chan)
+                    outputs[sender].setdefault(route, {})[index] = chan
+                elif here(index):
+                    assert remote is not None
+                    inputs[receiver].append(
+                        remote.input(
+                            channel_id, sender.subtask, signals[receiver], channel_capacity
+                        )
+                    )
+                elif here(sender.subtask):
+                    assert remote is not None
+                    outputs[sender].setdefault(route, {})[index] = remote.output(
+                        channel_id, index, signals[sender]
+                    )
     return [
         subtask_mod.Subtask(ctx, task, i, inputs[key], outputs[key], signals[key])
         for task in plan.tasks
         for i in range(p)
         for key in [metadata.TaskKey(task.task_id, i)]
+        if here(i)
     ]

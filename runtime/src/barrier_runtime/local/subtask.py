@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 _IDLE_WAIT = 0.05
 
+Route = tuple[types.StepId, types.StepId, int]
+"""(upstream step, downstream head step, input side) of an edge leaving a task."""
+Outputs = dict[Route, dict[int, channel_mod.OutputChannel]]
+"""Per route, the output channel to each receiving subtask index."""
+
 
 class Subtask:
     def __init__(
@@ -41,8 +46,8 @@ class Subtask:
         ctx: attempt_mod.AttemptContext,
         task: plan_mod.TaskSpec,
         index: int,
-        inputs: list[channel_mod.LocalChannel],
-        outputs: dict[tuple[types.StepId, types.StepId, int], dict[int, channel_mod.LocalChannel]],
+        inputs: list[channel_mod.InputChannel],
+        outputs: Outputs,
         signal: channel_mod.Signal,
     ) -> None:
         self.ctx = ctx
@@ -68,6 +73,8 @@ class Subtask:
         self._last_snapshot: int = 0
         self._direct_pending: types.Barrier | None = None
         self._capturing: dict[int, snapshots.PendingSnapshot] = {}
+        self._arriving: tuple[types.Barrier, int, list[batch_mod.Batch]] | None = None
+        """A priority barrier being taken, with the data it overtook at this end."""
         self.ops: dict[types.StepId, operators.Operator] = {}
         self.reader: operators.SourceReader | None = None
         self._kg_range = key_groups.key_group_range(
@@ -157,7 +164,7 @@ class Subtask:
             self.ops[head].process(item, side)
             self._after_batch(len(item))
         elif isinstance(item, types.Barrier):
-            self.handler.barrier_received(ch, item)
+            self._barrier_taken(ch, item)
         elif isinstance(item, messages.CancelMarker):
             self.handler.cancel_received(ch, item.checkpoint_id)
         else:
@@ -165,6 +172,33 @@ class Subtask:
             self.handler.end_of_partition(ch)
             if len(self._closed) == len(self.inputs):
                 self._finish()
+
+    def _barrier_taken(self, ch: int, barrier: types.Barrier) -> None:
+        """Hand ``barrier`` to the handler; data it overtook at this end is channel state.
+
+        A network input channel keeps the batches a priority barrier overtook on
+        arrival (they are still taken, after the barrier). They were sent before
+        the barrier, so they belong to checkpoint *n*'s channel state: appended
+        now if *n*'s snapshot is already capturing, else by :meth:`snapshot`
+        when this barrier triggers it.
+        """
+        assert self.handler is not None
+        overtaken = self.inputs[ch].drain_overtaken(barrier.checkpoint_id)
+        if not overtaken:
+            self.handler.barrier_received(ch, barrier)
+            return
+        side = self.specs[ch].edge.side
+        capturing = self._capturing.get(barrier.checkpoint_id)
+        if capturing is not None:
+            for batch in overtaken:
+                capturing.capture_input(side, batch.rows())
+            self.handler.barrier_received(ch, barrier)
+            return
+        self._arriving = (barrier, side, overtaken)
+        try:
+            self.handler.barrier_received(ch, barrier)
+        finally:
+            self._arriving = None
 
     def _after_batch(self, count: int) -> None:
         self.records += count
@@ -247,7 +281,7 @@ class Subtask:
         self,
         batch: batch_mod.Batch,
         key_fn: steps.KeyFn,
-        targets: dict[int, channel_mod.LocalChannel],
+        targets: dict[int, channel_mod.OutputChannel],
     ) -> None:
         plan = self.ctx.plan
         parts: dict[int, list[batch_mod.Record]] = {}
@@ -345,6 +379,10 @@ class Subtask:
             awaiting_channel_state=capture,
             send_ack=self.ctx.acknowledge,
         )
+        arriving = self._arriving
+        if capture and arriving is not None and arriving[0].checkpoint_id == n:
+            for batch in arriving[2]:
+                pending.capture_input(arriving[1], batch.rows())
         if forward:
             self._forward(barrier, pending)
         pending.sync_duration = time.monotonic() - started

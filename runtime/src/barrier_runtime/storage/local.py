@@ -143,7 +143,10 @@ class LocalObjectStore:
 
     def _write_temp(self, target: pathlib.Path, data: bytes) -> pathlib.Path:
         for _ in range(_MKDIR_ATTEMPTS):
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, FileNotFoundError):
+                continue  # a concurrent delete pruned a directory mkdir was creating: again
             tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

@@ -1,0 +1,72 @@
+"""``cjob driver --config job.json [--restore-from ID|PATH]``: the entry point of the driver pod.
+
+It reads the job configuration the operator wrote (see
+:mod:`barrier_runtime.spark.job_config`), serves the control API on the
+configured port with the bearer token from the named environment variable,
+and runs the job on Spark until its input ends (exit 0), it is stopped with a
+savepoint through ``POST /v1/stop`` (exit 0), or its restart budget is spent
+(exit 1 with a one-line reason; the operator then restarts the pod from the
+latest completed checkpoint). Logs are JSON-free, quiet lines on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from typing import Any
+
+from barrier_runtime.spark import driver as driver_mod
+from barrier_runtime.spark import job_config, pipeline
+
+log = logging.getLogger("barrier_runtime.driver")
+
+MASTER_ENV = "CJOB_SPARK_MASTER"
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser("driver", help="run a job from the operator's job configuration")
+    parser.add_argument("--config", required=True, help="path of job.json")
+    parser.add_argument("--restore-from", metavar="ID|PATH", help="checkpoint or savepoint")
+    parser.add_argument("--master", help=f"override sparkConf spark.master (or set ${MASTER_ENV})")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    doc = job_config.read(args.config)
+    restore = args.restore_from
+    spec = job_config.to_spec(
+        doc,
+        environ=os.environ,
+        restore_from=int(restore) if restore and restore.isdigit() else restore,
+        master=args.master or os.environ.get(MASTER_ENV) or None,
+    )
+    flow = pipeline.load_flow(spec.pipeline)
+    expected = doc.get("maxParallelism")
+    if expected is not None and int(expected) != flow.max_parallelism:
+        raise job_config.JobConfigError(
+            f"maxParallelism is {expected} in the job but {flow.max_parallelism} in the pipeline "
+            f"{spec.pipeline.describe()}: make them equal (it fixes the key groups of the state)"
+        )
+    _quiet_info_logs()
+    driver = driver_mod.SparkDriver(spec, flow=flow)
+    log.warning(
+        "driver for %s: P=%d, store %s, coordinator %s, restore %s",
+        flow.name, spec.parallelism, driver.store.describe(), driver.server.address,
+        restore or "latest completed checkpoint",
+    )  # fmt: skip
+    result = driver.run()
+    log.warning(
+        "job %s: %d checkpoint(s), %d restart(s), final checkpoint %s, savepoint %s",
+        "stopped" if result.stopped_with_savepoint else "finished",
+        len(result.completed_checkpoints), result.restarts, result.final_checkpoint,
+        result.stopped_with_savepoint,
+    )  # fmt: skip
+    return 0
+
+
+def _quiet_info_logs() -> None:
+    """Driver pods log lifecycle lines; the CLI's default level (ERROR) would hide them."""
+    logging.getLogger("barrier_runtime.driver").setLevel(logging.INFO)
+    if logging.getLogger().level > logging.WARNING:
+        logging.getLogger().setLevel(logging.WARNING)

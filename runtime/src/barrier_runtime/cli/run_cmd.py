@@ -1,0 +1,186 @@
+"""``cjob run PIPELINE [-- ARGS]``: run a pipeline on Spark with checkpoints and recovery.
+
+The embedded default a new user runs first: it starts a local Spark
+(``local[P]`` unless ``--master``), runs P workers as one barrier stage,
+checkpoints to ``--store`` (a local directory by default), restarts failed
+attempts from the latest completed checkpoint, and shows a live view. Run it
+again with the same ``--store`` and ``--job`` and it resumes from the latest
+completed checkpoint. Pipeline arguments go after ``--``::
+
+    cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
+        examples/running_count.py -- --keys 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import time
+from typing import Any
+
+from barrier_runtime.checkpoint import types
+from barrier_runtime.cli import progress
+from barrier_runtime.driver import job_driver, restart
+from barrier_runtime.spark import config as config_mod
+from barrier_runtime.spark import driver as driver_mod
+from barrier_runtime.spark import pipeline
+
+DEFAULT_STORE = ".cjob/checkpoints"
+TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="run a pipeline on Spark (local by default) with checkpoints and recovery",
+        description="Run PIPELINE (a .py file or a module exposing `flow` or `build_flow(args)`);"
+        " arguments for build_flow go after --.",
+    )
+    parser.add_argument("pipeline", help="pipeline file (.py) or module name")
+    parser.add_argument("pipeline_args", nargs="*", metavar="ARG", help="pipeline arguments")
+    parser.add_argument("-p", "--parallelism", type=int, default=2, help="workers (default 2)")
+    parser.add_argument("--checkpoint-interval", type=float, default=1.0, metavar="SECONDS")
+    parser.add_argument("--checkpoint-timeout", type=float, default=60.0, metavar="SECONDS")
+    parser.add_argument(
+        "--mode", choices=[m.value for m in types.CheckpointingMode], default="exactly-once"
+    )
+    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
+    parser.add_argument(
+        "--store", default=DEFAULT_STORE, help=f"checkpoint store URL (default {DEFAULT_STORE})"
+    )
+    parser.add_argument("--job", help="NAMESPACE/NAME in the store (default default/<flow name>)")
+    parser.add_argument("--restore-from", metavar="ID|PATH", help="checkpoint or savepoint")
+    parser.add_argument(
+        "--allow-fresh-start", action="store_true",
+        help="start empty if checkpoints exist but none is usable",
+    )  # fmt: skip
+    parser.add_argument("--master", help="Spark master URL (default local[PARALLELISM])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark configuration (repeatable)")  # fmt: skip
+    parser.add_argument("--max-restarts", type=int, default=10,
+                        help="restarts allowed within --restart-window (default 10)")  # fmt: skip
+    parser.add_argument("--restart-window", type=float, default=3600.0, metavar="SECONDS")
+    parser.add_argument("--restart-backoff", type=float, default=1.0, metavar="SECONDS",
+                        help="first restart delay, doubling up to 60s (default 1)")  # fmt: skip
+    parser.add_argument("--control-port", type=int, metavar="PORT",
+                        help="serve the control API on 127.0.0.1:PORT (0: any free port; "
+                        f"bearer token from ${TOKEN_ENV} if set)")  # fmt: skip
+    parser.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS")
+    parser.add_argument("--json", action="store_true", help="JSON lines instead of text")
+    parser.set_defaults(run=run)
+
+
+def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.SparkJobSpec:
+    ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
+    return driver_mod.SparkJobSpec(
+        pipeline=ref,
+        parallelism=args.parallelism,
+        store=config_mod.StoreRef(_absolute(args.store), args.job or f"default/{flow_name}"),
+        checkpoint=types.CheckpointConfig(
+            interval=args.checkpoint_interval,
+            timeout=args.checkpoint_timeout,
+            mode=types.CheckpointingMode(args.mode),
+            unaligned=args.unaligned,
+        ),
+        master=args.master,
+        spark_conf=_conf(args.conf),
+        restart=driver_mod.RestartSettings(
+            max_restarts=args.max_restarts,
+            window=args.restart_window,
+            backoff=restart.Backoff(
+                initial=args.restart_backoff, max=max(60.0, args.restart_backoff)
+            ),
+        ),
+        restore_from=_restore_arg(args.restore_from),
+        allow_fresh_start=args.allow_fresh_start,
+        control=None
+        if args.control_port is None
+        else driver_mod.ControlSettings(port=args.control_port, token=_token()),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    out = progress.Output(json_lines=args.json)
+    ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
+    flow = pipeline.load_flow(ref)
+    spec = spec_from_args(args, flow.name)
+    out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
+    started = time.monotonic()
+    driver = driver_mod.SparkDriver(spec, flow=flow)
+    cp = spec.checkpoint
+    kind = "unaligned" if cp.unaligned else "aligned"
+    out.say(
+        f"Spark ready in {time.monotonic() - started:.1f}s; job {flow.name}: "
+        f"P={spec.parallelism}, {cp.mode.value} ({kind}) checkpoints every {cp.interval:g}s "
+        f"to {driver.store.describe()}",
+        "started", job=spec.store.job_path, parallelism=spec.parallelism,
+        store=driver.store.describe(), coordinator=driver.server.address,
+    )  # fmt: skip
+    try:
+        with progress.ProgressView(driver.job, out, status_every=args.status_every):
+            result = driver.run()
+    except job_driver.JobFailedError as exc:
+        if out.json_lines:
+            out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result))
+        raise
+    _summary(out, driver, result)
+    return 0
+
+
+def _summary(
+    out: progress.Output, driver: driver_mod.SparkDriver, result: job_driver.JobResult
+) -> None:
+    metrics = driver.job.runtime_metrics()
+    status = "stopped" if result.stopped_with_savepoint else "finished"
+    fields = {
+        "status": status,
+        **_counts(result),
+        "final_checkpoint": result.final_checkpoint,
+        "savepoint": result.stopped_with_savepoint,
+        "records_out": dict(metrics.records_out),
+        "wall_time_s": round(out.elapsed, 2),
+    }
+    if out.json_lines:
+        print(json.dumps({"event": "summary", **fields}, default=str), flush=True)
+        return
+    out.say(
+        f"job {status}: {len(result.completed_checkpoints)} checkpoint(s) completed, "
+        f"{result.restarts} restart(s), final checkpoint {result.final_checkpoint}"
+    )
+
+
+def _counts(result: job_driver.JobResult) -> dict[str, Any]:
+    return {
+        "attempts": result.attempts,
+        "restarts": result.restarts,
+        "checkpoints_completed": len(result.completed_checkpoints),
+        "restored_from": result.restored_from,
+        "failures": result.failures,
+    }
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def _absolute(store: str) -> str:
+    """Plain paths become absolute: executors must not depend on their working directory."""
+    return store if "://" in store else str(pathlib.Path(store).expanduser().resolve())
+
+
+def _restore_arg(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else value
+
+
+def _token() -> str | None:
+    return os.environ.get(TOKEN_ENV) or None

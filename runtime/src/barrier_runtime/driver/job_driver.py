@@ -1,0 +1,341 @@
+"""The driver's restart loop, shared by the in-process executor and the Spark driver.
+
+The driver plans nothing and hosts nothing: it owns the checkpoint
+coordinator and runs attempts through an
+:class:`~barrier_runtime.driver.attempts.AttemptRunner`. Restart loop
+(numbered as in the code):
+
+1. Choose the restore point: an explicit one on the first attempt, otherwise
+   the newest valid checkpoint in the store. Never silently start empty when
+   checkpoints exist (the store refuses unless ``allow_fresh_start``).
+2. Publish the restore point's pending sink transactions again (idempotent),
+   then let sinks discard data staged by attempts that never completed.
+3. Start the attempt; once every subtask runs, tick the coordinator until all
+   subtasks finished or anything failed.
+4. On end of input, take a final checkpoint so the last transactions are
+   published exactly once, then shut the subtasks down.
+5. On failure, tear the attempt down, abort pending checkpoints, ask the
+   restart policy, back off and go to 1 — or raise :class:`JobFailedError`.
+
+Threading: :meth:`JobDriver.run` runs on one thread; the control seam
+(:class:`~barrier_runtime.control.job.JobControl`) is called from others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from barrier_runtime.api import steps
+from barrier_runtime.checkpoint import coordinator as coordinator_mod
+from barrier_runtime.checkpoint import metadata, outcomes, stats, types
+from barrier_runtime.clock import Clock
+from barrier_runtime.control import job
+from barrier_runtime.driver import attempts, restart
+from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.local import control, faults
+from barrier_runtime.storage import checkpoint_store
+
+log = logging.getLogger(__name__)
+
+
+class JobFailedError(RuntimeError):
+    """The job failed more often than its restart budget allows."""
+
+
+@dataclass
+class JobResult:
+    """What happened during a run."""
+
+    attempts: int = 0
+    restarts: int = 0
+    failures: list[str] = field(default_factory=list)
+    completed_checkpoints: list[int] = field(default_factory=list)
+    restored_from: list[int | None] = field(default_factory=list)
+    final_checkpoint: int | None = None
+    stopped_with_savepoint: str | None = None
+    """Path of the savepoint the job was stopped with, if it was."""
+
+
+class JobDriver:
+    """Runs a planned job through ``runner`` until its sources are exhausted or it is stopped."""
+
+    def __init__(
+        self,
+        plan: plan_mod.ExecutionPlan,
+        *,
+        runner: attempts.AttemptRunner,
+        store: checkpoint_store.CheckpointStore,
+        config: types.CheckpointConfig,
+        clock: Clock,
+        restart_policy: restart.RestartPolicy,
+        fault_injector: faults.FaultInjector | None = None,
+        restore_from: int | str | None = None,
+        allow_fresh_start: bool = False,
+        tick_interval: float = 0.005,
+    ) -> None:
+        self.plan = plan
+        self.runner = runner
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.restart_policy = restart_policy
+        self.faults = fault_injector or faults.FaultInjector()
+        self.restore_from = restore_from
+        self.allow_fresh_start = allow_fresh_start
+        self.tick_interval = tick_interval
+        self.result = JobResult()
+        self.coordinator = coordinator_mod.CheckpointCoordinator(
+            config,
+            clock=clock,
+            gateway=_Gateway(self),
+            store=store,
+            tasks=plan.task_keys(),
+            fingerprint=plan.fingerprint(),
+            first_checkpoint_id=store.highest_checkpoint_id() + 1,
+            on_failover=self._checkpoint_failover,
+        )
+        self._live: attempts.Attempt | None = None
+        self._live_lock = threading.Lock()
+        self._running = threading.Event()
+        self._state = job.JobState.CREATED
+        self._started_at = clock.now()
+        self._stop_requested = threading.Event()
+        """Periodic checkpoints pause: a savepoint for stopping is being taken."""
+        self._shutdown = threading.Event()
+        """Leave the run loop after shutting subtasks down cleanly."""
+        self._finished_metrics = attempts.AttemptMetrics()
+
+    # -- the control seam (barrier_runtime.control.job.JobControl) --------------------
+
+    def info(self) -> job.JobInfo:
+        result = self.result
+        return job.JobInfo(
+            name=self.plan.flow.name,
+            state=self._state,
+            attempt=max(result.attempts - 1, 0),
+            restarts=result.restarts,
+            parallelism=self.plan.parallelism,
+            max_parallelism=self.plan.flow.max_parallelism,
+            start_time=self._started_at,
+            ready=self._running.is_set(),
+            restored_from=result.restored_from[-1] if result.restored_from else None,
+            failure=result.failures[-1] if result.failures else None,
+        )
+
+    def trigger_checkpoint(
+        self, kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
+    ) -> outcomes.TriggerOutcome:
+        return self.coordinator.trigger_checkpoint(kind)
+
+    def checkpoint_stats(self) -> stats.CheckpointStats:
+        return self.coordinator.stats()
+
+    def runtime_metrics(self) -> job.RuntimeMetrics:
+        with self._live_lock:
+            total = self._finished_metrics.copy()
+            live = self._live
+            if live is not None:
+                total.add(live.metrics())
+        return job.RuntimeMetrics(total.records_in, total.records_out, total.backpressure_seconds)
+
+    def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
+        """Take an aligned savepoint, then stop every subtask cleanly; return its outcome.
+
+        Periodic checkpoints pause first, so no checkpoint after the savepoint can
+        publish sink transactions that a restore from the savepoint would redo.
+        """
+        if not self._running.is_set():
+            raise job.SavepointFailedError("the job is not running; nothing to stop")
+        self._stop_requested.set()
+        self._state = job.JobState.STOPPING
+        outcome = self.coordinator.trigger_checkpoint(types.CheckpointKind.SAVEPOINT)
+        done = (
+            self.coordinator.wait_for(outcome.checkpoint_id, timeout)
+            if outcome.checkpoint_id is not None
+            else None
+        )
+        if done is None or not done.completed:
+            self._stop_requested.clear()
+            self._state = job.JobState.RUNNING
+            why = outcome.message if done is None else (done.message or done.status.value)
+            raise job.SavepointFailedError(f"stop-with-savepoint failed, job keeps running: {why}")
+        self.result.stopped_with_savepoint = done.path
+        self._shutdown.set()
+        live = self._live
+        if live is not None:
+            live.wake()
+        return done
+
+    def wait_running(self, timeout: float) -> bool:
+        """Block until an attempt's subtasks are running (True) or ``timeout`` passes."""
+        return self._running.wait(timeout)
+
+    def post_all(self, message: control.ControlMessage) -> None:
+        """Send ``message`` to every subtask of the running attempt (``RuntimeError`` if none)."""
+        live = self._live
+        if live is None:
+            raise RuntimeError("no subtasks are running")
+        live.post_all(message)
+
+    # -- the restart loop ---------------------------------------------------------------
+
+    def run(self) -> JobResult:
+        """Run to completion; raise :class:`JobFailedError` when the restart budget is spent."""
+        try:
+            return self._run_loop()
+        except BaseException:
+            self._state = job.JobState.FAILED
+            raise
+
+    def _run_loop(self) -> JobResult:
+        number = 0
+        while True:
+            self._state = job.JobState.RUNNING if number == 0 else job.JobState.RESTARTING
+            # Step 1
+            restore = self._restore_point(number)
+            self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
+            self.result.attempts += 1
+            run = self.runner.create(number, restore, self.coordinator.acknowledge, self._decline)
+            self.restart_policy.attempt_started(self.clock.now())
+            try:
+                # Step 2
+                if restore is not None:
+                    self._recommit(restore, number)
+                for step in self.plan.flow.steps:
+                    if isinstance(step, steps.SinkStep):
+                        step.sink.recover(step.step_id)
+                # Steps 3 and 4
+                if self._run_attempt(run):
+                    stopped = self.result.stopped_with_savepoint is not None
+                    self._state = job.JobState.STOPPED if stopped else job.JobState.FINISHED
+                    return self.result
+            except Exception as exc:
+                run.fail(exc)
+            finally:
+                self._teardown(run)
+            # Step 5
+            self._after_failure(run)
+            number += 1
+
+    def _after_failure(self, run: attempts.Attempt) -> None:
+        failure = run.failure
+        reason = f"{type(failure).__name__}: {failure}" if failure else "unknown failure"
+        where = f" in {run.failed_task}" if run.failed_task else ""
+        self.result.failures.append(f"attempt {run.number}{where}: {reason}")
+        self.coordinator.abort_all_pending(types.FailureReason.TASK_FAILURE)
+        decision = self.restart_policy.attempt_failed(self.clock.now())
+        if not decision.restart:
+            raise JobFailedError(f"{decision.reason}; last failure{where}: {reason}") from failure
+        self.result.restarts += 1
+        log.info("attempt %d failed%s: %s; restarting", run.number, where, reason)
+        if decision.delay > 0:
+            time.sleep(decision.delay)
+
+    # -- one attempt --------------------------------------------------------------------
+
+    def _restore_point(self, number: int) -> metadata.CheckpointMetadata | None:
+        if number == 0 and self.restore_from is not None:
+            return self.store.load(self.restore_from)
+        return self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
+
+    def _decline(
+        self, checkpoint_id: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
+    ) -> None:
+        message = f"{task} declined checkpoint {checkpoint_id}: {reason.value}"
+        self.coordinator.decline(checkpoint_id, task, reason, message)
+
+    def _recommit(self, restore: metadata.CheckpointMetadata, number: int) -> None:
+        sinks = {s.step_id: s for s in self.plan.flow.steps if isinstance(s, steps.SinkStep)}
+        for step_id, txns in restore.sink_transactions.items():
+            step = sinks.get(step_id)
+            if step is None:
+                continue
+            for txn in txns:
+                self.faults.check(
+                    faults.FaultPoint.COMMIT,
+                    task="<restore>",
+                    subtask=0,
+                    attempt=number,
+                    checkpoint_id=restore.checkpoint_id,
+                )
+                step.sink.commit(txn)
+
+    def _run_attempt(self, run: attempts.Attempt) -> bool:
+        """True when the job finished (or was stopped) and its last checkpoint completed."""
+        self.coordinator.reset_for_restart(self.plan.task_keys())
+        with self._live_lock:
+            self._live = run
+        run.start()
+        while not run.ready:
+            if run.stopping:
+                return False
+            run.wait(self.tick_interval)
+        self._running.set()
+        self._state = job.JobState.RUNNING
+        while not run.all_finished and not self._shutdown.is_set():
+            if run.stopping:
+                return False
+            if not self._stop_requested.is_set():
+                self.coordinator.tick()
+            run.wait(self.tick_interval)
+        final = None
+        if not self._shutdown.is_set():
+            final = self._final_checkpoint(run)
+            if final is None:
+                return False
+        run.shutdown()
+        if run.failure is not None:
+            return False
+        self.result.final_checkpoint = final
+        return True
+
+    def _final_checkpoint(self, run: attempts.Attempt) -> int | None:
+        while not run.stopping:
+            outcome = self.coordinator.trigger_checkpoint()
+            if outcome.checkpoint_id is None:
+                self.coordinator.tick()
+                time.sleep(self.tick_interval)
+                continue
+            done = self.coordinator.wait_for(outcome.checkpoint_id, timeout=self.config.timeout)
+            if done.completed:
+                return outcome.checkpoint_id
+        return None
+
+    def _teardown(self, run: attempts.Attempt) -> None:
+        self._running.clear()
+        run.stop()
+        with self._live_lock:
+            self._live = None
+            self._finished_metrics.add(run.metrics())
+        run.close()
+
+    # -- coordinator callbacks ----------------------------------------------------------
+
+    def _checkpoint_failover(self, reason: str) -> None:
+        live = self._live
+        if live is not None:
+            live.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
+
+
+class _Gateway:
+    def __init__(self, driver: JobDriver) -> None:
+        self._driver = driver
+
+    def trigger(self, barrier: types.Barrier) -> None:
+        self._driver.post_all(control.TriggerCheckpoint(barrier))
+
+    def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
+        self._driver.result.completed_checkpoints.append(meta.checkpoint_id)
+        # If torn down meanwhile, the next attempt re-commits from the metadata.
+        with contextlib.suppress(RuntimeError):
+            self._driver.post_all(control.CheckpointCompleted(meta))
+
+    def notify_aborted(
+        self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
+    ) -> None:
+        with contextlib.suppress(RuntimeError):  # no attempt running: nothing to tell
+            self._driver.post_all(control.CheckpointAborted(checkpoint_id, reason))

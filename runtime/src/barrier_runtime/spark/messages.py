@@ -1,0 +1,78 @@
+"""What the driver's coordinator and the workers say to each other.
+
+Worker → driver, in the order a healthy worker sends them:
+``Hello`` (first frame), ``Running`` (its subtasks started), then any number
+of ``Ack``, ``Decline``, ``TaskFinished`` and ``Metrics``; finally ``Bye``
+(after a ``Shutdown``) or ``Failed``.
+
+Driver → worker: ``Post`` wraps the control messages the subtasks already
+understand (trigger, complete, abort, shutdown). The driver aborts a worker
+by closing its connection; a worker that loses the driver stops at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.driver import attempts
+from barrier_runtime.local import control
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    attempt: int
+    worker: int
+    pid: int
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """Every subtask of the worker's slice has been started."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    ack: metadata.TaskAcknowledgement
+
+
+@dataclass(frozen=True, slots=True)
+class Decline:
+    checkpoint_id: types.CheckpointId
+    task: metadata.TaskKey
+    reason: types.FailureReason
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    task: metadata.TaskKey
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """The worker's counters in this attempt so far (cumulative, replaces earlier ones)."""
+
+    metrics: attempts.AttemptMetrics
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    task: metadata.TaskKey | None
+    error: str
+    """``"ExceptionType: message"``."""
+    secondary: bool = False
+    """The failure is a consequence of another one (a peer's channel closed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bye:
+    metrics: attempts.AttemptMetrics
+
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    message: control.ControlMessage
+
+
+ToDriver = Hello | Running | Ack | Decline | TaskFinished | Metrics | Failed | Bye

@@ -1,0 +1,110 @@
+"""Submitting an attempt as one Spark barrier stage, and the task body each worker runs.
+
+``sc.parallelize(range(P), P).barrier().mapPartitions(task).collect()`` runs
+in a background thread under a job group named after the attempt, so the
+driver can cancel exactly this stage. Barrier mode gang-schedules the P tasks
+(all or none) and fails them all if one fails; because it is the final stage
+of its job, Spark never retries it ("Could not recover from a failed barrier
+ResultStage") — the driver's restart loop does.
+
+:func:`barrier_task` is what the executors' Python workers run: it takes the
+task's index and ``allGather`` from ``BarrierTaskContext`` and hands over to
+:func:`~barrier_runtime.spark.worker.run_worker`. Spark's cloudpickle sends
+only a reference to this module-level function plus the plain
+:class:`~barrier_runtime.spark.config.WorkerConfig`; the pipeline is loaded
+by each worker from its reference (see :mod:`~barrier_runtime.spark.pipeline`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from barrier_runtime.spark import config as config_mod
+from barrier_runtime.spark import worker as worker_mod
+
+log = logging.getLogger(__name__)
+
+
+def barrier_task(config: config_mod.WorkerConfig, _partition: Iterable[int]) -> Iterator[str]:
+    """The body of one barrier task: run worker ``partitionId()`` of the attempt."""
+    from pyspark import BarrierTaskContext  # noqa: PLC0415 (runs in the executor)
+
+    context = BarrierTaskContext.get()
+    index = context.partitionId()
+    summary = worker_mod.run_worker(config, index, context.allGather)
+    yield json.dumps(summary)
+
+
+class SparkStage:
+    """A submitted barrier stage; ``cancel`` kills its tasks through their job group."""
+
+    def __init__(self, spark_context: Any, group: str, thread: threading.Thread) -> None:
+        self._sc = spark_context
+        self.group = group
+        self._thread = thread
+
+    def cancel(self) -> None:
+        try:
+            self._sc.cancelJobGroup(self.group)
+        except Exception as exc:  # the context may be stopping; the stage ends anyway
+            log.debug("cancelling %s: %s", self.group, exc)
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class SparkStageLauncher:
+    """Launches each attempt's workers as one barrier stage on ``session``."""
+
+    def __init__(self, session: Any) -> None:
+        self._sc = session.sparkContext
+
+    def launch(
+        self, config: config_mod.WorkerConfig, on_end: Callable[[BaseException | None], None]
+    ) -> SparkStage:
+        group = f"cjob-attempt-{config.attempt}-{uuid.uuid4().hex[:8]}"
+        thread = threading.Thread(
+            target=self._run, args=(config, group, on_end), name=group, daemon=True
+        )
+        thread.start()
+        return SparkStage(self._sc, group, thread)
+
+    def _run(
+        self,
+        config: config_mod.WorkerConfig,
+        group: str,
+        on_end: Callable[[BaseException | None], None],
+    ) -> None:
+        p = config.parallelism
+        try:
+            self._sc.setJobGroup(group, f"checkpointed job, attempt {config.attempt}", True)
+            rdd = self._sc.parallelize(range(p), p).barrier()
+            rdd.mapPartitions(functools.partial(barrier_task, config)).collect()
+        except BaseException as exc:
+            on_end(StageFailedError(summarize(exc)))
+            return
+        on_end(None)
+
+
+class StageFailedError(RuntimeError):
+    """Spark failed (or cancelled) the barrier stage; the message is Spark's first line."""
+
+
+def summarize(exc: BaseException) -> str:
+    """One line out of a Py4J error's Java stack trace (the worker's error if it is there)."""
+    text = str(exc)
+    for line in text.splitlines():
+        if "WorkerFailedError:" in line:
+            return line.split("WorkerFailedError:", 1)[1].strip()
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("at ", "An error occurred")):
+            return stripped[:300]
+    return type(exc).__name__

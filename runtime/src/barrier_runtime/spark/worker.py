@@ -1,0 +1,280 @@
+"""One worker of an attempt: hosts subtask *i* of every task, talks to the driver and its peers.
+
+A worker is one Spark barrier task (see :mod:`~barrier_runtime.spark.stage`),
+but nothing here imports Spark: the task passes its index and
+``BarrierTaskContext.allGather`` in, so tests can run workers on threads.
+
+Life of a worker (numbered as in the code):
+
+1. Connect to the driver's coordinator and say ``Hello`` (signed with the
+   attempt's key: a worker of an older attempt is refused).
+2. Load the pipeline from its reference, plan it, and check the plan's
+   fingerprint against the driver's; open the checkpoint store.
+3. Listen for peers (:class:`~barrier_runtime.channels.WorkerNetwork`),
+   exchange addresses with ``all_gather``, connect to every peer.
+4. Build the slice's subtasks — in-memory channels between them, network
+   channels to other slices — start them, and report ``Running``.
+5. Until a ``Shutdown`` arrives and the subtasks have left: forward the
+   driver's messages to the subtasks; send acknowledgements, declines,
+   finished tasks and, periodically, metrics.
+6. Leave: on success close the network gracefully and say ``Bye``; on a
+   failure say ``Failed`` (if the driver is still there), drop everything and
+   raise :class:`WorkerFailedError`, which fails the Spark task and with it
+   the whole barrier stage.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from barrier_runtime.channels import errors as channel_errors
+from barrier_runtime.channels import network as network_mod
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.clock import SystemClock
+from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.local import attempt as attempt_mod
+from barrier_runtime.local import channel as channel_mod
+from barrier_runtime.local import control, faults, runner
+from barrier_runtime.local import subtask as subtask_mod
+from barrier_runtime.spark import config as config_mod
+from barrier_runtime.spark import messages, pipeline, wire
+from barrier_runtime.storage import checkpoint_store
+
+log = logging.getLogger(__name__)
+
+AllGather = Callable[[str], list[str]]
+_JOIN_TIMEOUT = 30.0
+
+
+class WorkerFailedError(RuntimeError):
+    """The worker's slice failed; the message names the subtask and the cause."""
+
+
+def listen_host(configured: str | None) -> str:
+    """The address peers reach this worker at: configured, ``SPARK_LOCAL_IP``, the pod IP."""
+    for candidate in (
+        configured,
+        os.environ.get("SPARK_LOCAL_IP"),
+        os.environ.get("SPARK_EXECUTOR_POD_IP"),
+        os.environ.get("POD_IP"),
+    ):
+        if candidate:
+            return candidate
+    return socket.gethostbyname(socket.gethostname())
+
+
+def run_worker(
+    config: config_mod.WorkerConfig, index: int, all_gather: AllGather
+) -> dict[str, Any]:
+    """Run worker ``index`` of ``config``'s attempt to the end; return a small summary."""
+    return Worker(config, index).run(all_gather)
+
+
+class Worker:
+    def __init__(self, config: config_mod.WorkerConfig, index: int) -> None:
+        self.config = config
+        self.index = index
+        self.host = listen_host(config.host)
+        self._shutdown = threading.Event()
+        self._driver_lost: str | None = None
+
+    def run(self, all_gather: AllGather) -> dict[str, Any]:
+        cfg = self.config
+        # Step 1
+        link = _connect(cfg, self.index, self.host)
+        net: network_mod.WorkerNetwork | None = None
+        ctx: attempt_mod.AttemptContext | None = None
+        threads: list[threading.Thread] = []
+        try:
+            # Step 2
+            plan = self._plan()
+            store = cfg.store.open()
+            # Step 3
+            token = wire.derive_key(cfg.secret, "data-plane").hex()
+            net = network_mod.WorkerNetwork(self.index, cfg.parallelism, token, host=self.host)
+            addresses = _rendezvous(all_gather, net.address)
+            net.connect(dict(enumerate(addresses)), timeout=cfg.connect_timeout)
+            # Step 4
+            ctx = self._context(plan, store, link)
+            subtasks = attempt_mod.build_subtasks(
+                ctx, cfg.channel_capacity, hosted_slice=self.index, remote=_NetworkChannels(net)
+            )
+            net.wait_for_peers(timeout=cfg.connect_timeout)
+            threads = _start(subtasks, cfg.attempt)
+            link.send(messages.Running())
+            # Step 5
+            reader = threading.Thread(
+                target=self._read_driver, args=(link, ctx, subtasks), daemon=True,
+                name=f"cjob-worker-{self.index}-driver",
+            )  # fmt: skip
+            reader.start()
+            self._supervise(ctx, link, subtasks, threads)
+            # Step 6
+            net.close()
+            link.send(messages.Bye(runner.subtask_metrics(subtasks)))
+            return {"worker": self.index, "pid": os.getpid(), "attempt": cfg.attempt}
+        except BaseException as exc:
+            failure = self._failure(exc, ctx)
+            log.info("worker %d of attempt %d failed: %s", self.index, cfg.attempt, failure)
+            if self._driver_lost is None:  # report before peers see our channels close
+                task = None if ctx is None else ctx.failed_task
+                secondary = isinstance(_cause(exc, ctx), _CONSEQUENCES)
+                try:
+                    link.send(messages.Failed(task, failure, secondary))
+                except Exception as send_exc:
+                    log.warning("worker %d could not report: %r", self.index, send_exc)
+            if net is not None:
+                net.abort()
+            raise WorkerFailedError(f"worker {self.index}: {failure}") from exc
+        finally:
+            if ctx is not None:
+                ctx.stop()
+                for t in threads:
+                    t.join(_JOIN_TIMEOUT)
+                ctx.close()
+            link.close()
+
+    def _plan(self) -> plan_mod.ExecutionPlan:
+        cfg = self.config
+        plan = plan_mod.plan(pipeline.load_flow(cfg.pipeline), cfg.parallelism)
+        if plan.fingerprint() != cfg.fingerprint:
+            raise pipeline.InvalidPipelineError(
+                f"the pipeline {cfg.pipeline.describe()} loaded on worker {self.index} "
+                f"differs from the driver's ({plan.fingerprint()} != {cfg.fingerprint}): "
+                "deploy the same pipeline code to the driver and the executors"
+            )
+        return plan
+
+    def _context(
+        self,
+        plan: plan_mod.ExecutionPlan,
+        store: checkpoint_store.CheckpointStore,
+        link: wire.FramedConnection,
+    ) -> attempt_mod.AttemptContext:
+        cfg = self.config
+
+        def decline(
+            cid: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
+        ) -> None:
+            link.send(messages.Decline(cid, task, reason))
+
+        return attempt_mod.AttemptContext(
+            plan=plan,
+            config=cfg.checkpoint,
+            clock=SystemClock(),
+            store=store,
+            fault_injector=faults.FaultInjector(list(cfg.crashes)),
+            attempt=cfg.attempt,
+            restore_point=cfg.restore_point,
+            acknowledge=lambda ack: link.send(messages.Ack(ack)),
+            decline=decline,
+            tasks=[k for k in plan.task_keys() if k.subtask == self.index],
+            on_task_finished=lambda task: link.send(messages.TaskFinished(task)),
+        )
+
+    def _read_driver(
+        self,
+        link: wire.FramedConnection,
+        ctx: attempt_mod.AttemptContext,
+        subtasks: list[subtask_mod.Subtask],
+    ) -> None:
+        reason = "the driver closed the connection"
+        try:
+            while (frame := link.receive()) is not None:
+                if not isinstance(frame, messages.Post):
+                    continue
+                if isinstance(frame.message, control.Shutdown):
+                    self._shutdown.set()
+                for s in subtasks:
+                    s.post(frame.message)
+        except (OSError, EOFError, wire.AuthenticationError) as exc:
+            reason = f"lost the driver: {exc}"
+        if not self._shutdown.is_set():
+            self._driver_lost = reason
+            ctx.fail(DriverLostError(reason))
+
+    def _supervise(
+        self,
+        ctx: attempt_mod.AttemptContext,
+        link: wire.FramedConnection,
+        subtasks: list[subtask_mod.Subtask],
+        threads: list[threading.Thread],
+    ) -> None:
+        """Step 5: report metrics until the subtasks left after a Shutdown, or fail."""
+        while True:
+            with ctx.changed:
+                ctx.changed.wait(self.config.metrics_interval)
+            if ctx.failure is not None or (ctx.stopping.is_set() and not self._shutdown.is_set()):
+                raise ctx.failure or DriverLostError(self._driver_lost or "stopped")
+            if self._shutdown.is_set() and not any(t.is_alive() for t in threads):
+                return
+            link.send(messages.Metrics(runner.subtask_metrics(subtasks)))
+
+    def _failure(self, exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> str:
+        cause = _cause(exc, ctx)
+        where = f" in {ctx.failed_task}" if ctx is not None and ctx.failed_task else ""
+        return f"{type(cause).__name__}{where}: {cause}"
+
+
+def _cause(exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> BaseException:
+    return ctx.failure if ctx is not None and ctx.failure is not None else exc
+
+
+class RendezvousFailedError(RuntimeError):
+    """The exchange of addresses failed: another task of the stage failed first."""
+
+
+def _rendezvous(all_gather: AllGather, address: str) -> list[str]:
+    try:
+        return all_gather(address)
+    except Exception as exc:
+        raise RendezvousFailedError(f"rendezvous with the other workers failed: {exc}") from exc
+
+
+_CONSEQUENCES = (channel_errors.ChannelClosedError, RendezvousFailedError)
+"""Failures caused by another worker's failure (reported as secondary)."""
+
+
+class DriverLostError(ConnectionError):
+    """The connection to the driver's coordinator ended before a Shutdown."""
+
+
+class _NetworkChannels:
+    """:class:`~barrier_runtime.local.attempt.RemoteChannels` over a worker's network."""
+
+    def __init__(self, net: network_mod.WorkerNetwork) -> None:
+        self._net = net
+
+    def input(
+        self, channel_id: int, sender_slice: int, receiver: channel_mod.Signal, capacity: int
+    ) -> channel_mod.InputChannel:
+        return self._net.input_channel(channel_id, sender_slice, receiver, capacity)
+
+    def output(
+        self, channel_id: int, receiver_slice: int, sender: channel_mod.Signal
+    ) -> channel_mod.OutputChannel:
+        return self._net.output_channel(channel_id, receiver_slice, sender)
+
+
+def _connect(cfg: config_mod.WorkerConfig, index: int, host: str) -> wire.FramedConnection:
+    driver_host, port = network_mod.parse_address(cfg.driver_address)
+    sock = socket.create_connection((driver_host, port), timeout=cfg.connect_timeout)
+    sock.settimeout(None)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    link = wire.connect_side(sock, wire.derive_key(cfg.secret, "control"))
+    link.send(messages.Hello(cfg.attempt, index, os.getpid(), host))
+    return link
+
+
+def _start(subtasks: list[subtask_mod.Subtask], attempt: int) -> list[threading.Thread]:
+    threads = [
+        threading.Thread(target=s.run, name=f"{s.key}-a{attempt}", daemon=True) for s in subtasks
+    ]
+    for t in threads:
+        t.start()
+    return threads

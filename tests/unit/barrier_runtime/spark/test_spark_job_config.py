@@ -1,0 +1,105 @@
+"""The job.json contract: what the operator writes is what ``cjob driver`` runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from barrier_runtime.checkpoint.types import CheckpointingMode
+from barrier_runtime.spark import job_config
+from cjob_operator import manifests
+from cjob_operator.model import spec as spec_model
+
+JOB = manifests.JobRef("team-a", "orders", "uid-1")
+
+
+def _raw(**overrides):
+    raw = {
+        "image": "registry.local/jobs:1",
+        "pipeline": {"module": "jobs.orders", "args": ["--region", "eu"]},
+        "parallelism": 4,
+        "maxParallelism": 128,
+        "checkpointing": {"interval": "30s", "timeout": "2m", "mode": "AtLeastOnce",
+                          "retained": 5},
+        "storage": {"endpoint": "http://minio.storage:9000", "bucket": "ckpt", "prefix": "cjob",
+                    "credentialsSecret": {"name": "minio-creds"}},
+        "restartPolicy": {"maxRestarts": 3, "window": "10m",
+                          "backoff": {"initial": "5s", "max": "1m", "multiplier": 3,
+                                      "jitter": 0.1}},
+    }
+    raw.update(overrides)
+    return raw
+
+
+def _doc(**overrides):
+    spec = spec_model.JobSpec.from_storage(_raw(**overrides))
+    return json.loads(json.dumps(manifests.job_config(JOB, spec)))
+
+
+ENV = {"CJOB_CONTROL_TOKEN": "s3cret"}
+
+
+def test_the_operators_job_config_becomes_the_drivers_spec() -> None:
+    spec = job_config.to_spec(_doc(), environ=ENV, restore_from="chk-7")
+    assert spec.pipeline.module == "jobs.orders" and spec.pipeline.args == ("--region", "eu")
+    assert spec.parallelism == 4
+    assert spec.store.url == "s3://ckpt?endpoint=http://minio.storage:9000"
+    assert spec.store.job_path == "cjob/team-a/orders"
+    assert (spec.store.access_key_env, spec.store.secret_key_env) == (
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    cp = spec.checkpoint
+    assert cp.mode is CheckpointingMode.AT_LEAST_ONCE and cp.timeout == 120 and cp.retained == 5
+    assert cp.interval == job_config.NO_PERIODIC_INTERVAL  # the operator triggers checkpoints
+    assert spec.restart.max_restarts == 3 and spec.restart.window == 600
+    assert spec.restart.backoff.initial == 5 and spec.restart.backoff.multiplier == 3
+    assert spec.restore_from == "chk-7"
+    assert spec.control is not None
+    assert (spec.control.port, spec.control.token) == (manifests.CONTROL_PORT, "s3cret")
+    assert (spec.control.namespace, spec.control.job_name) == ("team-a", "orders")
+
+
+def test_on_kubernetes_everything_listens_on_the_pod_and_workers_use_the_service() -> None:
+    spec = job_config.to_spec(_doc(), environ=ENV)
+    assert spec.master == "k8s://https://kubernetes.default.svc"
+    assert spec.control is not None and spec.control.host == "0.0.0.0"
+    assert spec.coordinator_bind == "0.0.0.0"
+    assert spec.coordinator_host == JOB.driver_host()
+    assert spec.spark_conf["spark.kubernetes.namespace"] == "team-a"
+    assert "spark.master" not in spec.spark_conf
+
+
+def test_a_local_master_drops_the_kubernetes_settings() -> None:
+    spec = job_config.to_spec(_doc(), environ=ENV, master="local[4]")
+    assert spec.master == "local[4]" and spec.coordinator_bind == "127.0.0.1"
+    assert not [k for k in spec.spark_conf if k.startswith("spark.kubernetes.")]
+    assert "spark.driver.host" not in spec.spark_conf
+
+
+def test_a_file_endpoint_is_a_local_directory_with_the_bucket_inside() -> None:
+    spec = job_config.to_spec(
+        _doc(storage={"endpoint": "file:///srv/store", "bucket": "ckpt", "prefix": ""}),
+        environ=ENV,
+    )
+    assert spec.store.url == "/srv/store/ckpt" and spec.store.job_path == "team-a/orders"
+
+
+def test_a_missing_token_is_one_clear_sentence() -> None:
+    with pytest.raises(job_config.JobConfigError, match="set the environment variable CJOB_CONTROL"):
+        job_config.to_spec(_doc(), environ={})
+
+
+def test_missing_fields_name_what_is_missing() -> None:
+    doc = _doc()
+    del doc["parallelism"]
+    with pytest.raises(job_config.JobConfigError, match="parallelism"):
+        job_config.to_spec(doc, environ=ENV)
+
+
+def test_unreadable_files_are_reported(tmp_path) -> None:
+    bad = tmp_path / "job.json"
+    bad.write_text("{not json")
+    with pytest.raises(job_config.JobConfigError, match="is not JSON"):
+        job_config.read(bad)
+    with pytest.raises(job_config.JobConfigError, match="cannot read"):
+        job_config.read(tmp_path / "missing.json")
