@@ -158,14 +158,18 @@ def test_checkpoint_2_holds_8_and_8_and_restores_to_crash_free_sums(tmp_path, fi
 
 
 @pytest.mark.parametrize(
-    ("first", "second", "polluted"),
-    [("blue", "yellow", {"even": 12, "odd": 8}), ("yellow", "blue", {"even": 8, "odd": 13})],
+    ("first", "second", "parity", "polluted"),
+    [("blue", "yellow", "even", 12), ("yellow", "blue", "odd", 13)],
 )
 def test_without_alignment_the_overtaking_record_leaks_into_the_snapshot(
-    tmp_path, first, second, polluted
+    tmp_path, first, second, parity, polluted
 ):
-    """Negative control: at-least-once does not block, so blue 4 / yellow 5 get counted."""
-    assert run_scenario(tmp_path, first, second, CheckpointingMode.AT_LEAST_ONCE) == polluted
+    """Negative control: at-least-once does not block, so blue 4 / yellow 5 get counted.
+
+    (The other sum may or may not hold the second source's next record too: without
+    alignment that depends on the order in which the subtask drains its channels.)
+    """
+    assert run_scenario(tmp_path, first, second, CheckpointingMode.AT_LEAST_ONCE)[parity] == polluted
 
 
 def run_scenario(tmp_path, first, second, mode) -> dict[str, int]:
