@@ -23,6 +23,7 @@ At-least-once has a single state, :class:`TrackingBarriers`.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 
 from barrier_runtime.alignment import controller
@@ -31,7 +32,7 @@ from barrier_runtime.checkpoint import types
 Context = controller.AlignmentContext
 
 
-class BarrierHandlerState:
+class BarrierHandlerState(abc.ABC):
     """Base of all states: by default an event changes nothing."""
 
     __slots__ = ()
@@ -41,11 +42,11 @@ class BarrierHandlerState:
         """The checkpoint whose channel state is being captured, if any."""
         return None
 
+    @abc.abstractmethod
     def barrier_received(
         self, ctx: Context, channel: controller.ChannelId, barrier: types.Barrier
     ) -> BarrierHandlerState:
         """A barrier of the checkpoint this state works on (or a new one) arrived."""
-        raise NotImplementedError
 
     def end_of_partition(self, ctx: Context) -> BarrierHandlerState:
         """A channel closed; fewer channels to wait for."""

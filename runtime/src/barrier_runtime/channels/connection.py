@@ -86,7 +86,7 @@ class _Link:
             raise errors.ChannelClosedError(self._peer, self.address, reason, channel)
 
     def grant(self, channel: int, batches: int) -> None:
-        raise NotImplementedError("credits flow from the receiving side only")
+        raise TypeError("credits flow from the receiving side only: an outbound link grants none")
 
     def fail(self, reason: str, *, quiet: bool = False) -> None:
         """Shut the connection down for good; the first reason is the one channels report."""
@@ -140,7 +140,8 @@ class _Link:
             thread.start()
 
     def _wake_all(self) -> None:
-        raise NotImplementedError
+        """Wake every task waiting on this link's channels (each direction knows its own)."""
+        raise TypeError(f"{type(self).__name__} must say whom to wake")
 
 
 class OutboundLink(_Link):
