@@ -1,5 +1,6 @@
 """The whole product on one machine: the real operator runs the real ``cjob driver`` on local
-Spark, triggers its checkpoints, and restarts it from the newest completed checkpoint after
+Spark with checkpoints and an exactly-once file sink in a real S3 server (SeaweedFS),
+triggers its checkpoints, and restarts it from the newest completed checkpoint after
 each of two SIGKILLs; the exactly-once checker then compares the sink with the crash-free result.
 
 kopf runs for real against a Kubernetes-like API (kmock), and the local kubelet harness
@@ -9,8 +10,10 @@ with ``CJOB_SPARK_MASTER=local[3]``: the driver gets 3 Spark barrier-task worker
 
 from __future__ import annotations
 
+import base64
 import shutil
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +21,14 @@ from typing import Any
 import pytest
 
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.testing import check_exactly_once
 from cjob_operator.testing.harness import OperatorHarness
 
 ROOT = Path(__file__).resolve().parents[3]
 PIPELINE = ROOT / "tests" / "integration" / "barrier_runtime" / "spark" / "running_count_pipeline.py"
 KEYS, PER_KEY = 60, 300
+BUCKET = "cjob-tests"
 
 
 def real_driver(command: list[str]) -> list[str]:
@@ -42,33 +47,39 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorHarnes
         yield h
 
 
-def manifest(store: Path, out: Path) -> dict[str, Any]:
+def manifest(s3: Any, prefix: str, out: str) -> dict[str, Any]:
     return {"apiVersion": "checkpointed.dev/v1alpha1", "kind": "CheckpointedJob",
             "metadata": {"name": "count"},
             "spec": {"image": "local",
                      "pipeline": {"file": str(PIPELINE),
-                                  "args": ["--out", str(out), "--keys", str(KEYS),
+                                  "args": ["--out", out, "--keys", str(KEYS),
                                            "--events-per-key", str(PER_KEY), "--rate", "40"]},
                      "parallelism": 3,
                      "checkpointing": {"interval": "1s", "timeout": "30s"},
-                     "storage": {"endpoint": f"file://{store}", "bucket": "ckpt"},
+                     "storage": {"endpoint": s3.endpoint, "bucket": BUCKET, "prefix": prefix,
+                                 "credentialsSecret": {"name": "s3-creds"}},
                      "restartPolicy": {"type": "OnFailure", "maxRestarts": 5, "window": "10m",
                                        "backoff": {"initial": "0.5s", "max": "2s",
                                                    "jitter": 0.0}}}}
 
 
-def completed_ids(root: Path) -> list[int]:
-    folder = root / "checkpoints"
-    return sorted(int(p.name.split("-")[1]) for p in folder.glob("chk-*")
-                  if (p / "_metadata").exists()) if folder.exists() else []
+def completed_ids(store: CheckpointStore) -> list[int]:
+    return [m.checkpoint_id for m in store.list_completed()]
 
 
 def test_operator_restarts_the_real_driver_twice_and_output_is_exactly_once(
-        harness: OperatorHarness, tmp_path: Path) -> None:
+        harness: OperatorHarness, s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     h = harness
-    out = tmp_path / "out"
-    root = tmp_path / "ckpt" / "cjob" / h.namespace / "count"
-    h.create_job(manifest(tmp_path, out))
+    prefix = f"e2e-{uuid.uuid4().hex[:8]}"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"},
+              "data": {k: base64.b64encode(v.encode()).decode() for k, v in
+                       {"AWS_ACCESS_KEY_ID": s3_server.access_key,
+                        "AWS_SECRET_ACCESS_KEY": s3_server.secret_key}.items()}}
+    status, body = h.http("POST", f"/api/v1/namespaces/{h.namespace}/secrets", secret)
+    assert status == 201, body
+    root = CheckpointStore(s3_server.open_store(BUCKET, prefix), f"{h.namespace}/count")
+    out = s3_server.url(BUCKET, f"{prefix}-out")
+    h.create_job(manifest(s3_server, prefix, out))
     h.wait_for(lambda: h.job_status("count").get("phase") == "Running", "Running", timeout=120)
     assert h.kubelet is not None
     for crash in (1, 2):
@@ -84,7 +95,9 @@ def test_operator_restarts_the_real_driver_twice_and_output_is_exactly_once(
 
     expected = [{"key": f"k{k}", "seq": s, "count": s + 1}
                 for k in range(KEYS) for s in range(PER_KEY)]
-    report = check_exactly_once(expected, FileSink(str(out)).read_committed())
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    report = check_exactly_once(expected, FileSink(out).read_committed())
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), report
     status = h.job_status("count")
     assert status["restarts"]["count"] == 2
