@@ -22,6 +22,8 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Self
 
 from barrier_runtime import processes
 
@@ -114,3 +116,39 @@ def port_open(host: str, port: int) -> bool:
 
 
 find_binary = processes.find_binary
+
+
+class EmbeddedServer:
+    """What every embedded broker shares: its settings, its process, and ``with`` support.
+
+    Subclasses implement ``start()`` (returning ``self``) and ``stop()``.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float = 20.0,
+        binary: pathlib.Path | None = None,
+    ) -> None:
+        self.host = host
+        self.startup_timeout = startup_timeout
+        self._binary = binary
+        self._proc: ServerProcess | None = None
+        self._port = 0
+
+    def start(self) -> Self:
+        raise TypeError(f"{type(self).__name__} must implement start()")
+
+    def stop(self) -> None:
+        raise TypeError(f"{type(self).__name__} must implement stop()")
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        self.stop()
+

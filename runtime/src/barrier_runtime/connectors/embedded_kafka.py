@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.resources
 import os
 import pathlib
-from types import TracebackType
 
 from barrier_runtime.connectors import _process, errors
 
@@ -46,30 +45,8 @@ def find_kafka_broker_binary() -> pathlib.Path:
     return found
 
 
-class EmbeddedKafkaBroker:
+class EmbeddedKafkaBroker(_process.EmbeddedServer):
     """A throwaway memory-only Kafka-compatible broker on loopback."""
-
-    def __init__(
-        self,
-        *,
-        host: str = "127.0.0.1",
-        startup_timeout: float = 20.0,
-        binary: pathlib.Path | None = None,
-    ) -> None:
-        self.host = host
-        self.startup_timeout = startup_timeout
-        self._binary = binary
-        self._proc: _process.ServerProcess | None = None
-        self._port = 0
-
-    def __enter__(self) -> EmbeddedKafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.stop()
 
     def start(self) -> EmbeddedKafkaBroker:
         if self.running:

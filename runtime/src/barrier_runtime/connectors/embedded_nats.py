@@ -18,7 +18,6 @@ from __future__ import annotations
 import pathlib
 import urllib.error
 import urllib.request
-from types import TracebackType
 
 from barrier_runtime.connectors import _process, errors
 
@@ -37,7 +36,7 @@ def find_nats_server_binary() -> pathlib.Path:
     return found
 
 
-class EmbeddedNatsServer:
+class EmbeddedNatsServer(_process.EmbeddedServer):
     """A throwaway ``nats-server -js``; use as a context manager or call start/stop."""
 
     def __init__(
@@ -47,21 +46,8 @@ class EmbeddedNatsServer:
         startup_timeout: float = 20.0,
         binary: pathlib.Path | None = None,
     ) -> None:
-        self.host = host
-        self.startup_timeout = startup_timeout
-        self._binary = binary
-        self._proc: _process.ServerProcess | None = None
-        self._port = 0
+        super().__init__(host=host, startup_timeout=startup_timeout, binary=binary)
         self._http_port = 0
-
-    def __enter__(self) -> EmbeddedNatsServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.stop()
 
     def start(self) -> EmbeddedNatsServer:
         """Start the server (if it is not running) and wait until JetStream is ready."""
