@@ -23,6 +23,7 @@ def cjob(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.slow
 def test_demo_on_a_local_store_is_exactly_once_and_checkpoints_can_be_inspected(tmp_path) -> None:
     store = f"file://{tmp_path}"
     done = cjob("demo", "--keys", "200", "--events-per-key", "200", "--rate", "20000",
@@ -30,7 +31,10 @@ def test_demo_on_a_local_store_is_exactly_once_and_checkpoints_can_be_inspected(
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["exactly_once"] and summary["records"] == 40_000
+    # A Spark worker process was SIGKILLed; the stage restarted from a checkpoint.
+    assert summary["killed"]["attempt"] == 0
     assert summary["restarts"] == 1 and summary["restored_from"]
+    assert any("WorkerLostError" in failure for failure in summary["failures"])
     run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
     cp_url = f"file://{run_dir}/checkpoints"
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.cli import checkpoints_cmd, demo_cmd, driver_cmd, run_cmd
 from barrier_runtime.local import executor
-from barrier_runtime.spark import session
+from barrier_runtime.spark import session, worker
 from barrier_runtime.storage import errors
 
 __all__ = ["main"]
@@ -37,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.ERROR,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.DEBUG if args.verbose else logging.ERROR
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Local Spark workers inherit the environment: they follow the CLI's verbosity.
+    os.environ.setdefault(worker.LOG_LEVEL_ENV, logging.getLevelName(level))
     try:
         code: int = args.run(args)
         return code

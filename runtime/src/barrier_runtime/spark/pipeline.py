@@ -16,10 +16,10 @@ its own plan matches before it runs anything.
 
 >>> PipelineRef.parse("my_jobs.orders", ["--region", "eu"])
 PipelineRef(file=None, module='my_jobs.orders', args=('--region', 'eu'))
->>> load_flow(PipelineRef.parse("barrier_runtime.demo"))
+>>> load_flow(PipelineRef.parse("barrier_runtime.clock"))
 Traceback (most recent call last):
 ...
-barrier_runtime.spark.pipeline.InvalidPipelineError: pipeline module barrier_runtime.demo must ...
+barrier_runtime.spark.pipeline.InvalidPipelineError: pipeline module barrier_runtime.clock must ...
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 AllGather = Callable[[str], list[str]]
 _JOIN_TIMEOUT = 30.0
+LOG_LEVEL_ENV = "CJOB_WORKER_LOG_LEVEL"
+"""Log level of worker processes (default WARNING); ``cjob`` sets it from its own verbosity."""
 
 
 class WorkerFailedError(RuntimeError):
@@ -72,7 +74,17 @@ def run_worker(
     config: config_mod.WorkerConfig, index: int, all_gather: AllGather
 ) -> dict[str, Any]:
     """Run worker ``index`` of ``config``'s attempt to the end; return a small summary."""
+    _configure_logging(index)
     return Worker(config, index).run(all_gather)
+
+
+def _configure_logging(index: int) -> None:
+    """Worker processes log to stderr at ``$CJOB_WORKER_LOG_LEVEL`` (unless already configured)."""
+    level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
+    logging.basicConfig(format=f"%(asctime)s %(levelname)s worker {index} %(name)s: %(message)s")
+    logging.getLogger("barrier_runtime").setLevel(
+        level if level in logging.getLevelNamesMapping() else logging.WARNING
+    )
 
 
 class Worker:

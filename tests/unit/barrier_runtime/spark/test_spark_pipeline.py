@@ -41,8 +41,13 @@ def test_a_file_with_build_flow_gets_its_arguments(tmp_path) -> None:
 
 
 def test_a_module_reference() -> None:
-    ref = pipeline.PipelineRef.parse("barrier_runtime.demo")
+    ref = pipeline.PipelineRef.parse("barrier_runtime.demo", ["--out", "/tmp/x", "--keys", "7"])
     assert ref.module == "barrier_runtime.demo"
+    assert pipeline.load_flow(ref).name == "running-count"
+
+
+def test_a_module_that_is_not_a_pipeline() -> None:
+    ref = pipeline.PipelineRef.parse("barrier_runtime.testing")
     with pytest.raises(pipeline.InvalidPipelineError, match="must define `flow`"):
         pipeline.load_flow(ref)
 
@@ -53,8 +58,11 @@ def test_a_module_reference() -> None:
         ("raise RuntimeError('boom')", (), "failed to load: RuntimeError: boom"),
         ("flow = 42", (), "found int"),
         (FLOW, ("x",), "takes no arguments"),
-        ("import argparse\ndef build_flow(a):\n    argparse.ArgumentParser().parse_args(a)",
-         ("--nope",), "rejected its arguments"),
+        (
+            "import argparse\ndef build_flow(a):\n    argparse.ArgumentParser().parse_args(a)",
+            ("--nope",),
+            "rejected its arguments",
+        ),
     ],
 )
 def test_mistakes_are_one_sentence(tmp_path, capsys, text, args, message) -> None:
@@ -75,8 +83,14 @@ def test_missing_things() -> None:
 
 @pytest.mark.parametrize(
     ("master", "slots"),
-    [("local", 1), ("local[3]", 3), ("local[*]", None), ("local[4, 2]", 4),
-     ("spark://h:7077", None), ("k8s://https://x", None)],
+    [
+        ("local", 1),
+        ("local[3]", 3),
+        ("local[*]", None),
+        ("local[4, 2]", 4),
+        ("spark://h:7077", None),
+        ("k8s://https://x", None),
+    ],
 )
 def test_local_slots(master, slots) -> None:
     assert session.local_slots(master) == slots
