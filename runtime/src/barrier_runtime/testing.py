@@ -11,7 +11,7 @@
 
 >>> expected = [{"key": "a", "seq": 0}, {"key": "a", "seq": 1}]
 >>> check_exactly_once(expected, [expected[1], expected[0], expected[1]])
-CheckReport(expected=2, actual=3, lost=0, duplicated=1, out_of_order=1)
+CheckReport(expected=2, actual=3, lost=0, duplicated=1, out_of_order=2)
 """
 
 from __future__ import annotations
