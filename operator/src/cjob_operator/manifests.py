@@ -241,7 +241,8 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
         "name": "driver",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": ["cjob"],
+        # No ``command``: the image's entrypoint (tini, then ``cjob ARGS``) stays PID 1, so
+        # SIGTERM reaches the driver and it stops within the grace period.
         "args": driver_args(restore),
         "ports": [
             {"name": "driver-rpc", "containerPort": DRIVER_PORT},

@@ -52,7 +52,7 @@ def test_driver_pod_runs_cjob_driver_restoring_and_restricted() -> None:
                            "s3://b/x/savepoints/sp-0000000009", SnapshotKind.SAVEPOINT)
     pod = manifests.driver_pod(JOB, make_spec(), "d-1", restore)
     c = pod["spec"]["containers"][0]
-    assert c["command"] == ["cjob"]
+    assert "command" not in c  # the image's tini entrypoint stays PID 1 and forwards SIGTERM
     assert c["args"] == ["driver", "--config", "/etc/cjob/job.json",
                          "--restore-from", "s3://b/x/savepoints/sp-0000000009"]
     assert pod["metadata"]["annotations"][manifests.ANNOTATION_DEPLOYMENT] == "d-1"

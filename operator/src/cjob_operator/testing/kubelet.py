@@ -32,6 +32,8 @@ from cjob_operator.testing.fake_kube import FakeKubernetes
 from cjob_operator.testing.loop import free_port
 
 CommandMap = Callable[[list[str]], list[str]]
+IMAGE_ENTRYPOINT = ["cjob"]
+"""What the runtime image runs when a container sets no ``command``: ``cjob ARGS`` (under tini)."""
 
 
 def standin_command(command: list[str]) -> list[str]:
@@ -155,8 +157,8 @@ class LocalKubelet:
         mounts = self._volumes(pod, root, port)
         places = sorted(((m["mountPath"], str(mounts[m["name"]]))
                          for m in container.get("volumeMounts", [])), key=lambda p: -len(p[0]))
-        args = [_relocate(arg, places)
-                for arg in [*container.get("command", []), *container.get("args", [])]]
+        command = [*container.get("command", IMAGE_ENTRYPOINT), *container.get("args", [])]
+        args = [_relocate(arg, places) for arg in command]
         env = self._env(meta["namespace"], container)
         env["HOME"] = str(mounts.get("tmp", root))
         log = (root / "output.log").open("ab")
