@@ -35,14 +35,20 @@ RESTARTS = Counter(
     "cjob_job_restarts", "Driver restarts initiated by the operator.", LABELS, registry=REGISTRY)
 JOBS = Gauge("cjob_jobs", "Jobs by phase (1 for the current phase).", (*LABELS, "phase"),
              registry=REGISTRY)
+CHECKPOINT_INTERVAL = Gauge(
+    "cjob_checkpoint_interval_seconds",
+    "The job's checkpoint interval (spec.checkpointing.interval); CheckpointStale scales with it.",
+    LABELS, registry=REGISTRY)
 RECONCILE_ERRORS = Counter(
     "cjob_reconcile_errors", "Reconcile loops that ended in an error.", LABELS,
     registry=REGISTRY)
 
 
 def record_status(namespace: str, job: str, old: status.JobStatus,
-                  new: status.JobStatus) -> None:
-    """Advance the metrics that follow from a status change."""
+                  new: status.JobStatus, *, interval: float | None = None) -> None:
+    """Advance the metrics that follow from a status change (``interval``: the spec's)."""
+    if interval is not None:
+        CHECKPOINT_INTERVAL.labels(namespace, job).set(interval)
     completed = new.checkpoints.last_completed
     before = old.checkpoints.last_completed
     if completed is not None and (before is None or completed.id > before.id):
@@ -65,7 +71,9 @@ def set_phase(namespace: str, job: str, phase: Phase | None) -> None:
 
 
 def forget(namespace: str, job: str) -> None:
-    """Drop the per-phase series of a deleted job."""
+    """Drop the gauges of a deleted job."""
     for candidate in Phase:
         with contextlib.suppress(KeyError):
             JOBS.remove(namespace, job, candidate.value)
+    with contextlib.suppress(KeyError):
+        CHECKPOINT_INTERVAL.remove(namespace, job)

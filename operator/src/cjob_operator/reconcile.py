@@ -67,7 +67,8 @@ async def reconcile(tools: perform.Tools, body: Mapping[str, Any],
         outcome = status_mod.Outcome(error=f"{action.kind.value} failed: {exc}")
     new = status_mod.next_status(obs, action, outcome)
     await _patch_status(tools, stored, status_mod.storable(new))
-    metrics.record_status(obs.namespace, obs.name, obs.status, new)
+    interval = obs.spec.checkpointing.interval if obs.spec is not None else None
+    metrics.record_status(obs.namespace, obs.name, obs.status, new, interval=interval)
     await _announce(tools, obs, action, outcome, new)
     summary = f"{action.kind.value} {action.message}".strip()
     if outcome.error:
