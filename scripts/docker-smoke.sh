@@ -17,8 +17,8 @@
 #      bundle goes to pip as the build secret `ca-bundle`);
 #   5. smoke-tests the images in containers with no network, a read-only root, only
 #      /tmp writable, UID 10001 and no capabilities: no build tools in either image,
-#      `cjob --help`, `cjob demo` (a checkpointed job with a crash, a restore and an
-#      exactly-once check), Spark on the JRE, the Spark executor entry point, and the
+#      `cjob --help`, `cjob demo` (a checkpointed job on local Spark with a worker
+#      process killed, a restore and an exactly-once check), Spark on the JRE, the Spark executor entry point, and the
 #      operator failing clearly without a cluster (healthcheck answering, clean stop);
 #   6. stops dockerd again if step 2 (or an interrupted earlier run) started it.
 #
@@ -292,7 +292,7 @@ out=$(timeout 60 "$DOCKER" run --rm "${locked[@]}" "${runtime_tmp[@]}" "$runtime
     cjob --help 2>&1) && grep -q '^usage: cjob' <<<"$out" && ok=1 || ok=0
 check runtime_help "$t0" "$ok" "$(head -n 1 <<<"$out")"
 
-# runtime: a checkpointed job with a crash and a restore, verified exactly-once.
+# runtime: a checkpointed job on local Spark, a worker killed, a restore, verified exactly-once.
 t0=$(now)
 out=$(timeout 300 "$DOCKER" run --rm "${locked[@]}" "${runtime_tmp[@]}" "$runtime_image" \
     demo --store file:///tmp/checkpoints --keys 100 --events-per-key 100 --rate 5000 \
