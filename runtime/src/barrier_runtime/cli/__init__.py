@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.cli import checkpoints_cmd, demo_cmd, driver_cmd, run_cmd
+from barrier_runtime.control import server as control_server
 from barrier_runtime.local import executor
 from barrier_runtime.spark import session, worker
 from barrier_runtime.storage import errors
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dataflow.InvalidDataflowError,
         ValueError,
         session.SparkUnavailableError,
+        control_server.ControlServerError,
     ) as exc:
         print(f"cjob: error: {exc}", file=sys.stderr)
         return 2

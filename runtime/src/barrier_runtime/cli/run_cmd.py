@@ -9,6 +9,11 @@ completed checkpoint. Pipeline arguments go after ``--``::
 
     cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
         examples/running_count.py -- --keys 1000
+
+With ``--control-port`` it serves the driver's control API (DESIGN §4.9) and
+announces where before the job starts: a ``control`` event with its ``url``
+(``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
+stops the job with a savepoint that ``--restore-from`` resumes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 import os
 import pathlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.checkpoint import types
@@ -108,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, flow.name)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
-    driver = driver_mod.SparkDriver(spec, flow=flow)
+    driver = driver_mod.SparkDriver(spec, flow=flow, on_control=_announce_control(spec, out))
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"
     out.say(
@@ -127,6 +133,17 @@ def run(args: argparse.Namespace) -> int:
         raise
     _summary(out, driver, result)
     return 0
+
+
+def _announce_control(spec: driver_mod.SparkJobSpec, out: progress.Output) -> Callable[[str], None]:
+    """Say where the control API listens (a ``control`` event with its ``url``)."""
+    authenticated = spec.control is not None and spec.control.token is not None
+    auth = f"bearer token from ${TOKEN_ENV}" if authenticated else f"no token: ${TOKEN_ENV} unset"
+
+    def announce(url: str) -> None:
+        out.say(f"control API on {url} ({auth})", "control", url=url, authenticated=authenticated)
+
+    return announce
 
 
 def _summary(

@@ -1,6 +1,7 @@
 """Bearer-token authentication for the control API (RFC 6750, header form only).
 
-Every endpoint except ``/healthz`` and ``/readyz`` needs
+Every endpoint except ``/healthz``, ``/readyz`` and ``/metrics`` (probes and
+Prometheus scrapes; none of them reveals a secret or changes the job) needs
 ``Authorization: Bearer <token>`` with the job's token (a Kubernetes Secret
 in production). Tokens are compared in constant time and never logged or
 echoed. Without a token (``token=None``, a laptop run) every request passes.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,9 +113,12 @@ class SparkDriver:
         launcher: attempt_mod.StageLauncher | None = None,
         clock: Clock | None = None,
         flow: dataflow.Dataflow | None = None,
+        on_control: Callable[[str], None] | None = None,
     ) -> None:
-        """``flow``: the pipeline's dataflow if the caller loaded it already."""
+        """``flow``: the pipeline's dataflow if the caller loaded it already;
+        ``on_control``: told the control API's URL once it listens, before the job starts."""
         self.spec = spec
+        self._on_control = on_control
         # Step 1
         flow = flow if flow is not None else pipeline.load_flow(spec.pipeline)
         self.plan = plan_mod.plan(flow, spec.parallelism)
@@ -213,4 +216,6 @@ class SparkDriver:
         )
         with control:
             self.control_url = control.url
+            if self._on_control is not None:
+                self._on_control(control.url)
             yield

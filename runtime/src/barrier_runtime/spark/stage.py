@@ -37,6 +37,7 @@ def barrier_task(config: config_mod.WorkerConfig, _partition: Iterable[int]) -> 
 
     context = BarrierTaskContext.get()
     index = context.partitionId()
+    worker_mod.configure_process_logging(index)
     summary = worker_mod.run_worker(config, index, context.allGather)
     yield json.dumps(summary)
 

@@ -74,12 +74,15 @@ def run_worker(
     config: config_mod.WorkerConfig, index: int, all_gather: AllGather
 ) -> dict[str, Any]:
     """Run worker ``index`` of ``config``'s attempt to the end; return a small summary."""
-    _configure_logging(index)
     return Worker(config, index).run(all_gather)
 
 
-def _configure_logging(index: int) -> None:
-    """Worker processes log to stderr at ``$CJOB_WORKER_LOG_LEVEL`` (unless already configured)."""
+def configure_process_logging(index: int) -> None:
+    """A worker *process* logs to stderr at ``$CJOB_WORKER_LOG_LEVEL`` (default WARNING).
+
+    Only for a process of its own (a Spark task): workers on threads share the
+    caller's logging and must not change it.
+    """
     level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
     logging.basicConfig(format=f"%(asctime)s %(levelname)s worker {index} %(name)s: %(message)s")
     logging.getLogger("barrier_runtime").setLevel(

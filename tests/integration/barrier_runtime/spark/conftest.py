@@ -1,0 +1,83 @@
+"""Fixtures for the tests on real Spark: S3 credentials in the environment, a SparkSession
+(local[3]) per module, the generator job's crash-free reference output, a real NATS server.
+
+Shared helpers live in ``spark_harness`` next to this file; this conftest puts the folder
+on ``sys.path`` so that test modules can ``import spark_harness`` under
+``--import-mode=importlib``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import spark_harness  # noqa: E402
+
+from barrier_runtime.connectors import embedded_nats  # noqa: E402
+from barrier_runtime.spark import driver, session  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def s3_env(s3_server: Any) -> Iterator[Any]:
+    """Credentials in the environment before Spark starts: executors inherit it."""
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ["AWS_ACCESS_KEY_ID"] = s3_server.access_key
+    os.environ["AWS_SECRET_ACCESS_KEY"] = s3_server.secret_key
+    yield s3_server
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def spark(s3_env: Any) -> Iterator[Any]:
+    """One local[3] SparkSession for the module's in-process drivers (Spark starts slowly)."""
+    started = time.monotonic()
+    spark_session = session.build_session(
+        f"local[{spark_harness.P}]", app_name="cjob-tests", parallelism=spark_harness.P
+    )
+    print(f"SparkSession ready in {time.monotonic() - started:.1f}s")
+    yield spark_session
+    spark_session.stop()
+
+
+@pytest.fixture(scope="module")
+def crash_free(spark: Any, s3_env: Any) -> list[dict[str, Any]]:
+    """The generator job's output without faults: the reference every faulty run must equal."""
+    out_url, store_url = spark_harness.s3_urls(s3_env)
+    spec = spark_harness.job_spec(
+        spark_harness.GENERATOR_PIPELINE,
+        spark_harness.generator_args(out_url),
+        store_url,
+        "default/running-count",
+    )
+    started = time.monotonic()
+    result = driver.SparkDriver(spec, session=spark).run()
+    print(f"crash-free run: {time.monotonic() - started:.1f}s, {result}")
+    assert result.restarts == 0 and result.final_checkpoint is not None
+    return spark_harness.published(out_url)
+
+
+@pytest.fixture(scope="module")
+def nats_server() -> Iterator[embedded_nats.EmbeddedNatsServer]:
+    """A real ``nats-server -js`` on loopback (skipped when the binary is not installed)."""
+    pytest.importorskip("nats", reason="the NATS connector needs nats-py")
+    try:
+        embedded_nats.find_nats_server_binary()
+    except embedded_nats.errors.EmbeddedBrokerError as exc:
+        pytest.skip(str(exc))
+    with embedded_nats.EmbeddedNatsServer() as server:
+        yield server
