@@ -9,5 +9,7 @@ driver↔worker transport (:mod:`~.wire`, :mod:`~.messages`,
 the Spark glue proper — building the session (:mod:`~.session`) and
 submitting each attempt as a barrier stage (:mod:`~.stage`). Only those two
 import pyspark, lazily, so the rest runs (and is tested) without Java:
-:mod:`~.testing` launches workers on threads instead.
+:mod:`~.testing` launches workers on threads instead, and :mod:`~.probe`
+measures a running job's workers (memory under back-pressure) for tests and
+benchmarks.
 """
