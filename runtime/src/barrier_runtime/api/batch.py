@@ -41,6 +41,11 @@ class Batch:
     def from_arrow(cls, batch: pa.RecordBatch) -> Batch:
         return cls(None, batch)
 
+    @property
+    def holds_arrow(self) -> bool:
+        """Whether the Arrow form is at hand (batch functions can use it without converting)."""
+        return self._arrow is not None
+
     def rows(self) -> tuple[Record, ...]:
         if self._rows is None:
             assert self._arrow is not None

@@ -20,6 +20,8 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from barrier_runtime.api import batch as batch_mod
 
 Transaction = Any
@@ -32,6 +34,10 @@ class SinkWriter(abc.ABC):
     @abc.abstractmethod
     def write(self, records: Sequence[batch_mod.Record]) -> None:
         """Accept records; they must not become visible before their checkpoint completes."""
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Accept an Arrow batch (the fast path); by default converted to rows for :meth:`write`."""
+        self.write(batch.to_pylist())
 
     @abc.abstractmethod
     def pre_commit(self, checkpoint_id: int) -> Transaction | None:

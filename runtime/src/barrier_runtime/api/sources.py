@@ -18,6 +18,8 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from barrier_runtime.api import batch as batch_mod
 
 Position = Any
@@ -28,8 +30,12 @@ class SourcePartition(abc.ABC):
     """One independently readable, replayable slice of a source."""
 
     @abc.abstractmethod
-    def next_batch(self) -> Sequence[batch_mod.Record] | None:
-        """The next records (empty if none are ready yet), or ``None`` at the end."""
+    def next_batch(self) -> Sequence[batch_mod.Record] | pa.RecordBatch | None:
+        """The next records (empty if none are ready yet), or ``None`` at the end.
+
+        Records come as a sequence of rows or, on the fast path, as one Arrow
+        ``RecordBatch`` that batch steps and keyed routing use without conversion.
+        """
 
     @abc.abstractmethod
     def snapshot(self) -> Position:

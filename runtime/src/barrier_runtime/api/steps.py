@@ -35,6 +35,8 @@ class Input:
     step_id: types.StepId
     partitioning: Partitioning
     key_fn: KeyFn | None = None
+    key_column: str | None = None
+    """The column the key is read from, when keyed by a column: routing is then vectorised."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class KeyByStep:
     step_id: types.StepId
     input: Input
     key_fn: KeyFn
+    key_column: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,20 @@ class StatefulStep:
     step_id: types.StepId
     input: Input
     fn: StatefulFn
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedSumStep:
+    """A vectorised keyed running sum of an integer column.
+
+    Each record is emitted with ``output`` = the sum of ``column`` over its
+    key's records so far, itself included (nulls count as 0).
+    """
+
+    step_id: types.StepId
+    input: Input
+    column: str
+    output: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +127,7 @@ Step = (
     | MapBatchesStep
     | KeyByStep
     | StatefulStep
+    | KeyedSumStep
     | ConnectStep
     | MergeStep
     | SinkStep
@@ -127,4 +145,4 @@ def step_inputs(step: Step) -> tuple[Input, ...]:
 
 def is_keyed(step: Step) -> bool:
     """Whether the step owns keyed state."""
-    return isinstance(step, StatefulStep | ConnectStep)
+    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep)

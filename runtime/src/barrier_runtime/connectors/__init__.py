@@ -2,9 +2,11 @@
 
 What belongs here, one module per system:
 
-* :mod:`~barrier_runtime.connectors.generator` and
-  :mod:`~barrier_runtime.connectors.testing`: deterministic and in-memory
-  connectors for tests and benchmarks;
+* :mod:`~barrier_runtime.connectors.generator`,
+  :mod:`~barrier_runtime.connectors.columnar_generator` (Arrow batches, the
+  fast path), :mod:`~barrier_runtime.connectors.discard` and
+  :mod:`~barrier_runtime.connectors.testing`: deterministic, discarding and
+  in-memory connectors for tests and benchmarks;
 * :mod:`~barrier_runtime.connectors.file_source` (JSON lines, CSV, Parquet)
   and :mod:`~barrier_runtime.connectors.files` (transactional JSON-lines
   sink) on a local directory or an S3 prefix;
@@ -20,6 +22,8 @@ Broker client libraries (``nats-py``, ``confluent-kafka``) are optional and
 imported only when a connection is made, so the core runtime needs neither.
 """
 
+from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
+from barrier_runtime.connectors.discard import DiscardSink
 from barrier_runtime.connectors.embedded_kafka import EmbeddedKafkaBroker
 from barrier_runtime.connectors.embedded_nats import EmbeddedNatsServer
 from barrier_runtime.connectors.errors import (
@@ -38,8 +42,10 @@ from barrier_runtime.connectors.nats import NatsSink, NatsSource, ensure_stream
 
 __all__ = [
     "BrokerUnavailableError",
+    "ColumnarGeneratorSource",
     "ConnectorDependencyError",
     "ConnectorError",
+    "DiscardSink",
     "EmbeddedBrokerError",
     "EmbeddedKafkaBroker",
     "EmbeddedNatsServer",

@@ -14,12 +14,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources, steps
 from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.state import keyed
 
 Emit = Callable[[batch_mod.Batch], None]
+_NOTHING = batch_mod.Batch.from_rows(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,15 @@ class PassThroughOperator(Operator):
         self.emit(batch)
 
 
-class KeyedOperator(Operator):
+class StatefulOperator(Operator):
+    """An operator with keyed state, restored from the handles of its key-group range."""
+
+    @abc.abstractmethod
+    def restore(self, blobs: Iterable[bytes]) -> None:
+        """Load the state rows of ``blobs`` that fall into this subtask's key-group range."""
+
+
+class KeyedOperator(StatefulOperator):
     """``stateful_map`` (one input) and ``connect`` (two inputs) over per-key value state."""
 
     def __init__(
@@ -127,18 +138,27 @@ class KeyedOperator(Operator):
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
         builder.blobs.append(
-            StateBlob(
-                relpath=f"{self.step_id}/{builder.subtask}.arrow",
-                data=self.state.snapshot(),
-                step_id=self.step_id,
-                kind=metadata.HandleKind.KEYED,
-                key_group_start=self.state.start,
-                key_group_end=self.state.end,
+            keyed_blob(
+                self.step_id, builder, self.state.snapshot(), self.state.start, self.state.end
             )
         )
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)
+
+
+def keyed_blob(
+    step_id: types.StepId, builder: SnapshotBuilder, data: bytes, start: int, end: int
+) -> StateBlob:
+    """The handle of one subtask's keyed state for key groups ``[start, end]``."""
+    return StateBlob(
+        relpath=f"{step_id}/{builder.subtask}.arrow",
+        data=data,
+        step_id=step_id,
+        kind=metadata.HandleKind.KEYED,
+        key_group_start=start,
+        key_group_end=end,
+    )
 
 
 class SinkOperator(Operator):
@@ -157,7 +177,10 @@ class SinkOperator(Operator):
         self.pending: list[tuple[types.CheckpointId, Any]] = []
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
-        self.writer.write(batch.rows())
+        if batch.holds_arrow:
+            self.writer.write_batch(batch.to_arrow())
+        else:
+            self.writer.write(batch.rows())
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
         txn = self.writer.pre_commit(builder.checkpoint_id)
@@ -199,8 +222,8 @@ class SourceReader:
     def exhausted(self) -> bool:
         return not self._open
 
-    def poll(self) -> list[batch_mod.Record] | None:
-        """Records from the next partition with data; ``[]`` if none had any; ``None`` at end."""
+    def poll(self) -> batch_mod.Batch | None:
+        """Records from the next partition with data; empty if none had any; ``None`` at end."""
         for _ in range(len(self._order)):
             name = self._order[self._next % len(self._order)]
             self._next += 1
@@ -211,10 +234,13 @@ class SourceReader:
                 part.close()
                 del self._open[name]
                 self._order.remove(name)
-                return [] if self._open else None
-            if got:
-                return list(got)
-        return [] if self._open else None
+                return _NOTHING if self._open else None
+            if isinstance(got, pa.RecordBatch):
+                if got.num_rows:
+                    return batch_mod.Batch.from_arrow(got)
+            elif got:
+                return batch_mod.Batch.from_rows(got)
+        return _NOTHING if self._open else None
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
         positions = dict(self._done)

@@ -24,8 +24,8 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.channels import messages
 from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.local import batch_operators, control, faults, operators, routing, snapshots
 from barrier_runtime.local import channel as channel_mod
-from barrier_runtime.local import control, faults, operators, snapshots
 from barrier_runtime.state import key_groups
 
 if TYPE_CHECKING:
@@ -119,12 +119,12 @@ class Subtask:
             if self.finished:
                 self._sleep()
                 continue
-            rows = self.reader.poll()
-            if rows is None:
+            batch = self.reader.poll()
+            if batch is None:
                 self._finish()
-            elif rows:
-                self._emit_from(self.reader.step_id, batch_mod.Batch.from_rows(rows))
-                self._after_batch(len(rows))
+            elif len(batch):
+                self._emit_from(self.reader.step_id, batch)
+                self._after_batch(len(batch))
             else:
                 self._sleep(0.005)
 
@@ -275,24 +275,15 @@ class Subtask:
                 targets[self.index].put(batch)
             else:
                 assert consumer.key_fn is not None
-                self._route_keyed(batch, consumer.key_fn, targets)
-
-    def _route_keyed(
-        self,
-        batch: batch_mod.Batch,
-        key_fn: steps.KeyFn,
-        targets: dict[int, channel_mod.OutputChannel],
-    ) -> None:
-        plan = self.ctx.plan
-        parts: dict[int, list[batch_mod.Record]] = {}
-        for record in batch.rows():
-            kg = key_groups.key_group_for(key_fn(record), plan.flow.max_parallelism)
-            owner = key_groups.subtask_for_key_group(
-                kg, plan.parallelism, plan.flow.max_parallelism
-            )
-            parts.setdefault(owner, []).append(record)
-        for owner, rows in parts.items():
-            targets[owner].put(batch_mod.Batch.from_rows(rows))
+                parts = routing.split_by_owner(
+                    batch,
+                    consumer.key_fn,
+                    consumer.key_column,
+                    self.ctx.plan.parallelism,
+                    self.ctx.plan.flow.max_parallelism,
+                )
+                for owner, part in parts:
+                    targets[owner].put(part)
 
     def _broadcast(self, item: channel_mod.Item) -> None:
         for ch in self.all_outputs:
@@ -438,6 +429,10 @@ class Subtask:
                 op = operators.PassThroughOperator(step.step_id, emit)
             elif isinstance(step, steps.StatefulStep | steps.ConnectStep):
                 op = operators.KeyedOperator(step, emit, self._kg_range, plan.flow.max_parallelism)
+            elif isinstance(step, steps.KeyedSumStep):
+                op = batch_operators.KeyedSumOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism
+                )
             else:
                 writer = step.sink.writer(step.step_id, self.index, plan.parallelism)
                 op = operators.SinkOperator(step, writer, self._on_commit)
@@ -466,7 +461,7 @@ class Subtask:
         )
         lo, hi = self._kg_range
         for op in self.ops.values():
-            if isinstance(op, operators.KeyedOperator):
+            if isinstance(op, operators.StatefulOperator):
                 handles = [
                     h
                     for h in meta.state_handles

@@ -1,0 +1,242 @@
+"""Vectorised keyed state: one 64-bit running sum per key, held as sorted NumPy arrays.
+
+The state of a :class:`KeyedSums` is two parallel arrays, ``keys`` (sorted;
+int64 when every key is a 64-bit integer, else Python objects) and
+``values`` (int64). :meth:`KeyedSums.running_sums` takes a whole batch of
+keys and values and, in a few array passes, returns each record's running
+sum (its key's sum so far, itself included) and updates the state:
+
+1. sort the batch by key, *stably*, so each key's records keep their order;
+2. prefix-sum the sorted values and cut the sums at key boundaries;
+3. look every distinct key up in the state (binary search), inserting new
+   keys with sum 0 — after checking that they belong to this key-group range;
+4. add each key's stored sum to its records' sums, store the last one back,
+   and scatter the sums into the batch's order.
+
+Arithmetic is modulo 2**64 (sums wrap like int64), and integer-only, so
+results never depend on how a stream was cut into batches: a replay after a
+restore reproduces them bit for bit.
+
+Snapshots follow :mod:`~barrier_runtime.state.keyed`: a synchronous copy
+into an Arrow IPC stream with columns ``key_group`` (int32), ``key`` (int64,
+or pickled bytes for other key types) and ``value`` (int64); a restore keeps
+the rows of its own key-group range from every overlapping blob, which is how
+a checkpoint taken at one parallelism is restored at another.
+
+>>> import numpy as np
+>>> state = KeyedSums((0, 127), 128)
+>>> state.running_sums(np.array([7, 9, 7]), np.array([1, 10, 2])).tolist()
+[1, 10, 3]
+>>> state.running_sums(np.array([9, 7]), np.array([5, 5])).tolist()
+[15, 8]
+>>> fresh = KeyedSums((0, 127), 128)
+>>> fresh.restore([state.snapshot()])
+>>> sorted(fresh.items())
+[(7, 8), (9, 15)]
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from barrier_runtime.state import key_groups
+
+KeyArray = npt.NDArray[Any]
+"""Keys: an int64 array, or an object array of str/int/bytes keys."""
+Int64Array = npt.NDArray[np.int64]
+
+_SUM_SCHEMAS = {
+    "int": pa.schema([("key_group", pa.int32()), ("key", pa.int64()), ("value", pa.int64())]),
+    "object": pa.schema([("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.int64())]),
+}
+
+
+class MixedKeyTypesError(TypeError):
+    """A step's keys cannot be ordered together (e.g. strings next to integers)."""
+
+
+class KeyedSums:
+    """A running int64 sum per key, for the keys in ``[start, end]`` key groups."""
+
+    def __init__(self, key_group_range: tuple[int, int], max_parallelism: int) -> None:
+        self.start, self.end = key_group_range
+        self.max_parallelism = max_parallelism
+        self._keys: KeyArray = np.empty(0, dtype=np.int64)
+        self._values: Int64Array = np.empty(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def items(self) -> Iterator[tuple[key_groups.Key, int]]:
+        yield from zip(self._keys.tolist(), self._values.tolist(), strict=True)
+
+    def get(self, key: key_groups.Key) -> int | None:
+        keys = self._keys
+        i = int(np.searchsorted(keys, key)) if len(keys) else 0
+        return int(self._values[i]) if i < len(keys) and keys[i] == key else None
+
+    # -- the vectorised update --------------------------------------------------------
+
+    def running_sums(self, keys: KeyArray, values: Int64Array) -> Int64Array:
+        """Each record's running sum (see the module essay); updates the state."""
+        n = len(keys)
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        keys = self._unify(keys)
+        values = values.astype(np.int64, copy=False)
+        # Step 1
+        order, sorted_keys = _stable_sort(keys)
+        sorted_values = values[order]
+        # Step 2
+        cumulative = np.cumsum(sorted_values)
+        is_start = np.empty(n, dtype=bool)
+        is_start[0] = True
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=is_start[1:])
+        starts = np.flatnonzero(is_start)
+        # Step 3
+        slots = self._slots(sorted_keys[starts])
+        # Step 4
+        offsets = self._values[slots] - (cumulative[starts] - sorted_values[starts])
+        group = np.cumsum(is_start) - 1
+        running = cumulative + offsets[group]
+        ends = np.append(starts[1:], n) - 1
+        self._values[slots] = running[ends]
+        out = np.empty(n, dtype=np.int64)
+        out[order] = running
+        return out
+
+    def _unify(self, keys: KeyArray) -> KeyArray:
+        """Bring batch keys and stored keys to one dtype (int64, or objects if either is)."""
+        if keys.dtype == np.int64 and self._keys.dtype == np.int64:
+            return keys
+        if self._keys.dtype == np.int64:
+            self._keys = _as_objects(self._keys)
+        return keys if keys.dtype == object else _as_objects(keys)
+
+    def _slots(self, distinct: KeyArray) -> Int64Array:
+        """Positions of the sorted ``distinct`` keys in the state, inserting missing ones."""
+        stored = self._keys
+        try:
+            pos = np.searchsorted(stored, distinct).astype(np.int64)
+        except TypeError as exc:
+            raise _mixed(exc) from exc
+        if len(stored):
+            found = (pos < len(stored)) & (stored[np.minimum(pos, len(stored) - 1)] == distinct)
+        else:
+            found = np.zeros(len(distinct), dtype=bool)
+        if found.all():
+            return pos
+        missing = ~found
+        self._check_range(distinct[missing])
+        self._keys = np.insert(stored, pos[missing], distinct[missing])
+        self._values = np.insert(self._values, pos[missing], 0)
+        # Each key moves right by the number of new keys inserted before it.
+        shifted: Int64Array = pos + np.cumsum(missing) - missing
+        return shifted
+
+    def _check_range(self, new_keys: KeyArray) -> None:
+        groups = _key_groups(new_keys, self.max_parallelism)
+        wrong = (groups < self.start) | (groups > self.end)
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            raise KeyError(
+                f"key {new_keys[i]!r} is in key group {int(groups[i])}, outside this subtask's "
+                f"range [{self.start}, {self.end}]: records were routed to the wrong subtask"
+            )
+
+    # -- snapshot and restore ---------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """Serialise every key's sum (a copy) as Arrow IPC bytes."""
+        groups = _key_groups(self._keys, self.max_parallelism).astype(np.int32)
+        if self._keys.dtype == np.int64:
+            schema = _SUM_SCHEMAS["int"]
+            keys = pa.array(self._keys, type=pa.int64())
+        else:
+            schema = _SUM_SCHEMAS["object"]
+            keys = pa.array([pickle.dumps(k, protocol=5) for k in self._keys], type=pa.binary())
+        table = pa.table(
+            [pa.array(groups), keys, pa.array(self._values, type=pa.int64())], schema=schema
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, schema) as writer:
+            writer.write_table(table)
+        return bytes(sink.getvalue().to_pybytes())
+
+    def restore(self, blobs: Iterable[bytes]) -> None:
+        """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
+        key_parts: list[KeyArray] = [self._keys]
+        value_parts: list[Int64Array] = [self._values]
+        for blob in blobs:
+            table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+            groups = table.column("key_group").to_numpy()
+            mine = (groups >= self.start) & (groups <= self.end)
+            keys = (
+                table.column("key").to_numpy()
+                if pa.types.is_integer(table.schema.field("key").type)
+                else np.array(
+                    [pickle.loads(k) for k in table.column("key").to_pylist()] or [], dtype=object
+                )
+            )
+            key_parts.append(keys[mine])
+            value_parts.append(table.column("value").to_numpy()[mine])
+        if any(p.dtype == object for p in key_parts):
+            key_parts = [p if p.dtype == object else _as_objects(p) for p in key_parts]
+        keys = np.concatenate(key_parts)
+        order = _argsort(keys)
+        self._keys = keys[order]
+        self._values = np.concatenate(value_parts).astype(np.int64)[order]
+
+
+def _stable_sort(keys: KeyArray) -> tuple[Int64Array, KeyArray]:
+    """``(order, keys[order])`` with equal keys in their original order.
+
+    For int64 keys whose range is small enough, the row index is packed below
+    the key and a plain (fast, unstable) value sort is used; ties cannot occur.
+    """
+    n = len(keys)
+    if keys.dtype == np.int64:
+        low, high = int(keys.min()), int(keys.max())
+        bits = max(1, (n - 1).bit_length())
+        if high - low < 1 << (62 - bits):
+            packed = ((keys - low) << bits) | np.arange(n, dtype=np.int64)
+            packed.sort()
+            return packed & ((1 << bits) - 1), (packed >> bits) + low
+    order = _argsort(keys)
+    return order, keys[order]
+
+
+def _argsort(keys: KeyArray) -> Int64Array:
+    try:
+        return np.argsort(keys, kind="stable").astype(np.int64, copy=False)
+    except TypeError as exc:
+        raise _mixed(exc) from exc
+
+
+def _mixed(exc: TypeError) -> MixedKeyTypesError:
+    return MixedKeyTypesError(
+        f"keys of different types cannot share a keyed step ({exc}); "
+        "convert the key column to one type"
+    )
+
+
+def _as_objects(keys: KeyArray) -> KeyArray:
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys.tolist()
+    return out
+
+
+def _key_groups(keys: KeyArray, max_parallelism: int) -> Int64Array:
+    if keys.dtype == np.int64:
+        return (key_groups.stable_hash_int64(keys) % np.uint64(max_parallelism)).astype(np.int64)
+    return np.fromiter(
+        (key_groups.key_group_for(k, max_parallelism) for k in keys.tolist()),
+        dtype=np.int64,
+        count=len(keys),
+    )
