@@ -6,7 +6,7 @@ object it references has been uploaded. The document is JSON:
 
 .. code-block:: json
 
-    {"format_version": 1, "checkpoint_id": 42, "kind": "checkpoint",
+    {"format_version": 2, "checkpoint_id": 42, "kind": "checkpoint",
      "trigger_time": 1700000000.1, "completion_time": 1700000000.3,
      "fingerprint": {"step_ids": ["inp", "count", "out"], "max_parallelism": 128,
                      "parallelism": 3},
@@ -29,7 +29,9 @@ from typing import Any
 
 from barrier_runtime.checkpoint import types
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Bumped whenever restoring an older checkpoint would misplace state. 2: integer keys
+hash to key groups with SplitMix64 (vectorized), so version-1 key groups of int keys differ."""
 
 Json = Any
 """A JSON-serialisable value (what sources and sinks put into snapshots)."""
@@ -229,7 +231,8 @@ class CheckpointMetadata:
             version = int(doc["format_version"])
             if version != FORMAT_VERSION:
                 raise CorruptMetadataError(
-                    f"unsupported metadata format version {version} (expected {FORMAT_VERSION})"
+                    f"unsupported metadata format version {version} (this runtime reads "
+                    f"{FORMAT_VERSION}): restore it with the release that wrote it"
                 )
             return cls(
                 checkpoint_id=types.CheckpointId(int(doc["checkpoint_id"])),
