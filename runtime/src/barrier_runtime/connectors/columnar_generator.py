@@ -30,7 +30,6 @@ True
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Literal
 
@@ -39,6 +38,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from barrier_runtime.api import sources
+from barrier_runtime.connectors import _pacing
 
 KeyOrder = Literal["uniform", "cyclic"]
 
@@ -125,21 +125,17 @@ class _ColumnarPartition(sources.SourcePartition):
         self._src = source
         self._index = index
         self._next = position
-        self._end = source.partition_events(index)
-        self._started = time.monotonic()
-        self._start_pos = position
+        self._budget = _pacing.EmissionBudget(
+            batch_size=source.batch_size,
+            end=source.partition_events(index),
+            rate=source.rate,
+            position=position,
+        )
 
     def next_batch(self) -> pa.RecordBatch | None:
-        if self._end is not None and self._next >= self._end:
+        count = self._budget.next_count(self._next)
+        if count is None:
             return None
-        count = self._src.batch_size
-        if self._end is not None:
-            count = min(count, self._end - self._next)
-        if self._src.rate is not None:
-            allowed = int((time.monotonic() - self._started) * self._src.rate) + self._start_pos
-            count = min(count, allowed - self._next)
-            if count <= 0:
-                return self._src.events_between(self._index, 0, 0)
         batch = self._src.events_between(self._index, self._next, self._next + count)
         self._next += count
         return batch

@@ -17,11 +17,11 @@ position is the index of the next event, so replay after a restore is exact.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources
+from barrier_runtime.connectors import _pacing
 
 
 class GeneratorSource(sources.Source):
@@ -59,24 +59,17 @@ class GeneratorSource(sources.Source):
 
 class _GeneratorPartition(sources.SourcePartition):
     def __init__(self, source: GeneratorSource, owned: list[int], position: int) -> None:
-        self._src = source
         self._owned = owned
         self._next = position
-        self._end = None if source.events_per_key is None else len(owned) * source.events_per_key
-        self._started = time.monotonic()
-        self._start_pos = position
+        end = None if source.events_per_key is None else len(owned) * source.events_per_key
+        self._budget = _pacing.EmissionBudget(
+            batch_size=source.batch_size, end=end, rate=source.rate, position=position
+        )
 
     def next_batch(self) -> Sequence[batch_mod.Record] | None:
-        if not self._owned or (self._end is not None and self._next >= self._end):
-            return None
-        count = self._src.batch_size
-        if self._end is not None:
-            count = min(count, self._end - self._next)
-        if self._src.rate is not None:
-            allowed = int((time.monotonic() - self._started) * self._src.rate) + self._start_pos
-            count = min(count, allowed - self._next)
-            if count <= 0:
-                return []
+        count = self._budget.next_count(self._next) if self._owned else None
+        if not count:
+            return count if count is None else []
         n = len(self._owned)
         rows = [
             {"key": f"k{self._owned[i % n]}", "seq": i // n}
