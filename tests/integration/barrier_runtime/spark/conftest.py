@@ -1,5 +1,6 @@
 """Fixtures for the tests on real Spark: S3 credentials in the environment, a SparkSession
-(local[3]) per module, the generator job's crash-free reference output, a real NATS server.
+(local[3]) per module, the generator job's crash-free reference output. (The NATS server
+is ``nats_server`` in ``tests/conftest.py``.)
 
 Shared helpers live in ``spark_harness`` next to this file; this conftest puts the folder
 on ``sys.path`` so that test modules can ``import spark_harness`` under
@@ -23,7 +24,6 @@ if str(HERE) not in sys.path:
 
 import spark_harness  # noqa: E402
 
-from barrier_runtime.connectors import embedded_nats  # noqa: E402
 from barrier_runtime.spark import driver, session  # noqa: E402
 
 
@@ -70,14 +70,3 @@ def crash_free(spark: Any, s3_env: Any) -> list[dict[str, Any]]:
     assert result.restarts == 0 and result.final_checkpoint is not None
     return spark_harness.published(out_url)
 
-
-@pytest.fixture(scope="module")
-def nats_server() -> Iterator[embedded_nats.EmbeddedNatsServer]:
-    """A real ``nats-server -js`` on loopback (skipped when the binary is not installed)."""
-    pytest.importorskip("nats", reason="the NATS connector needs nats-py")
-    try:
-        embedded_nats.find_nats_server_binary()
-    except embedded_nats.errors.EmbeddedBrokerError as exc:
-        pytest.skip(str(exc))
-    with embedded_nats.EmbeddedNatsServer() as server:
-        yield server

@@ -42,10 +42,14 @@ GENERATOR_PIPELINE = str(pathlib.Path(__file__).with_name("running_count_pipelin
 KEYS, EVENTS_PER_KEY = 200, 300
 
 
+PARTITIONS, BATCH_SIZE = 6, 100
+
+
 def generator_args(out_url: str, rate: float | None = None) -> list[str]:
     """Arguments of ``running_count_pipeline.py`` (``rate``: events/s per partition)."""
-    args = ["--out", out_url, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY)]
-    return args + (["--rate", str(rate)] if rate else [])
+    args = ["--out", out_url, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY),
+            "--partitions", str(PARTITIONS), "--batch-size", str(BATCH_SIZE)]  # fmt: skip
+    return args + (["--rate", str(rate * PARTITIONS)] if rate else [])
 
 
 def job_spec(pipeline_file: str, args: list[str], store_url: str, job: str) -> driver.SparkJobSpec:

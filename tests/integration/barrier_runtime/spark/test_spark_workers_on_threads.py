@@ -38,9 +38,10 @@ EXPECTED = [
 
 def _spec(tmp_path, *, crashes=(), rate=None, unaligned=False, max_restarts=10, args=()):
     out = str(tmp_path / "out")
-    pipeline_args = ["--out", out, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY)]
-    if rate:
-        pipeline_args += ["--rate", str(rate)]
+    pipeline_args = ["--out", out, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY),
+                     "--partitions", "6", "--batch-size", "100"]  # fmt: skip
+    if rate:  # events/s per partition
+        pipeline_args += ["--rate", str(rate * 6)]
     return driver.SparkJobSpec(
         pipeline=pipeline.PipelineRef.parse(PIPELINE, [*pipeline_args, *args]),
         parallelism=3,
