@@ -65,7 +65,10 @@ class WorkerNetwork:
         host: str = "127.0.0.1",
         advertised_host: str | None = None,
         handshake_timeout: float = 10.0,
+        listener: socket.socket | None = None,
     ) -> None:
+        """``listener``: a socket already listening on ``host`` to take over (default: a new
+        one on an ephemeral port)."""
         if not 0 <= worker < num_workers:
             raise ValueError(f"worker index {worker} is outside 0..{num_workers - 1}")
         if not token:
@@ -79,7 +82,7 @@ class WorkerNetwork:
         self._inbound: dict[int, connection.InboundLink] = {}
         self._closed = False
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server(
+        self._listener = listener or socket.create_server(
             (host, 0), family=family, backlog=max(16, 2 * num_workers)
         )
         port = self._listener.getsockname()[1]

@@ -8,11 +8,17 @@ of its job, Spark never retries it ("Could not recover from a failed barrier
 ResultStage") — the driver's restart loop does.
 
 :func:`barrier_task` is what the executors' Python workers run: it takes the
-task's index and ``allGather`` from ``BarrierTaskContext`` and hands over to
+task's index and ``allGather`` from ``BarrierTaskContext``, starts the
+rendezvous at once (:mod:`~barrier_runtime.spark.rendezvous`: Spark's
+``allGather`` costs about a second whatever the workers do, so the rest of
+the start-up overlaps it) and hands over to
 :func:`~barrier_runtime.spark.worker.run_worker`. Spark's cloudpickle sends
-only a reference to this module-level function plus the plain
-:class:`~barrier_runtime.spark.config.WorkerConfig`; the pipeline is loaded
-by each worker from its reference (see :mod:`~barrier_runtime.spark.pipeline`).
+only a reference to this module-level function plus the pickled
+:class:`~barrier_runtime.spark.config.WorkerConfig` as *bytes*: unpickling
+the config imports the runtime (pyarrow, numpy: ~0.5 s in a fresh worker
+process), which must come after the rendezvous started, so this module
+imports the runtime lazily too. The pipeline is loaded by each worker from
+its reference (see :mod:`~barrier_runtime.spark.pipeline`).
 """
 
 from __future__ import annotations
@@ -20,26 +26,47 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import pickle
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from barrier_runtime.spark import config as config_mod
-from barrier_runtime.spark import worker as worker_mod
+from barrier_runtime.spark import rendezvous
+
+if TYPE_CHECKING:
+    from barrier_runtime.spark import config as config_mod
 
 log = logging.getLogger(__name__)
 
 
-def barrier_task(config: config_mod.WorkerConfig, _partition: Iterable[int]) -> Iterator[str]:
-    """The body of one barrier task: run worker ``partitionId()`` of the attempt."""
+def barrier_task(
+    config_bytes: bytes, host: str | None, parallelism: int, _partition: Iterable[int]
+) -> Iterator[str]:
+    """The body of one barrier task: run worker ``partitionId()`` of the attempt.
+
+    ``config_bytes``: the pickled :class:`~barrier_runtime.spark.config.WorkerConfig`
+    (its ``host`` and ``parallelism`` come separately, to start the rendezvous first).
+    """
     from pyspark import BarrierTaskContext  # noqa: PLC0415 (runs in the executor)
 
     context = BarrierTaskContext.get()
-    index = context.partitionId()
-    worker_mod.configure_process_logging(index)
-    summary = worker_mod.run_worker(config, index, context.allGather)
+    early = rendezvous.start(context.allGather, host, parallelism)
+    try:
+        from barrier_runtime.spark import worker as worker_mod  # noqa: PLC0415 (after the start)
+
+        config: config_mod.WorkerConfig = pickle.loads(config_bytes)
+        index = context.partitionId()
+        worker_mod.configure_process_logging(index)
+        summary = worker_mod.run_worker(config, index, early.all_gather, early.listener)
+    finally:
+        early.close()
     yield json.dumps(summary)
+
+
+def task_for(config: config_mod.WorkerConfig) -> Callable[[Iterable[int]], Iterator[str]]:
+    """The function the stage's ``mapPartitions`` runs, with ``config`` in its closure."""
+    return functools.partial(barrier_task, pickle.dumps(config), config.host, config.parallelism)
 
 
 class SparkStage:
@@ -87,7 +114,7 @@ class SparkStageLauncher:
         try:
             self._sc.setJobGroup(group, f"checkpointed job, attempt {config.attempt}", True)
             rdd = self._sc.parallelize(range(p), p).barrier()
-            rdd.mapPartitions(functools.partial(barrier_task, config)).collect()
+            rdd.mapPartitions(task_for(config)).collect()
         except BaseException as exc:
             on_end(StageFailedError(summarize(exc)))
             return

@@ -10,8 +10,10 @@ Life of a worker (numbered as in the code):
    attempt's key: a worker of an older attempt is refused).
 2. Load the pipeline from its reference, plan it, and check the plan's
    fingerprint against the driver's; open the checkpoint store.
-3. Listen for peers (:class:`~barrier_runtime.channels.WorkerNetwork`),
-   exchange addresses with ``all_gather``, connect to every peer.
+3. Listen for peers (:class:`~barrier_runtime.channels.WorkerNetwork`, on
+   the listener of an early rendezvous if the task started one, see
+   :mod:`~barrier_runtime.spark.rendezvous`), exchange addresses with
+   ``all_gather``, connect to every peer.
 4. Build the slice's subtasks — in-memory channels between them, network
    channels to other slices — start them, and report ``Running``.
 5. Until a ``Shutdown`` arrives and the subtasks have left: forward the
@@ -42,7 +44,7 @@ from barrier_runtime.local import channel as channel_mod
 from barrier_runtime.local import control, faults, runner
 from barrier_runtime.local import subtask as subtask_mod
 from barrier_runtime.spark import config as config_mod
-from barrier_runtime.spark import messages, pipeline, wire
+from barrier_runtime.spark import messages, pipeline, rendezvous, wire
 from barrier_runtime.storage import checkpoint_store
 
 log = logging.getLogger(__name__)
@@ -57,24 +59,21 @@ class WorkerFailedError(RuntimeError):
     """The worker's slice failed; the message names the subtask and the cause."""
 
 
-def listen_host(configured: str | None) -> str:
-    """The address peers reach this worker at: configured, ``SPARK_LOCAL_IP``, the pod IP."""
-    for candidate in (
-        configured,
-        os.environ.get("SPARK_LOCAL_IP"),
-        os.environ.get("SPARK_EXECUTOR_POD_IP"),
-        os.environ.get("POD_IP"),
-    ):
-        if candidate:
-            return candidate
-    return socket.gethostbyname(socket.gethostname())
+listen_host = rendezvous.listen_host
 
 
 def run_worker(
-    config: config_mod.WorkerConfig, index: int, all_gather: AllGather
+    config: config_mod.WorkerConfig,
+    index: int,
+    all_gather: AllGather,
+    listener: socket.socket | None = None,
 ) -> dict[str, Any]:
-    """Run worker ``index`` of ``config``'s attempt to the end; return a small summary."""
-    return Worker(config, index).run(all_gather)
+    """Run worker ``index`` of ``config``'s attempt to the end; return a small summary.
+
+    ``listener``: the peer listener the address given to ``all_gather`` belongs to,
+    when the rendezvous was started early (:mod:`~barrier_runtime.spark.rendezvous`).
+    """
+    return Worker(config, index).run(all_gather, listener)
 
 
 def configure_process_logging(index: int) -> None:
@@ -98,7 +97,7 @@ class Worker:
         self._shutdown = threading.Event()
         self._driver_lost: str | None = None
 
-    def run(self, all_gather: AllGather) -> dict[str, Any]:
+    def run(self, all_gather: AllGather, listener: socket.socket | None = None) -> dict[str, Any]:
         cfg = self.config
         # Step 1
         link = _connect(cfg, self.index, self.host)
@@ -111,7 +110,9 @@ class Worker:
             store = cfg.store.open()
             # Step 3
             token = wire.derive_key(cfg.secret, "data-plane").hex()
-            net = network_mod.WorkerNetwork(self.index, cfg.parallelism, token, host=self.host)
+            net = network_mod.WorkerNetwork(
+                self.index, cfg.parallelism, token, host=self.host, listener=listener
+            )
             addresses = _rendezvous(all_gather, net.address)
             net.connect(dict(enumerate(addresses)), timeout=cfg.connect_timeout)
             # Step 4
