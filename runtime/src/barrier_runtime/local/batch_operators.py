@@ -92,10 +92,10 @@ class KeyedSumOperator(operators.StatefulOperator):
         return value
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
+        # Copy now (cheap); encode and compress on the upload thread.
+        encode = self.state.snapshot_copy().encode
         builder.blobs.append(
-            operators.keyed_blob(
-                self.step_id, builder, self.state.snapshot(), self.state.start, self.state.end
-            )
+            operators.keyed_blob(self.step_id, builder, encode, self.state.start, self.state.end)
         )
 
     def restore(self, blobs: Iterable[bytes]) -> None:

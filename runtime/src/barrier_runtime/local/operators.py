@@ -4,7 +4,10 @@ Each instance receives batches through :meth:`process` and hands its output
 to ``emit``, which the subtask wires to the chained steps and to output
 channels. At a snapshot each instance adds what it owns to a
 :class:`SnapshotBuilder`: keyed state as an Arrow blob for its key-group
-range, sink transactions (pre-committed now) and source positions.
+range, sink transactions (pre-committed now) and source positions. A blob's
+payload is either its bytes or, when serialising costs more than copying, a
+function that serialises a copy taken now: :attr:`StateBlob.data` calls it
+on the upload thread, after the barrier has gone on.
 """
 
 from __future__ import annotations
@@ -28,11 +31,17 @@ _NOTHING = batch_mod.Batch.from_rows(())
 @dataclass(frozen=True, slots=True)
 class StateBlob:
     relpath: str
-    data: bytes
+    payload: bytes | Callable[[], bytes]
+    """The bytes, or a function returning them that does not depend on later processing."""
     step_id: types.StepId
     kind: metadata.HandleKind
     key_group_start: int | None = None
     key_group_end: int | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The bytes to upload (a deferred payload is serialised by this call)."""
+        return self.payload if isinstance(self.payload, bytes) else self.payload()
 
 
 @dataclass
@@ -148,12 +157,16 @@ class KeyedOperator(StatefulOperator):
 
 
 def keyed_blob(
-    step_id: types.StepId, builder: SnapshotBuilder, data: bytes, start: int, end: int
+    step_id: types.StepId,
+    builder: SnapshotBuilder,
+    data: bytes | Callable[[], bytes],
+    start: int,
+    end: int,
 ) -> StateBlob:
-    """The handle of one subtask's keyed state for key groups ``[start, end]``."""
+    """The blob of one subtask's keyed state for key groups ``[start, end]``."""
     return StateBlob(
         relpath=f"{step_id}/{builder.subtask}.arrow",
-        data=data,
+        payload=data,
         step_id=step_id,
         kind=metadata.HandleKind.KEYED,
         key_group_start=start,

@@ -17,11 +17,18 @@ Arithmetic is modulo 2**64 (sums wrap like int64), and integer-only, so
 results never depend on how a stream was cut into batches: a replay after a
 restore reproduces them bit for bit.
 
-Snapshots follow :mod:`~barrier_runtime.state.keyed`: a synchronous copy
-into an Arrow IPC stream with columns ``key_group`` (int32), ``key`` (int64,
-or pickled bytes for other key types) and ``value`` (int64); a restore keeps
-the rows of its own key-group range from every overlapping blob, which is how
-a checkpoint taken at one parallelism is restored at another.
+Snapshots follow :mod:`~barrier_runtime.state.keyed`: an Arrow IPC stream
+with columns ``key_group`` (int32), ``key`` (int64, or pickled bytes for other
+key types) and ``value`` (int64); a restore keeps the rows of its own
+key-group range from every overlapping blob, which is how a checkpoint taken
+at one parallelism is restored at another. Taking one has two halves:
+:meth:`KeyedSums.snapshot_copy` is the synchronous copy of the two arrays
+(microseconds; processing then goes on), and :meth:`SumsSnapshot.encode`
+builds the stream, with ZSTD-compressed buffers, on the upload thread. The
+sorted int64 keys and small key groups compress about fivefold, which is what
+a checkpoint costs the most for: every byte is hashed twice by the client and
+stored by the S3 server. Arrow decompresses on read, so restores read both
+compressed and older uncompressed snapshots.
 
 >>> import numpy as np
 >>> state = KeyedSums((0, 127), 128)
@@ -33,12 +40,19 @@ a checkpoint taken at one parallelism is restored at another.
 >>> fresh.restore([state.snapshot()])
 >>> sorted(fresh.items())
 [(7, 8), (9, 15)]
+>>> copy = state.snapshot_copy()
+>>> _ = state.running_sums(np.array([7]), np.array([100]))
+>>> later = KeyedSums((0, 127), 128)
+>>> later.restore([copy.encode()])
+>>> later.get(7)
+8
 """
 
 from __future__ import annotations
 
 import pickle
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +69,8 @@ _SUM_SCHEMAS = {
     "int": pa.schema([("key_group", pa.int32()), ("key", pa.int64()), ("value", pa.int64())]),
     "object": pa.schema([("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.int64())]),
 }
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", 1))
+"""ZSTD level 1: about 5x smaller than raw for int64 sums, ~50 ns per row to compress."""
 
 
 class MixedKeyTypesError(TypeError):
@@ -153,21 +169,12 @@ class KeyedSums:
     # -- snapshot and restore ---------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """Serialise every key's sum (a copy) as Arrow IPC bytes."""
-        groups = _key_groups(self._keys, self.max_parallelism).astype(np.int32)
-        if self._keys.dtype == np.int64:
-            schema = _SUM_SCHEMAS["int"]
-            keys = pa.array(self._keys, type=pa.int64())
-        else:
-            schema = _SUM_SCHEMAS["object"]
-            keys = pa.array([pickle.dumps(k, protocol=5) for k in self._keys], type=pa.binary())
-        table = pa.table(
-            [pa.array(groups), keys, pa.array(self._values, type=pa.int64())], schema=schema
-        )
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema) as writer:
-            writer.write_table(table)
-        return bytes(sink.getvalue().to_pybytes())
+        """Serialise every key's sum as Arrow IPC bytes (copy and encode in one go)."""
+        return self.snapshot_copy().encode()
+
+    def snapshot_copy(self) -> SumsSnapshot:
+        """The synchronous half of a snapshot: a copy that later updates do not touch."""
+        return SumsSnapshot(self._keys.copy(), self._values.copy(), self.max_parallelism)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
@@ -192,6 +199,33 @@ class KeyedSums:
         order = _argsort(keys)
         self._keys = keys[order]
         self._values = np.concatenate(value_parts).astype(np.int64)[order]
+
+
+@dataclass(frozen=True, slots=True)
+class SumsSnapshot:
+    """A copy of a :class:`KeyedSums` (sorted keys and their sums), not yet serialised."""
+
+    keys: KeyArray
+    values: Int64Array
+    max_parallelism: int
+
+    def encode(self) -> bytes:
+        """The Arrow IPC stream of the copy (one record batch, ZSTD-compressed buffers)."""
+        groups = _key_groups(self.keys, self.max_parallelism).astype(np.int32)
+        if self.keys.dtype == np.int64:
+            schema = _SUM_SCHEMAS["int"]
+            keys = pa.array(self.keys, type=pa.int64())
+        else:
+            schema = _SUM_SCHEMAS["object"]
+            keys = pa.array([pickle.dumps(k, protocol=5) for k in self.keys], type=pa.binary())
+        batch = pa.record_batch(
+            [pa.array(groups), keys, pa.array(self.values, type=pa.int64())], schema=schema
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, schema, options=_IPC_OPTIONS) as writer:
+            writer.write_batch(batch)
+        data: bytes = sink.getvalue().to_pybytes()
+        return data
 
 
 def _stable_sort(keys: KeyArray) -> tuple[Int64Array, KeyArray]:

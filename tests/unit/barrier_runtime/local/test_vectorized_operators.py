@@ -106,6 +106,19 @@ def test_snapshot_and_restore_through_the_operator() -> None:
     assert restored[0].rows() == ({"k": 1, "v": 10, "sum": 13},)
 
 
+def test_the_snapshot_is_copied_at_the_barrier_and_encoded_when_uploaded() -> None:
+    op = _sum_operator([])
+    op.process(Batch.from_rows(RECORDS), 0)
+    builder = operators.SnapshotBuilder(types.CheckpointId(1), 0)
+    op.snapshot(builder)
+    [blob] = builder.blobs
+    assert callable(blob.payload)  # serialised on the upload thread, not at the barrier
+    op.process(Batch.from_rows([{"k": 1, "v": 1000}]), 0)  # processing goes on
+    again = _sum_operator([])
+    again.restore([blob.data])
+    assert again.state.get(1) == op.state.get(1) - 1000
+
+
 def test_sum_needs_a_stream_keyed_by_a_column() -> None:
     flow = Dataflow("f")
     keyed = flow.source("in", TestingSource([{"k": 1, "v": 1}])).key_by("by-k", _key_fn)

@@ -1,6 +1,7 @@
 """Vectorised keyed sums: equal to a per-record fold, and snapshots restore at any parallelism."""
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -121,3 +122,46 @@ def test_how_a_stream_is_cut_into_batches_does_not_change_the_sums(records, data
         batches.append(records[start:cut])
         start = cut
     assert _run(KeyedSums((0, 127), 128), batches) == _run(KeyedSums((0, 127), 128), [records])
+
+
+def _uncompressed(blob: bytes) -> bytes:
+    """The same snapshot written as before compression was used (plain Arrow IPC)."""
+    table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_a_copy_is_unaffected_by_later_updates_and_encodes_compressed() -> None:
+    state = KeyedSums((0, 127), 128)
+    keys = np.arange(20_000, dtype=np.int64)
+    state.running_sums(keys, np.ones(len(keys), dtype=np.int64))
+    copy = state.snapshot_copy()
+    state.running_sums(keys, np.full(len(keys), 5, dtype=np.int64))  # in place
+    wide = np.empty(1, dtype=object)
+    wide[0] = 2**70
+    state.running_sums(wide, np.array([1]))  # the keys become objects
+    blob = copy.encode()
+    assert len(blob) < len(_uncompressed(blob)) / 3  # 20 bytes a row raw
+    restored = KeyedSums((0, 127), 128)
+    restored.restore([blob])
+    assert dict(restored.items()) == {k: 1 for k in range(20_000)}
+
+
+@pytest.mark.parametrize("new_parallelism", [1, 3])
+def test_uncompressed_snapshots_of_earlier_versions_still_restore(new_parallelism) -> None:
+    keys = list(range(-250, 250))
+    blobs, expected = [], {}
+    for i in range(2):
+        state = KeyedSums(key_groups.key_group_range(i, 2, 128), 128)
+        batches = _owned_batches(i, 2, keys)
+        _run(state, batches)
+        blobs.append(_uncompressed(state.snapshot()) if i == 0 else state.snapshot())
+        expected.update(_reference(batches)[1])
+    restored: dict = {}
+    for i in range(new_parallelism):
+        state = KeyedSums(key_groups.key_group_range(i, new_parallelism, 128), 128)
+        state.restore(blobs)
+        restored.update(state.items())
+    assert restored == expected
