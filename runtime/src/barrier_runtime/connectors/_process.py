@@ -121,7 +121,8 @@ find_binary = processes.find_binary
 class EmbeddedServer:
     """What every embedded broker shares: its settings, its process, and ``with`` support.
 
-    Subclasses implement ``start()`` (returning ``self``) and ``stop()``.
+    Subclasses implement ``start()`` (returning ``self``): spawn ``self._proc`` and
+    wait until it serves.
     """
 
     def __init__(
@@ -141,7 +142,20 @@ class EmbeddedServer:
         raise TypeError(f"{type(self).__name__} must implement start()")
 
     def stop(self) -> None:
-        raise TypeError(f"{type(self).__name__} must implement stop()")
+        """Kill the server and remove what it stored (idempotent)."""
+        if self._proc is not None:
+            self._proc.stop()
+        self._proc = None
+
+    @property
+    def running(self) -> bool:
+        process = None if self._proc is None else self._proc.process
+        return process is not None and process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        process = None if self._proc is None else self._proc.process
+        return None if process is None else process.pid
 
     def __enter__(self) -> Self:
         return self.start()

@@ -73,21 +73,6 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
             )
         return self
 
-    def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.stop()
-        self._proc = None
-
-    @property
-    def running(self) -> bool:
-        process = None if self._proc is None else self._proc.process
-        return process is not None and process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        process = None if self._proc is None else self._proc.process
-        return None if process is None else process.pid
-
     @property
     def bootstrap_servers(self) -> str:
         if not self.running:

@@ -78,22 +78,6 @@ class EmbeddedNatsServer(_process.EmbeddedServer):
             self._proc.kill()
         self.start()
 
-    def stop(self) -> None:
-        """Kill the server and remove its store (idempotent)."""
-        if self._proc is not None:
-            self._proc.stop()
-        self._proc = None
-
-    @property
-    def running(self) -> bool:
-        process = None if self._proc is None else self._proc.process
-        return process is not None and process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        process = None if self._proc is None else self._proc.process
-        return None if process is None else process.pid
-
     @property
     def url(self) -> str:
         """``nats://host:port`` for clients."""
