@@ -97,11 +97,18 @@ def test_server_dies_with_a_killed_parent() -> None:
         "import json, os, signal\n"
         "from barrier_runtime.storage import embedded\n"
         "server = embedded.EmbeddedS3Server().start()\n"
-        "print(json.dumps([server.pid, str(server.runtime_dir), list(server.ports.values())]))\n"
+        "facts = [server.pid, str(server.runtime_dir), list(server.ports.values())]\n"
+        "print(json.dumps(facts), flush=True)  # SIGKILL leaves no chance to flush later\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as users run it
     parent = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
     )
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     pid, runtime_dir, ports = json.loads(parent.stdout)
