@@ -21,6 +21,8 @@
 #      process killed, a restore and an exactly-once check), Spark on the JRE, the Spark executor entry point, and the
 #      operator failing clearly without a cluster (healthcheck answering, clean stop);
 #   6. stops dockerd again if step 2 (or an interrupted earlier run) started it.
+# Steps 1-3 and 6 are scripts/lib/docker-engine.sh, shared with scripts/fresh-machine.sh;
+# when dockerd cannot start, the report's step `engine` fails and says why.
 #
 # Environment: BASE_IMAGE (a base to use as is), CJOB_IMAGE_TAG (default dev),
 # DEBIAN_MIRROR, DOCKER (client binary), CJOB_DOCKER_WORKDIR (logs and report,
@@ -42,42 +44,16 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-workdir=${CJOB_DOCKER_WORKDIR:-build/docker-smoke}
-mkdir -p "$workdir"
-workdir=$(cd "$workdir" && pwd)
-report=${report:-$workdir/report.json}
-results="$workdir/results.tsv"   # step<TAB>status<TAB>seconds<TAB>detail
-: >"$results"
-suite=${CJOB_DEBIAN_SUITE:-bookworm}
+prog=docker-smoke
+# shellcheck source=SCRIPTDIR/lib/report.sh
+source scripts/lib/report.sh
+# shellcheck source=SCRIPTDIR/lib/docker-engine.sh
+source scripts/lib/docker-engine.sh
+report_init "${CJOB_DOCKER_WORKDIR:-build/docker-smoke}" "$report"
 tag=${CJOB_IMAGE_TAG:-dev}
 operator_image="cjob-operator:$tag"
 runtime_image="cjob-runtime:$tag"
-pidfile=/var/run/cjob-dockerd.pid
-started_dockerd=""
 containers=()
-
-say() { echo "==> docker-smoke: $*"; }
-now() { date +%s.%N; }
-since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(now)"; }
-record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(printf '%s' "${4:-}" | tr '\t\n' '  ' | cut -c1-600)" >>"$results"; }
-die() {
-    echo "docker-smoke: error: $*" >&2
-    record fatal fail 0 "$*"
-    exit 1
-}
-
-write_report() {
-    python3 - "$results" "$report" <<'PY'
-import json, sys
-steps = {}
-for line in open(sys.argv[1], encoding="utf-8"):
-    name, status, seconds, detail = (line.rstrip("\n").split("\t") + [""] * 4)[:4]
-    steps[name] = {"ok": status == "ok", "status": status, "seconds": float(seconds or 0),
-                   "detail": detail}
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump(steps, out, indent=2, sort_keys=True)
-PY
-}
 
 cleanup() {
     local status=$?
@@ -85,143 +61,21 @@ cleanup() {
         [ -n "$DOCKER" ] || break
         "$DOCKER" rm -f "$c" >/dev/null 2>&1 || true
     done
-    if [ -n "$started_dockerd" ] && [ -z "$keep_daemon" ]; then
-        stop_dockerd
-    fi
+    [ -n "$keep_daemon" ] || engine_stop
     write_report || true
     exit "$status"
 }
 
-DOCKER=${DOCKER:-}
 trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# -- 1. tools -------------------------------------------------------------------------
-apt_updated=""
-apt_install() {
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        die "$* missing and cannot be installed here (needs root and apt-get)"
-    fi
-    local log="$workdir/apt.log"
-    say "installing $* (apt-get)"
-    if [ -z "$apt_updated" ]; then
-        apt-get update -qq >"$log" 2>&1 || { tail -n 20 "$log" >&2; die "apt-get update failed"; }
-        apt_updated=1
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
-        >>"$log" 2>&1 || { tail -n 20 "$log" >&2; die "apt-get install $* failed"; }
-}
-
-# The client that ships with the engine understands its BuildKit without buildx.
-pick_client() {
-    if [ -n "${DOCKER:-}" ]; then
-        return
-    fi
-    if [ -x /usr/bin/docker ]; then
-        DOCKER=/usr/bin/docker
-    else
-        DOCKER=$(command -v docker || true)
-    fi
-}
-
-t0=$(now)
-pick_client
-if [ -z "$DOCKER" ] || ! "$DOCKER" info >/dev/null 2>&1; then
-    command -v dockerd >/dev/null 2>&1 || apt_install docker.io
-    DOCKER=""
-    pick_client
-fi
-if [ -z "${BASE_IMAGE:-}" ] && ! command -v debootstrap >/dev/null 2>&1; then
-    apt_install debootstrap
-fi
-record tools ok "$(since "$t0")" "client $DOCKER"
-
-# -- 2. engine ------------------------------------------------------------------------
-stop_dockerd() {
-    local pid
-    pid=$(cat "$pidfile" 2>/dev/null || true)
-    [ -n "$pid" ] || return 0
-    say "stopping dockerd (pid $pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.2
-    done
-    echo "docker-smoke: warning: dockerd (pid $pid) did not stop within 20 s" >&2
-}
-
-driver=""
-start_dockerd() {  # sets driver and started_dockerd
-    local pid
-    for driver in ${CJOB_DOCKER_STORAGE_DRIVERS:-overlay2 vfs}; do
-        say "starting dockerd (storage driver $driver)"
-        dockerd --storage-driver="$driver" --iptables=false --ip-forward=false --bridge=none \
-            --pidfile="$pidfile" >>"$workdir/dockerd.log" 2>&1 &
-        pid=$!
-        started_dockerd=1
-        for _ in $(seq 1 120); do
-            if "$DOCKER" info >/dev/null 2>&1; then
-                return 0
-            fi
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.5
-        done
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        started_dockerd=""
-        echo "docker-smoke: dockerd did not start with $driver; the log is $workdir/dockerd.log" >&2
-    done
-    return 1
-}
-
-t0=$(now)
-if "$DOCKER" info >/dev/null 2>&1; then
-    # One that an interrupted run of this script left behind is ours to stop again.
-    old_pid=$(cat "$pidfile" 2>/dev/null || true)
-    if [ -n "$old_pid" ] && [ "$(cat "/proc/$old_pid/comm" 2>/dev/null)" = dockerd ]; then
-        started_dockerd=1
-    fi
-    record engine ok "$(since "$t0")" \
-        "already running${started_dockerd:+ (left by an earlier run)}: $("$DOCKER" info -f '{{.Driver}}')"
-else
-    [ "$(id -u)" = 0 ] || die "no Docker engine answers and only root can start dockerd"
-    start_dockerd || { tail -n 20 "$workdir/dockerd.log" >&2; die "dockerd did not start"; }
-    record engine ok "$(since "$t0")" "started: storage driver $driver"
-fi
-
-# -- 3. base image --------------------------------------------------------------------
-t0=$(now)
-if [ -n "${BASE_IMAGE:-}" ]; then
-    base=$BASE_IMAGE
-    record base_image ok "$(since "$t0")" "given: $base"
-else
-    base="cjob-base:$suite"
-    if [ -n "$rebuild_base" ] || ! "$DOCKER" image inspect "$base" >/dev/null 2>&1; then
-        old_base=$("$DOCKER" image inspect -f '{{.Id}}' "$base" 2>/dev/null || true)
-        if ! DOCKER=$DOCKER CJOB_DEBIAN_SUITE=$suite \
-            bash scripts/docker-base-image.sh "$base" "$workdir/rootfs" >"$workdir/base-image.log" 2>&1; then
-            tail -n 20 "$workdir/base-image.log" >&2
-            die "making the base image $base failed; the log is $workdir/base-image.log"
-        fi
-        if [ -n "$old_base" ] && [ "$old_base" != "$("$DOCKER" image inspect -f '{{.Id}}' "$base")" ]; then
-            "$DOCKER" image rm "$old_base" >/dev/null 2>&1 || true
-        fi
-        record base_image ok "$(since "$t0")" "created $base ($(tail -n 1 "$workdir/base-image.log"))"
-    else
-        record base_image ok "$(since "$t0")" "present: $base"
-    fi
-fi
+engine_tools                                     # 1. tools
+engine_start                                     # 2. engine
+engine_base_image ${rebuild_base:+--rebuild}     # 3. base image
 
 # -- 4. builds ------------------------------------------------------------------------
-ca_bundle=""
-for candidate in "${PIP_CERT:-}" "${REQUESTS_CA_BUNDLE:-}" "${SSL_CERT_FILE:-}" \
-    /etc/ssl/certs/ca-certificates.crt; do
-    if [ -n "$candidate" ] && [ -s "$candidate" ]; then
-        ca_bundle=$candidate
-        break
-    fi
-done
+engine_ca_bundle
 
 build() {
     local target=$1 image=$2 log="$workdir/build-$1.log" t0
