@@ -3,7 +3,8 @@
 :class:`SparkDriver` wires the parts of DESIGN §4.2 together:
 
 1. load the pipeline (:mod:`~barrier_runtime.spark.pipeline`) and plan it for
-   P slices; open the checkpoint store;
+   P slices; open the checkpoint store and check that it can be used
+   (:mod:`~barrier_runtime.storage.preflight`: seconds, before Spark starts);
 2. start the coordinator server that workers connect back to
    (:mod:`~barrier_runtime.spark.coordinator_server`) and, if configured, the
    control API (:class:`~barrier_runtime.control.server.ControlServer`);
@@ -37,6 +38,7 @@ from barrier_runtime.local import faults
 from barrier_runtime.spark import attempt as attempt_mod
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import coordinator_server, pipeline
+from barrier_runtime.storage import checkpoint_store, preflight
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,13 @@ class SparkJobSpec:
         return self.master or f"local[{self.parallelism}]"
 
 
+def open_checked_store(spec: SparkJobSpec) -> checkpoint_store.CheckpointStore:
+    """The job's checkpoint store, checked to be usable (seconds, before Spark starts)."""
+    store = spec.store.open()
+    preflight.check_usable(store, restore_from=spec.restore_from)
+    return store
+
+
 class SparkDriver:
     """Runs one job on Spark until its sources end, it is stopped, or its restarts run out."""
 
@@ -113,16 +122,18 @@ class SparkDriver:
         launcher: attempt_mod.StageLauncher | None = None,
         clock: Clock | None = None,
         flow: dataflow.Dataflow | None = None,
+        store: checkpoint_store.CheckpointStore | None = None,
         on_control: Callable[[str], None] | None = None,
     ) -> None:
-        """``flow``: the pipeline's dataflow if the caller loaded it already;
+        """``flow``: the pipeline's dataflow if the caller loaded it already; ``store``: the
+        job's store if the caller opened and checked it already (:func:`open_checked_store`);
         ``on_control``: told the control API's URL once it listens, before the job starts."""
         self.spec = spec
         self._on_control = on_control
         # Step 1
         flow = flow if flow is not None else pipeline.load_flow(spec.pipeline)
         self.plan = plan_mod.plan(flow, spec.parallelism)
-        self.store = spec.store.open()
+        self.store = store if store is not None else open_checked_store(spec)
         self._session = session
         self._own_session = False
         if launcher is None:

@@ -242,6 +242,10 @@ class CheckpointStore:
             )
         return found
 
+    def find(self, path_or_id: int | str) -> md.CheckpointMetadata:
+        """The metadata of the checkpoint a user named, without reading its state objects."""
+        return self._resolve(path_or_id)[1]
+
     def verify(self, path_or_id: int | str) -> list[str]:
         """Every problem that would stop a restore of this checkpoint (empty if none)."""
         try:
@@ -269,7 +273,8 @@ class CheckpointStore:
         ]
         if not targets:
             raise errors.CheckpointNotFoundError(
-                f"checkpoint {path_or_id} is not in {self.describe()}"
+                f"checkpoint {path_or_id} is not in {self.describe()}: name one that exists "
+                "(cjob checkpoints list shows them)"
             )
         self._execute(retention.plan_discard(inventory, targets))
 
@@ -336,5 +341,6 @@ class CheckpointStore:
                 ) from exc
             return ref, found
         raise errors.CheckpointNotFoundError(
-            f"checkpoint {path_or_id} is not in {self.describe()} (no committed _metadata)"
+            f"checkpoint {path_or_id} is not in {self.describe()} (no committed _metadata): "
+            "name one that exists (cjob checkpoints list shows them)"
         )

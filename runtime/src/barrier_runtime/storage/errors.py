@@ -45,3 +45,11 @@ class CheckpointNotFoundError(StorageError):
 
 class EmbeddedServerError(StorageError):
     """The embedded S3 server (SeaweedFS ``weed mini``) could not be started."""
+
+
+class StoreNotFoundError(StorageError):
+    """The store a command should inspect does not exist (a mistyped path or bucket)."""
+
+
+class JobNotFoundError(StorageError):
+    """The store holds nothing for the named job (a mistyped job name or store)."""

@@ -142,11 +142,15 @@ class LocalObjectStore:
         return self._root.joinpath(*object_store.validate_key(key).split("/"))
 
     def _write_temp(self, target: pathlib.Path, data: bytes) -> pathlib.Path:
+        failure: OSError | None = None
         for _ in range(_MKDIR_ATTEMPTS):
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-            except (FileExistsError, FileNotFoundError):
+            except (FileExistsError, FileNotFoundError) as exc:
+                failure = exc
                 continue  # a concurrent delete pruned a directory mkdir was creating: again
+            except NotADirectoryError as exc:
+                raise self._cannot_create(target.parent, exc) from exc
             tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -162,7 +166,15 @@ class LocalObjectStore:
                 _unlink_quietly(tmp)
                 raise
             return tmp
+        if failure is not None:
+            raise self._cannot_create(target.parent, failure) from failure
         raise FileNotFoundError(errno.ENOENT, "directory keeps disappearing", str(target.parent))
+
+    def _cannot_create(self, directory: pathlib.Path, exc: OSError) -> errors.StorageError:
+        return errors.StorageError(
+            f"cannot create the directory {directory} of the store {self.describe()} "
+            f"({exc.strerror or exc}): use a store directory that can be created and written"
+        )
 
     def _create_exclusive(self, target: pathlib.Path, data: bytes) -> bool:
         try:

@@ -153,8 +153,8 @@ def open_object_store(
             raise errors.InvalidStoreUrlError("the store URL is empty: give a path or s3:// URL")
         return local.LocalObjectStore(pathlib.Path(url).expanduser().resolve())
     raise errors.InvalidStoreUrlError(
-        f"store URL {url!r} has unsupported scheme {parsed.scheme!r}: use s3://bucket/prefix "
-        "?endpoint=…, file:///path or a plain path"
+        f"store URL {url!r} has unsupported scheme {parsed.scheme!r}: use "
+        "s3://bucket/prefix?endpoint=…, file:///path or a plain path"
     )
 
 

@@ -249,8 +249,8 @@ class S3ObjectStore:
             return errors.ObjectNotFoundError(f"object {key} does not exist in {self.describe()}")
         if code == "NoSuchBucket":
             return errors.BucketNotFoundError(
-                f"bucket {self._bucket} does not exist at {self._endpoint}: create it, or open "
-                "the store with create_bucket=true"
+                f"bucket {self._bucket} does not exist at {self._endpoint}: check the bucket "
+                "name, or create it (create_bucket=true in the store URL does)"
             )
         if code in _BUSY_CODES:
             return errors.StorageUnavailableError(

@@ -257,7 +257,8 @@ def test_delete_checkpoint_keeps_what_others_reference(
     assert ids(checkpoints.list_completed()) == [2]
     assert checkpoints.verify(2) == []
     assert checkpoints.verify(1) == [
-        f"checkpoint 1 is not in {checkpoints.describe()} (no committed _metadata)"
+        f"checkpoint 1 is not in {checkpoints.describe()} (no committed _metadata): name one "
+        "that exists (cjob checkpoints list shows them)"
     ]
     make_checkpoint(3, kind=SP)
     checkpoints.delete_checkpoint("sp-3")
