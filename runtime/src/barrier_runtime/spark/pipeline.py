@@ -19,7 +19,10 @@ PipelineRef(file=None, module='my_jobs.orders', args=('--region', 'eu'))
 >>> load_flow(PipelineRef.parse("barrier_runtime.clock"))
 Traceback (most recent call last):
 ...
-barrier_runtime.spark.pipeline.InvalidPipelineError: pipeline module barrier_runtime.clock must ...
+barrier_runtime.spark.pipeline.NoDataflowError: pipeline module barrier_runtime.clock defines ...
+
+Every mistake is one :class:`InvalidPipelineError` sentence that names the
+file (and line) and says what to do; the original exception is its cause.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import importlib
 import importlib.util
 import pathlib
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from barrier_runtime.api import dataflow
@@ -37,6 +41,22 @@ from barrier_runtime.api import dataflow
 
 class InvalidPipelineError(ValueError):
     """The pipeline reference cannot be loaded into a dataflow; the message says why."""
+
+
+class PipelineNotFoundError(InvalidPipelineError):
+    """No pipeline file or module where the reference points (or it is not Python)."""
+
+
+class PipelineLoadError(InvalidPipelineError):
+    """Importing the pipeline failed: a syntax error, a missing import, an exception."""
+
+
+class PipelineBuildError(InvalidPipelineError):
+    """``build_flow(args)`` raised, or rejected its arguments."""
+
+
+class NoDataflowError(InvalidPipelineError):
+    """The pipeline defines no ``flow`` / ``build_flow(args)``, or they give no Dataflow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +73,9 @@ class PipelineRef:
 
     @classmethod
     def parse(cls, reference: str, args: Sequence[str] = ()) -> PipelineRef:
-        """``path/to/pipeline.py`` (or any existing file) → file; ``pkg.module`` → module."""
+        """``path/to/pipeline.py`` (or any existing path) → file; ``pkg.module`` → module."""
         path = pathlib.Path(reference)
-        if reference.endswith(".py") or path.exists():
+        if reference.endswith(".py") or "/" in reference or path.exists():
             return cls(file=str(path.resolve()), args=tuple(args))
         return cls(module=reference, args=tuple(args))
 
@@ -68,50 +88,128 @@ def load_flow(ref: PipelineRef) -> dataflow.Dataflow:
     namespace = _import(ref)
     build = getattr(namespace, "build_flow", None)
     if callable(build):
-        try:
-            flow = build(list(ref.args))
-        except SystemExit as exc:  # argparse inside build_flow
-            raise InvalidPipelineError(
-                f"pipeline {ref.describe()} rejected its arguments {list(ref.args)} (exit {exc})"
-            ) from None
+        flow = _build(ref, build)
+        what = "build_flow(args) returned"
     else:
         flow = getattr(namespace, "flow", None)
-        if ref.args and flow is not None:
+        what = "`flow` is"
+        if flow is None:
+            raise NoDataflowError(
+                f"pipeline {ref.describe()} defines neither `flow` nor `build_flow(args)`: add "
+                "`flow = Dataflow(...)` or a `build_flow(args)` that returns one"
+            )
+        if ref.args:
             raise InvalidPipelineError(
-                f"pipeline {ref.describe()} takes no arguments (it has no build_flow(args))"
+                f"pipeline {ref.describe()} takes no arguments (it has no build_flow(args)): "
+                "drop the arguments after -- or define build_flow(args)"
             )
     if not isinstance(flow, dataflow.Dataflow):
-        raise InvalidPipelineError(
-            f"pipeline {ref.describe()} must define `flow` (a Dataflow) or `build_flow(args)` "
-            f"returning one; found {type(flow).__name__}"
+        raise NoDataflowError(
+            f"pipeline {ref.describe()}: {what} {type(flow).__name__}, not a Dataflow: "
+            "it must be the barrier_runtime.api.Dataflow the pipeline builds"
         )
     return flow
 
 
+def _build(ref: PipelineRef, build: Callable[[list[str]], object]) -> object:
+    try:
+        return build(list(ref.args))
+    except SystemExit as exc:  # argparse inside build_flow
+        raise PipelineBuildError(
+            f"pipeline {ref.describe()} rejected its arguments {list(ref.args)} (exit {exc}): "
+            "fix the arguments after --"
+        ) from None
+    except Exception as exc:
+        raise PipelineBuildError(
+            f"pipeline {ref.describe()} failed in build_flow({list(ref.args)}): "
+            f"{_what(exc)}{_where(exc, _source(build))}: fix build_flow or its arguments"
+        ) from exc
+
+
 def _import(ref: PipelineRef) -> object:
     if ref.module is not None:
-        try:
-            return importlib.import_module(ref.module)
-        except ImportError as exc:
-            raise InvalidPipelineError(
-                f"cannot import pipeline module {ref.module!r}: {exc}"
-            ) from exc
+        return _import_module(ref.module)
     assert ref.file is not None
     path = pathlib.Path(ref.file)
-    if not path.is_file():
-        raise InvalidPipelineError(f"pipeline file {ref.file} does not exist")
+    _check_file(path)
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     name = f"cjob_pipeline_{path.stem.replace('-', '_')}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise InvalidPipelineError(f"pipeline file {ref.file} is not a Python module")
+        raise PipelineNotFoundError(
+            f"pipeline file {path} is not a Python file: give a .py file or an importable "
+            "module name"
+        )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         sys.modules.pop(name, None)
-        raise InvalidPipelineError(
-            f"pipeline file {ref.file} failed to load: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise PipelineLoadError(_load_failure(f"pipeline file {path}", exc, str(path))) from exc
     return module
+
+
+def _check_file(path: pathlib.Path) -> None:
+    if path.is_dir():
+        raise PipelineNotFoundError(
+            f"pipeline {path} is a directory: give the .py file that defines `flow` or "
+            "`build_flow(args)`"
+        )
+    if not path.exists():
+        raise PipelineNotFoundError(
+            f"pipeline file {path} does not exist: check the path, or name an importable "
+            "module (my_jobs.orders)"
+        )
+
+
+def _import_module(module: str) -> object:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(f"{exc.name}.")):
+            raise PipelineNotFoundError(
+                f"pipeline module {module!r} cannot be found: check its name and that it is "
+                "importable here (PYTHONPATH), or give the path of a .py file"
+            ) from exc
+        raise PipelineLoadError(_load_failure(f"pipeline module {module}", exc, None)) from exc
+    except (Exception, SystemExit) as exc:
+        raise PipelineLoadError(_load_failure(f"pipeline module {module}", exc, None)) from exc
+
+
+def _load_failure(what: str, exc: BaseException, file: str | None) -> str:
+    """One sentence for an exception raised while importing the pipeline."""
+    if isinstance(exc, SyntaxError):
+        where = f"line {exc.lineno}"
+        if exc.filename != file:
+            where = f"{exc.filename}, {where}"
+        return f"{what} has a syntax error at {where}: {exc.msg}: fix it and run again"
+    where = _where(exc, file)
+    if isinstance(exc, ImportError) and exc.name:
+        return (
+            f"{what} cannot import {exc.name!r}{where}: install it into this Python "
+            f"({sys.executable}) or fix the import"
+        )
+    return f"{what} failed to load: {_what(exc)}{where}: fix the pipeline"
+
+
+def _what(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _where(exc: BaseException, file: str | None) -> str:
+    """`` (line N)`` of the innermost frame in ``file`` (any file's when ``None``)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if file is None or f.filename == file]
+    if not mine:
+        return ""
+    frame = mine[-1]
+    if file is not None:
+        return f" (line {frame.lineno})"
+    return f" ({frame.filename}, line {frame.lineno})"
+
+
+def _source(function: object) -> str | None:
+    code = getattr(function, "__code__", None)
+    return None if code is None else str(code.co_filename)

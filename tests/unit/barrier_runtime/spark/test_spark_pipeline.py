@@ -48,7 +48,7 @@ def test_a_module_reference() -> None:
 
 def test_a_module_that_is_not_a_pipeline() -> None:
     ref = pipeline.PipelineRef.parse("barrier_runtime.testing")
-    with pytest.raises(pipeline.InvalidPipelineError, match="must define `flow`"):
+    with pytest.raises(pipeline.NoDataflowError, match="defines neither `flow` nor"):
         pipeline.load_flow(ref)
 
 
@@ -56,7 +56,7 @@ def test_a_module_that_is_not_a_pipeline() -> None:
     ("text", "args", "message"),
     [
         ("raise RuntimeError('boom')", (), "failed to load: RuntimeError: boom"),
-        ("flow = 42", (), "found int"),
+        ("flow = 42", (), "`flow` is int, not a Dataflow"),
         (FLOW, ("x",), "takes no arguments"),
         (
             "import argparse\ndef build_flow(a):\n    argparse.ArgumentParser().parse_args(a)",
@@ -75,7 +75,7 @@ def test_mistakes_are_one_sentence(tmp_path, capsys, text, args, message) -> Non
 def test_missing_things() -> None:
     with pytest.raises(pipeline.InvalidPipelineError, match="does not exist"):
         pipeline.load_flow(pipeline.PipelineRef(file="/nonexistent/p.py"))
-    with pytest.raises(pipeline.InvalidPipelineError, match="cannot import"):
+    with pytest.raises(pipeline.PipelineNotFoundError, match="cannot be found"):
         pipeline.load_flow(pipeline.PipelineRef(module="no_such_module_xyz"))
     with pytest.raises(pipeline.InvalidPipelineError, match="exactly one"):
         pipeline.PipelineRef()
