@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from barrier_runtime.checkpoint import types
 from barrier_runtime.driver import restart
@@ -57,6 +57,12 @@ _MODES = {
 }
 
 
+_T = TypeVar("_T")
+_REQUIRED: Any = object()
+_KINDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string"}
+_FIX = "fix the CheckpointedJob spec (or the file) and start the driver again"
+
+
 class JobConfigError(ValueError):
     """The job configuration is missing something or has a wrong value; the message says where."""
 
@@ -65,11 +71,18 @@ def read(path: str | pathlib.Path) -> dict[str, Any]:
     try:
         doc = json.loads(pathlib.Path(path).read_text())
     except OSError as exc:
-        raise JobConfigError(f"cannot read the job configuration {path}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise JobConfigError(f"the job configuration {path} is not JSON: {exc}") from exc
+        raise JobConfigError(
+            f"cannot read the job configuration {path} ({exc.strerror}): check the --config path"
+        ) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise JobConfigError(
+            f"the job configuration {path} is not JSON ({exc}): fix the file or write it again"
+        ) from exc
     if not isinstance(doc, dict):
-        raise JobConfigError(f"the job configuration {path} must be a JSON object")
+        raise JobConfigError(
+            f"the job configuration {path} must be a JSON object, not {type(doc).__name__}: "
+            "fix the file or write it again"
+        )
     return doc
 
 
@@ -81,10 +94,52 @@ def to_spec(
     master: str | None = None,
 ) -> driver.SparkJobSpec:
     """The driver's spec for ``doc``; ``master`` overrides ``sparkConf["spark.master"]``."""
+    return _spec(doc, environ, restore_from, master)
+
+
+def max_parallelism(doc: Mapping[str, Any]) -> int | None:
+    """``maxParallelism`` if the configuration fixes it (the pipeline must agree)."""
+    value: int | None = _field(doc, "", "maxParallelism", int, None)
+    return value
+
+
+def _section(doc: Mapping[str, Any], name: str, *, required: bool = False) -> dict[str, Any]:
+    """``doc[name]`` as an object (``{}`` when optional and absent)."""
+    value = doc.get(name)
+    if value is None:
+        if required:
+            raise JobConfigError(f"the job configuration lacks `{name}`: {_FIX}")
+        return {}
+    if not isinstance(value, dict):
+        raise JobConfigError(
+            f"`{name}` in the job configuration must be a JSON object, not "
+            f"{type(value).__name__}: {_FIX}"
+        )
+    return value
+
+
+def _field(
+    raw: Mapping[str, Any],
+    where: str,
+    key: str,
+    kind: Callable[[Any], _T],
+    default: _T = _REQUIRED,
+) -> _T:
+    """``raw[key]`` converted by ``kind``; the error names ``where.key`` and its value."""
+    name = f"{where}.{key}" if where else key
+    if key not in raw or raw[key] is None:
+        if default is _REQUIRED:
+            raise JobConfigError(f"the job configuration lacks `{name}`: {_FIX}")
+        return default
+    value = raw[key]
     try:
-        return _spec(doc, environ, restore_from, master)
-    except (KeyError, TypeError) as exc:
-        raise JobConfigError(f"the job configuration lacks or mistypes {exc}") from exc
+        if isinstance(value, bool | dict | list):
+            raise TypeError(type(value).__name__)
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise JobConfigError(
+            f"`{name}` in the job configuration is {value!r}, not {_KINDS.get(kind, kind)}: {_FIX}"
+        ) from exc
 
 
 def _spec(
@@ -96,40 +151,46 @@ def _spec(
     version = doc.get("formatVersion", FORMAT_VERSION)
     if version != FORMAT_VERSION:
         raise JobConfigError(f"unsupported job configuration formatVersion {version}")
-    spark_conf = {str(k): str(v) for k, v in dict(doc.get("sparkConf") or {}).items()}
+    spark_conf = {str(k): str(v) for k, v in _section(doc, "sparkConf").items()}
     master = master or spark_conf.pop("spark.master", None)
     spark_conf.pop("spark.master", None)
     local = master is None or master.startswith("local")
-    parallelism = int(doc["parallelism"])
-    control = dict(doc.get("control") or {})
+    parallelism = _field(doc, "", "parallelism", int)
+    if parallelism < 1:
+        raise JobConfigError(f"`parallelism` in the job configuration is {parallelism}: {_FIX}")
+    control = _section(doc, "control")
     return driver.SparkJobSpec(
-        pipeline=_pipeline(dict(doc["pipeline"])),
+        pipeline=_pipeline(_section(doc, "pipeline", required=True)),
         parallelism=parallelism,
-        store=_store(dict(doc["storage"])),
-        checkpoint=_checkpointing(dict(doc.get("checkpointing") or {})),
+        store=_store(_section(doc, "storage", required=True)),
+        checkpoint=_checkpointing(_section(doc, "checkpointing")),
         master=master,
         spark_conf=_local_conf(spark_conf) if local else spark_conf,
-        restart=_restart(dict(doc.get("restartPolicy") or {})),
+        restart=_restart(_section(doc, "restartPolicy")),
         restore_from=restore_from,
-        control=_control(control, dict(doc.get("job") or {}), environ, local),
+        control=_control(control, _section(doc, "job"), environ, local),
         coordinator_bind="127.0.0.1" if local else ANY_ADDRESS,
-        coordinator_port=int(dict(doc.get("coordinator") or {}).get("port", 0)),
+        coordinator_port=_field(_section(doc, "coordinator"), "coordinator", "port", int, 0),
         coordinator_host=None if local else spark_conf.get("spark.driver.host"),
     )
 
 
 def _pipeline(raw: dict[str, Any]) -> pipeline.PipelineRef:
-    args = tuple(str(a) for a in raw.get("args", ()))
+    args = raw.get("args") or []
+    if not isinstance(args, list):
+        raise JobConfigError(f"`pipeline.args` in the job configuration must be a list: {_FIX}")
     if raw.get("file"):
-        return pipeline.PipelineRef(file=str(raw["file"]), args=args)
+        return pipeline.PipelineRef(file=str(raw["file"]), args=tuple(map(str, args)))
     if raw.get("module"):
-        return pipeline.PipelineRef(module=str(raw["module"]), args=args)
-    raise JobConfigError("pipeline needs a `module` or a `file`")
+        return pipeline.PipelineRef(module=str(raw["module"]), args=tuple(map(str, args)))
+    raise JobConfigError(
+        f"`pipeline` in the job configuration needs a `module` or a `file`: {_FIX}"
+    )
 
 
 def _store(raw: dict[str, Any]) -> config_mod.StoreRef:
     endpoint = str(raw.get("endpoint") or "")
-    bucket = str(raw["bucket"])
+    bucket = _field(raw, "storage", "bucket", str)
     root = str(raw.get("root") or "").strip("/")
     access = str(raw.get("accessKeyEnv") or config_mod.ACCESS_KEY_ENV)
     secret = str(raw.get("secretKeyEnv") or config_mod.SECRET_KEY_ENV)
@@ -145,33 +206,40 @@ def _store(raw: dict[str, Any]) -> config_mod.StoreRef:
 def _checkpointing(raw: dict[str, Any]) -> types.CheckpointConfig:
     mode = str(raw.get("mode", "ExactlyOnce"))
     if mode not in _MODES:
-        raise JobConfigError(f"checkpointing.mode {mode!r} is not ExactlyOnce or AtLeastOnce")
+        raise JobConfigError(
+            f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {_FIX}"
+        )
     by_operator = raw.get("triggeredBy") == "operator"
+
+    def number(key: str, kind: Callable[[Any], _T], default: _T) -> _T:
+        return _field(raw, "checkpointing", key, kind, default)
+
     return types.CheckpointConfig(
-        interval=NO_PERIODIC_INTERVAL if by_operator else float(raw.get("intervalSeconds", 30)),
-        timeout=float(raw.get("timeoutSeconds", 600)),
-        min_pause=float(raw.get("minPauseSeconds", 0)),
-        max_concurrent=int(raw.get("maxConcurrent", 1)),
-        tolerable_failures=int(raw.get("tolerableFailures", 3)),
+        interval=NO_PERIODIC_INTERVAL if by_operator else number("intervalSeconds", float, 30.0),
+        timeout=number("timeoutSeconds", float, 600.0),
+        min_pause=number("minPauseSeconds", float, 0.0),
+        max_concurrent=number("maxConcurrent", int, 1),
+        tolerable_failures=number("tolerableFailures", int, 3),
         mode=_MODES[mode],
         unaligned=bool(raw.get("unaligned", False)),
-        aligned_timeout=float(raw.get("alignedTimeoutSeconds", 0)),
-        retained=int(raw.get("retained", 3)),
+        aligned_timeout=number("alignedTimeoutSeconds", float, 0.0),
+        retained=number("retained", int, 3),
     )
 
 
 def _restart(raw: dict[str, Any]) -> driver.RestartSettings:
-    b = dict(raw.get("backoff") or {})
+    b = _section(raw, "backoff")
+    where = "restartPolicy"
     return driver.RestartSettings(
-        max_restarts=int(raw.get("maxRestarts", 10)),
-        window=float(raw.get("windowSeconds", 3600)),
+        max_restarts=_field(raw, where, "maxRestarts", int, 10),
+        window=_field(raw, where, "windowSeconds", float, 3600.0),
         backoff=restart.Backoff(
-            initial=float(b.get("initialSeconds", 10)),
-            max=float(b.get("maxSeconds", 300)),
-            multiplier=float(b.get("multiplier", 2.0)),
-            jitter=float(b.get("jitter", 0.2)),
+            initial=_field(b, f"{where}.backoff", "initialSeconds", float, 10.0),
+            max=_field(b, f"{where}.backoff", "maxSeconds", float, 300.0),
+            multiplier=_field(b, f"{where}.backoff", "multiplier", float, 2.0),
+            jitter=_field(b, f"{where}.backoff", "jitter", float, 0.2),
         ),
-        reset_after=float(raw.get("resetAfterSeconds", 600)),
+        reset_after=_field(raw, where, "resetAfterSeconds", float, 600.0),
     )
 
 
@@ -188,7 +256,7 @@ def _control(
         )
     return driver.ControlSettings(
         host="127.0.0.1" if local else ANY_ADDRESS,
-        port=int(raw["port"]),
+        port=_field(raw, "control", "port", int),
         token=token,
         namespace=job.get("namespace"),
         job_name=job.get("name"),
