@@ -75,7 +75,8 @@ def test_user_mistakes_get_one_line_and_exit_2(args, message) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(message)
     assert "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    _error, details = done.stderr.strip().splitlines()
+    assert details.startswith("cjob: details: ") and details.endswith("(or run with --verbose)")
 
 
 def test_help_lists_the_commands() -> None:

@@ -1,25 +1,34 @@
 """The ``cjob`` command line: ``cjob run``, ``cjob driver``, ``cjob demo``, ``cjob checkpoints …``.
 
-Every user mistake ends in one clear sentence on stderr and exit code 2;
-a job that fails ends with exit code 1.
+Every user or environment mistake ends in one clear sentence on stderr and
+exit code 2; a job that fails ends with exit code 1; both name the log file
+that holds the details (:mod:`~barrier_runtime.cli.failures`,
+:mod:`~barrier_runtime.cli.logfile`). No traceback reaches the terminal
+unless ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from barrier_runtime.api import dataflow
-from barrier_runtime.cli import checkpoints_cmd, demo_cmd, driver_cmd, run_cmd
-from barrier_runtime.control import server as control_server
-from barrier_runtime.local import executor
+from barrier_runtime.cli import checkpoints_cmd, demo_cmd, driver_cmd, failures, logfile, run_cmd
 from barrier_runtime.spark import session, worker
-from barrier_runtime.storage import errors
 
 __all__ = ["main"]
+
+JOB_COMMANDS = frozenset({"run", "demo", "driver"})
+"""Commands that run a job: their log file is opened at start and records everything."""
+_JVM_TO_LOG = frozenset({"run", "demo"})
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_QUIET_LEVELS = {"driver": logging.WARNING}
+"""Terminal levels without ``--verbose`` (default ERROR): driver pods log lifecycle warnings."""
+_SHOWN = {"driver": {"barrier_runtime.driver": logging.INFO}}
+"""Loggers shown at a lower level than the command's (the driver's restart loop)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cjob",
         description="Checkpointed Jobs: streaming pipelines with Flink-grade fault tolerance.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log at debug level, tracebacks on stderr"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.add_parser(sub)
     driver_cmd.add_parser(sub)
@@ -37,27 +48,81 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.ERROR
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    name = "-".join(filter(None, (args.command, getattr(args, "action", None))))
+    log = logfile.InvocationLog(name)
+    level = logging.DEBUG if args.verbose else _QUIET_LEVELS.get(args.command, logging.ERROR)
+    shown = {} if args.verbose else _SHOWN.get(args.command, {})
     # Local Spark workers inherit the environment: they follow the CLI's verbosity.
     os.environ.setdefault(worker.LOG_LEVEL_ENV, logging.getLevelName(level))
+    with _terminal_logging(level, shown), contextlib.closing(log):
+        if args.command in JOB_COMMANDS:
+            log.attach()
+        try:
+            with _jvm_log(log if args.command in _JVM_TO_LOG and not args.verbose else None):
+                code: int = args.run(args)
+            return code
+        except KeyboardInterrupt:
+            print("cjob: interrupted", file=sys.stderr)
+            return failures.EXIT_INTERRUPTED
+        except Exception as exc:
+            return failures.report(exc, log, verbose=args.verbose)
+
+
+@contextlib.contextmanager
+def _terminal_logging(level: int, shown: Mapping[str, int]) -> Iterator[None]:
+    """Log records at ``level`` and up go to stderr while the command runs."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_TerminalFilter(level, shown))
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    saved = root.level
+    root.addHandler(handler)
+    root.setLevel(level)
     try:
-        code: int = args.run(args)
-        return code
-    except (
-        errors.StorageError,
-        dataflow.InvalidDataflowError,
-        ValueError,
-        session.SparkUnavailableError,
-        control_server.ControlServerError,
-    ) as exc:
-        print(f"cjob: error: {exc}", file=sys.stderr)
-        return 2
-    except executor.JobFailedError as exc:
-        print(f"cjob: job failed: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("cjob: interrupted", file=sys.stderr)
-        return 130
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved)
+
+
+@contextlib.contextmanager
+def _jvm_log(log: logfile.InvocationLog | None) -> Iterator[None]:
+    """Spark's JVM writes its output into the log file (the terminal shows one sentence)."""
+    path = None if log is None else log.path
+    if path is None:
+        yield
+        return
+    saved = os.environ.get(session.JVM_LOG_ENV)
+    os.environ[session.JVM_LOG_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(session.JVM_LOG_ENV, None)
+        else:
+            os.environ[session.JVM_LOG_ENV] = saved
+
+
+class _TerminalFilter(logging.Filter):
+    """Levels as if the root logger were at the CLI's level (it is at DEBUG for the log file).
+
+    A logger named in ``shown`` (``barrier_runtime.driver`` at INFO in driver
+    pods) or given its own level keeps that level on the terminal; every other
+    record needs the CLI's level.
+    """
+
+    def __init__(self, level: int, shown: Mapping[str, int]) -> None:
+        super().__init__()
+        self._level = level
+        self._shown = dict(shown)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None and logger.parent is not None:
+            if logger.name in self._shown:
+                return record.levelno >= self._shown[logger.name]
+            if logger.level != logging.NOTSET:
+                return record.levelno >= logger.level
+            logger = logger.parent
+        return record.levelno >= self._level

@@ -1,14 +1,22 @@
-"""``cjob checkpoints list|show|verify|delete --store URL --job NAMESPACE/NAME``."""
+"""``cjob checkpoints list|show|verify|delete --store URL --job NAMESPACE/NAME``.
+
+A store or job that does not exist is a mistake (exit 2 naming what was
+looked at), not an empty listing; an existing job without completed
+checkpoints lists nothing and exits 0. An unknown checkpoint id is exit 2;
+``verify`` exits 1 only for a checkpoint that exists but would not restore.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from barrier_runtime.checkpoint import metadata
-from barrier_runtime.storage import checkpoint_store, object_store
+from barrier_runtime.storage import checkpoint_store, errors, object_store, preflight
 
 
 def add_parser(sub: Any) -> None:
@@ -35,6 +43,16 @@ def _store(args: argparse.Namespace) -> checkpoint_store.CheckpointStore:
     return checkpoint_store.CheckpointStore(object_store.open_object_store(args.store), args.job)
 
 
+@contextlib.contextmanager
+def _named(store: checkpoint_store.CheckpointStore) -> Iterator[None]:
+    """An unknown checkpoint in an unknown job or store: say that the job or store is unknown."""
+    try:
+        yield
+    except errors.CheckpointNotFoundError:
+        preflight.require_job(store)
+        raise
+
+
 def _row(meta: metadata.CheckpointMetadata) -> dict[str, Any]:
     return {
         "id": meta.checkpoint_id,
@@ -47,7 +65,10 @@ def _row(meta: metadata.CheckpointMetadata) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = [_row(m) for m in _store(args).list_completed()]
+    store = _store(args)
+    rows = [_row(m) for m in store.list_completed()]
+    if not rows:
+        preflight.require_job(store)
     if args.json:
         print(json.dumps(rows))
     elif not rows:
@@ -63,13 +84,18 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    meta = _store(args).load(args.checkpoint)
+    store = _store(args)
+    with _named(store):
+        meta = store.load(args.checkpoint)
     print(json.dumps(json.loads(meta.to_json()), indent=None if args.json else 2))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problems = _store(args).verify(args.checkpoint)
+    store = _store(args)
+    with _named(store), contextlib.suppress(errors.CorruptCheckpointError):
+        store.find(args.checkpoint)  # unknown: exit 2; unreadable: one of the problems below
+    problems = store.verify(args.checkpoint)
     if args.json:
         print(json.dumps({"checkpoint": args.checkpoint, "problems": problems}))
     elif problems:
@@ -81,7 +107,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    _store(args).delete_checkpoint(args.checkpoint)
+    store = _store(args)
+    with _named(store):
+        store.delete_checkpoint(args.checkpoint)
     if not args.json:
         print(f"deleted checkpoint {args.checkpoint}")
     return 0

@@ -42,13 +42,12 @@ def run(args: argparse.Namespace) -> int:
         master=args.master or os.environ.get(MASTER_ENV) or None,
     )
     flow = pipeline.load_flow(spec.pipeline)
-    expected = doc.get("maxParallelism")
-    if expected is not None and int(expected) != flow.max_parallelism:
+    expected = job_config.max_parallelism(doc)
+    if expected is not None and expected != flow.max_parallelism:
         raise job_config.JobConfigError(
             f"maxParallelism is {expected} in the job but {flow.max_parallelism} in the pipeline "
             f"{spec.pipeline.describe()}: make them equal (it fixes the key groups of the state)"
         )
-    _quiet_info_logs()
     driver = driver_mod.SparkDriver(spec, flow=flow)
     log.warning(
         "driver for %s: P=%d, store %s, coordinator %s, restore %s",
@@ -63,10 +62,3 @@ def run(args: argparse.Namespace) -> int:
         result.stopped_with_savepoint,
     )  # fmt: skip
     return 0
-
-
-def _quiet_info_logs() -> None:
-    """Driver pods log lifecycle lines; the CLI's default level (ERROR) would hide them."""
-    logging.getLogger("barrier_runtime.driver").setLevel(logging.INFO)
-    if logging.getLogger().level > logging.WARNING:
-        logging.getLogger().setLevel(logging.WARNING)

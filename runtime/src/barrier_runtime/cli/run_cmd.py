@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import progress
+from barrier_runtime.cli import failures, progress
 from barrier_runtime.driver import job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -78,6 +78,20 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Option mistakes, found before the pipeline is imported or Spark starts."""
+    if args.parallelism < 1:
+        raise failures.InvalidArgumentError(
+            f"--parallelism must be at least 1 (the number of Spark workers), got "
+            f"{args.parallelism}: use e.g. -p 2"
+        )
+    _conf(args.conf)
+    if args.control_port is not None and not 0 <= args.control_port <= 65535:
+        raise failures.InvalidArgumentError(
+            f"--control-port must be a TCP port (0 picks a free one), got {args.control_port}"
+        )
+
+
 def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.SparkJobSpec:
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     return driver_mod.SparkJobSpec(
@@ -108,13 +122,17 @@ def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.Spark
 
 
 def run(args: argparse.Namespace) -> int:
+    check_args(args)
     out = progress.Output(json_lines=args.json)
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     flow = pipeline.load_flow(ref)
     spec = spec_from_args(args, flow.name)
+    store = driver_mod.open_checked_store(spec)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
-    driver = driver_mod.SparkDriver(spec, flow=flow, on_control=_announce_control(spec, out))
+    driver = driver_mod.SparkDriver(
+        spec, flow=flow, store=store, on_control=_announce_control(spec, out)
+    )
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"
     out.say(
@@ -182,8 +200,10 @@ def _conf(pairs: list[str]) -> dict[str, str]:
     conf: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
+        if not sep or not key.strip():
+            raise failures.InvalidArgumentError(
+                f"--conf expects KEY=VALUE (e.g. --conf spark.executor.memory=2g), got {pair!r}"
+            )
         conf[key.strip()] = value
     return conf
 

@@ -10,15 +10,20 @@ from barrier_runtime.cli import main
 
 
 def _run(capsys, *argv):
+    """The exit code and the ``cjob: error:`` line (the next line names the log file)."""
     code = main(list(argv))
-    err = capsys.readouterr().err.strip()
-    return code, err
+    error, details = capsys.readouterr().err.strip().splitlines()
+    assert details.startswith("cjob: details: ")
+    return code, error
 
 
 def test_run_names_a_missing_pipeline_file(capsys, tmp_path) -> None:
     code, err = _run(capsys, "run", str(tmp_path / "nope.py"))
     assert code == 2
-    assert err == f"cjob: error: pipeline file {tmp_path / 'nope.py'} does not exist"
+    assert err == (
+        f"cjob: error: pipeline file {tmp_path / 'nope.py'} does not exist: check the path, "
+        "or name an importable module (my_jobs.orders)"
+    )
 
 
 def test_run_refuses_too_few_local_slots(capsys, tmp_path) -> None:
@@ -40,14 +45,17 @@ def test_run_reports_a_pipeline_that_exits_while_loading(capsys, tmp_path) -> No
     pipeline.write_text("raise SystemExit('not a pipeline')\n")
     code, err = _run(capsys, "run", str(pipeline))
     assert code == 2
-    assert err == f"cjob: error: pipeline file {pipeline} failed to load: SystemExit: not a pipeline"
+    assert err == (
+        f"cjob: error: pipeline file {pipeline} failed to load: SystemExit: not a pipeline "
+        "(line 1): fix the pipeline"
+    )
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
         (None, "cannot read the job configuration"),
-        ({"parallelism": 2}, "lacks or mistypes 'pipeline'"),
+        ({"parallelism": 2}, "lacks `pipeline`"),
         ({"pipeline": {"module": "barrier_runtime.demo"}, "parallelism": 2,
           "storage": {"bucket": "b", "endpoint": "file:///tmp"},
           "control": {"port": 8080, "tokenEnv": "CJOB_TEST_NO_SUCH_TOKEN"}},

@@ -1,0 +1,97 @@
+"""How a failed ``cjob`` invocation ends: one sentence, an exit code, and the details kept.
+
+Three kinds of failure, told apart by the exception's class:
+
+* a mistake of the user or of the environment (:data:`MISTAKES`: a missing or
+  broken pipeline, an unreachable or misconfigured store, a bad option, no
+  Java): ``cjob: error: <what broke and what to do>``, exit code 2;
+* a job that ran and failed (restart budget spent): ``cjob: job failed: …``,
+  exit code 1;
+* anything else is a bug in ``cjob``: ``cjob: internal error: <type>: <msg>``,
+  exit code 1.
+
+Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
+log file holds the full traceback with its chained causes. Only ``--verbose``
+puts the traceback on the terminal too.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import TextIO
+
+from barrier_runtime.api import dataflow
+from barrier_runtime.cli import logfile
+from barrier_runtime.control import server as control_server
+from barrier_runtime.driver import job_driver
+from barrier_runtime.spark import session
+from barrier_runtime.storage import errors
+
+EXIT_MISTAKE = 2
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+class InvalidArgumentError(ValueError):
+    """A command-line option has a value ``cjob`` cannot use; the message says which and why."""
+
+
+MISTAKES: tuple[type[BaseException], ...] = (
+    InvalidArgumentError,
+    errors.StorageError,
+    dataflow.InvalidDataflowError,
+    session.SparkUnavailableError,
+    control_server.ControlServerError,
+    ValueError,  # the named input errors (pipeline, job configuration, URLs) are ValueErrors
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the terminal is told and the exit code."""
+
+    headline: str
+    code: int
+
+
+def classify(exc: BaseException) -> Outcome:
+    """The headline and exit code for an exception that ended the command."""
+    if isinstance(exc, job_driver.JobFailedError):
+        return Outcome(f"cjob: job failed: {one_line(exc)}", EXIT_FAILED)
+    if isinstance(exc, MISTAKES):
+        return Outcome(f"cjob: error: {one_line(exc)}", EXIT_MISTAKE)
+    return Outcome(f"cjob: internal error: {type(exc).__name__}: {one_line(exc)}", EXIT_FAILED)
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's message on one line (its type name when it has none)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def details_line(path: object | None) -> str:
+    if path is None:
+        return (
+            "cjob: details: run with --verbose (no log file: no writable log directory; "
+            f"set ${logfile.LOG_DIR_ENV})"
+        )
+    return f"cjob: details: {path} (or run with --verbose)"
+
+
+def report(
+    exc: BaseException,
+    log: logfile.InvocationLog,
+    *,
+    verbose: bool,
+    stream: TextIO | None = None,
+) -> int:
+    """Tell the terminal (and the log) how the command failed; returns the exit code."""
+    out = stream or sys.stderr
+    outcome = classify(exc)
+    path = log.record(exc, outcome.headline)
+    if verbose:
+        traceback.print_exception(exc, file=out)
+    print(outcome.headline, file=out)
+    print(details_line(path), file=out, flush=True)
+    return outcome.code

@@ -1,0 +1,167 @@
+"""The top-level handler: what the terminal sees, the exit code, and what the log keeps."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+import pytest
+
+from barrier_runtime.cli import failures, run_cmd
+from barrier_runtime.driver import job_driver
+from barrier_runtime.spark import session
+from barrier_runtime.storage import errors
+
+
+def _raising(exc: BaseException):
+    def run(args: argparse.Namespace) -> int:
+        logging.getLogger("barrier_runtime.test").debug("what happened before")
+        raise exc
+
+    return run
+
+
+@pytest.fixture
+def fails_with(monkeypatch):
+    """Make ``cjob run`` raise ``exc`` (after parsing its arguments)."""
+
+    def install(exc: BaseException) -> None:
+        monkeypatch.setattr(run_cmd, "run", _raising(exc))
+
+    return install
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        session.SparkUnavailableError("Spark needs Java 17 or newer: install a JRE"),
+        errors.StorageUnavailableError("cannot reach S3 at http://x: check the endpoint"),
+        failures.InvalidArgumentError("--conf expects KEY=VALUE"),
+    ],
+)
+def test_environment_mistakes_are_exit_2_with_the_log_path(cjob, fails_with, exc) -> None:
+    fails_with(exc)
+    result = cjob("run", "p.py")
+    assert result.assert_mistake() == str(exc)
+    text = result.log.read_text()
+    assert "what happened before" in text  # run logs everything at DEBUG from the start
+    assert result.log.name.startswith("cjob-run-")
+
+
+def test_the_two_lines_exactly(cjob, fails_with, log_dir) -> None:
+    fails_with(session.SparkUnavailableError("Spark's JVM exited while starting: fix JAVA_HOME"))
+    result = cjob("run", "p.py")
+    (log,) = log_dir.iterdir()
+    assert result.err == (
+        "cjob: error: Spark's JVM exited while starting: fix JAVA_HOME\n"
+        f"cjob: details: {log} (or run with --verbose)\n"
+    )
+    assert result.out == ""
+
+
+def test_verbose_puts_the_traceback_on_stderr_too(cjob, fails_with) -> None:
+    fails_with(errors.BucketNotFoundError("bucket b does not exist"))
+    result = cjob("--verbose", "run", "p.py")
+    assert result.code == 2
+    assert "Traceback (most recent call last)" in result.err
+    assert "cjob: error: bucket b does not exist" in result.err
+    assert "Traceback" in result.log.read_text()
+
+
+def test_a_bug_is_an_internal_error_not_a_traceback(cjob, fails_with) -> None:
+    fails_with(KeyError("slot"))
+    result = cjob("run", "p.py")
+    assert result.code == 1
+    assert "Traceback" not in result.err
+    assert result.lines[0] == "cjob: internal error: KeyError: 'slot'"
+    assert "KeyError: 'slot'" in result.log.read_text()
+
+
+def test_a_failed_job_is_exit_1_with_the_details_path(cjob, fails_with) -> None:
+    fails_with(job_driver.JobFailedError("restart budget spent; last failure: worker 1 lost"))
+    result = cjob("run", "p.py")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert result.lines[0] == (
+        "cjob: job failed: restart budget spent; last failure: worker 1 lost"
+    )
+    assert "JobFailedError" in result.log.read_text()
+
+
+def test_interrupt_is_130(cjob, fails_with) -> None:
+    fails_with(KeyboardInterrupt())
+    result = cjob("run", "p.py")
+    assert (result.code, result.err) == (130, "cjob: interrupted\n")
+
+
+def test_multi_line_messages_become_one_line() -> None:
+    outcome = failures.classify(errors.StorageError("first\n  second"))
+    assert outcome == failures.Outcome("cjob: error: first second", 2)
+
+
+def test_no_log_directory_still_gives_one_sentence(cjob, fails_with, monkeypatch) -> None:
+    monkeypatch.setattr(failures.logfile, "writable_directory", lambda: None)
+    fails_with(errors.StorageError("the store broke: check it"))
+    result = cjob("run", "p.py")
+    assert result.code == 2
+    assert result.lines == [
+        "cjob: error: the store broke: check it",
+        "cjob: details: run with --verbose (no log file: no writable log directory; "
+        "set $CJOB_LOG_DIR)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "exported"),
+    [
+        (["run", "p.py"], True),
+        (["--verbose", "run", "p.py"], False),
+        (["demo"], True),
+        (["driver", "--config", "x.json"], False),
+    ],
+)
+def test_the_jvm_writes_into_the_log_file_unless_verbose(cjob, monkeypatch, argv, exported) -> None:
+    from barrier_runtime.cli import demo_cmd, driver_cmd
+
+    seen: list[str | None] = []
+
+    def record(args: argparse.Namespace) -> int:
+        seen.append(os.environ.get(session.JVM_LOG_ENV))
+        return 0
+
+    for module in (run_cmd, demo_cmd, driver_cmd):
+        monkeypatch.setattr(module, "run", record)
+    monkeypatch.delenv(session.JVM_LOG_ENV, raising=False)
+    assert cjob(*argv).code == 0
+    (value,) = seen
+    if exported:
+        assert value is not None and os.path.basename(value).startswith(f"cjob-{argv[0]}-")
+    else:
+        assert value is None
+    assert session.JVM_LOG_ENV not in os.environ  # restored after the command
+
+
+def test_the_terminal_stays_at_the_cli_level_while_the_file_gets_debug(cjob, monkeypatch) -> None:
+    def chatty(args: argparse.Namespace) -> int:
+        logging.getLogger("barrier_runtime.x").info("an info line")
+        logging.getLogger("barrier_runtime.x").error("an error line")
+        raise errors.StorageError("stop here")
+
+    monkeypatch.setattr(run_cmd, "run", chatty)
+    result = cjob("run", "p.py")
+    assert "an error line" in result.err and "an info line" not in result.err
+    text = result.log.read_text()
+    assert "an info line" in text and "an error line" in text
+
+
+def test_the_driver_shows_its_lifecycle_lines(cjob, monkeypatch) -> None:
+    from barrier_runtime.cli import driver_cmd
+
+    def lifecycle(args: argparse.Namespace) -> int:
+        logging.getLogger("barrier_runtime.driver.job_driver").info("attempt 1 started")
+        logging.getLogger("barrier_runtime.storage").info("not shown")
+        return 0
+
+    monkeypatch.setattr(driver_cmd, "run", lifecycle)
+    result = cjob("driver", "--config", "x.json")
+    assert "attempt 1 started" in result.err and "not shown" not in result.err
