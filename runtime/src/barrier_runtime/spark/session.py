@@ -41,6 +41,7 @@ SparkUnavailableError = errors.SparkUnavailableError
 JVM_LOG_ENV = "CJOB_JVM_LOG"
 
 LOCAL_IP = "127.0.0.1"
+_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?[\w$]+(?:\.[\w$]+)+(?:Exception|Error)\b")
 _LOCAL_MASTER = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 _QUIET_LOG4J = """\
 rootLogger.level = fatal
@@ -156,9 +157,10 @@ def _first_error(log: pathlib.Path, start: int) -> str:
         return "no output"
     lines = [line.strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
-    for line in lines:
-        if "Exception" in line or line.startswith(("Error", "JAVA_HOME")):
-            return line
+    for telling in (_JAVA_EXCEPTION.search, lambda line: line.startswith(("Error", "JAVA_HOME"))):
+        for line in lines:
+            if telling(line):
+                return line
     return lines[-1] if lines else "no output"
 
 
