@@ -10,49 +10,22 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import cli_contract
 import pytest
 
 CJOB = pathlib.Path(sys.executable).with_name("cjob")
-OK_PIPELINE = """
-from barrier_runtime.api import Dataflow
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
-flow = Dataflow("p")
-flow.source("in", TestingSource([{"x": 1}])).sink("out", TestingSink())
-"""
+OK_PIPELINE = cli_contract.OK_PIPELINE
 
 
 @dataclass(frozen=True)
-class CliRun:
-    code: int
-    out: str
-    err: str
+class CliRun(cli_contract.CliOutcome):
     seconds: float
-
-    @property
-    def log(self) -> pathlib.Path:
-        match = re.search(r"^cjob: details: (\S+) \(or run with --verbose\)$", self.err, re.M)
-        assert match, self.err
-        return pathlib.Path(match.group(1))
-
-    def assert_mistake(self, *words: str) -> str:
-        """Exit 2, one sentence containing ``words``, the traceback in the log only."""
-        assert self.code == 2, self.err
-        assert "Traceback" not in self.err
-        error, details = self.err.strip().splitlines()
-        assert error.startswith("cjob: error: "), self.err
-        for word in words:
-            assert word in error, f"{word!r} not in {error!r}"
-        assert details.startswith("cjob: details: ")
-        text = self.log.read_text()
-        assert "Traceback (most recent call last)" in text and error in text
-        return error.removeprefix("cjob: error: ")
 
 
 @pytest.fixture
