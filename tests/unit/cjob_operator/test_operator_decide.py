@@ -348,6 +348,15 @@ def test_invalid_spark_conf_is_rejected_with_a_clear_message() -> None:
     assert "spark.kubernetes.authenticate.driver.serviceAccountName" in action.message
 
 
+def test_incremental_checkpoints_are_refused_not_ignored() -> None:
+    """Issue 10 finding 5: nothing implements incremental checkpoints yet."""
+    bad = raw_spec(checkpointing={"interval": "30s", "incremental": True})
+    action = decide(observe(spec_raw=bad))
+    assert action.kind is ActionKind.REJECT and action.reason == "InvalidSpec"
+    assert action.warning  # a warning Event, and status.error carries the message
+    assert "spec.checkpointing.incremental is not implemented yet" in action.message
+
+
 def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:
     sp = raw_spec(upgradeMode="savepoint")
     first = decide(observe(spec_raw=sp, deleting=True))

@@ -103,3 +103,20 @@ def test_unreadable_files_are_reported(tmp_path) -> None:
         job_config.read(bad)
     with pytest.raises(job_config.JobConfigError, match="cannot read"):
         job_config.read(tmp_path / "missing.json")
+
+
+def test_reset_after_and_allow_fresh_start_reach_the_driver() -> None:
+    """Issue 10 finding 5: both were dropped on the way to job.json."""
+    spec = job_config.to_spec(
+        _doc(restartPolicy={"resetAfter": "90s"}, allowFreshStart=True), environ=ENV)
+    assert spec.restart.reset_after == 90 and spec.restart.policy().reset_after == 90
+    assert spec.allow_fresh_start is True
+    default = job_config.to_spec(_doc(), environ=ENV)
+    assert default.restart.reset_after == 600 and default.allow_fresh_start is False
+
+
+def test_allow_fresh_start_must_be_a_boolean() -> None:
+    doc = _doc()
+    doc["allowFreshStart"] = "yes"
+    with pytest.raises(job_config.JobConfigError, match="allowFreshStart"):
+        job_config.to_spec(doc, environ=ENV)
