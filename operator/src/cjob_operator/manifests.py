@@ -177,7 +177,7 @@ def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
             "tolerableFailures": cp.tolerable_failures, "mode": cp.mode.value,
             "unaligned": cp.unaligned, "alignedTimeoutSeconds": cp.aligned_timeout,
             "retained": cp.retained, "incremental": cp.incremental,
-            "triggeredBy": "operator",
+            "triggeredBy": "driver",
         },
         "storage": {
             "endpoint": spec.storage.endpoint, "bucket": spec.storage.bucket,

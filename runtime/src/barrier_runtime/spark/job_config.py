@@ -12,7 +12,7 @@ is the runtime's half of that contract. It holds no secret values, only the
      "checkpointing": {"intervalSeconds": 30, "timeoutSeconds": 600, "minPauseSeconds": 0,
                        "maxConcurrent": 1, "tolerableFailures": 3, "mode": "ExactlyOnce",
                        "unaligned": false, "alignedTimeoutSeconds": 0, "retained": 3,
-                       "incremental": false, "triggeredBy": "operator"},
+                       "incremental": false, "triggeredBy": "driver"},
      "storage": {"endpoint": "http://minio:9000", "bucket": "cjob", "prefix": "cjob",
                  "root": "cjob/team-a/orders",
                  "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
@@ -28,10 +28,12 @@ Optional ``"coordinator": {"port": 7080}`` fixes the port workers connect
 back to (default: any free port; a NetworkPolicy or a non-headless Service
 needs a fixed one).
 
-``checkpointing.triggeredBy == "operator"`` means the operator triggers
-checkpoints through the control API on its own timer, so the driver does not
-trigger periodic ones (it still times them out). A ``file://`` endpoint names
-a local directory holding the bucket as a sub-directory (local test runs).
+``checkpointing.triggeredBy == "operator"`` means something else triggers every
+checkpoint through the control API, so the driver does not trigger periodic ones
+(it still times them out). The operator writes ``"driver"``: the coordinator
+paces periodic checkpoints itself and the operator only triggers on-demand ones.
+A ``file://`` endpoint names a local directory holding the bucket as a
+sub-directory (local test runs).
 """
 
 from __future__ import annotations

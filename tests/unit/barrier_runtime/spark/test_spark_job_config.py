@@ -50,7 +50,7 @@ def test_the_operators_job_config_becomes_the_drivers_spec() -> None:
         "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
     cp = spec.checkpoint
     assert cp.mode is CheckpointingMode.AT_LEAST_ONCE and cp.timeout == 120 and cp.retained == 5
-    assert cp.interval == job_config.NO_PERIODIC_INTERVAL  # the operator triggers checkpoints
+    assert cp.interval == 30  # the driver paces periodic checkpoints (issue 10, finding 5)
     assert spec.restart.max_restarts == 3 and spec.restart.window == 600
     assert spec.restart.backoff.initial == 5 and spec.restart.backoff.multiplier == 3
     assert spec.restore_from == "chk-7"
