@@ -188,23 +188,11 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
         return Action.trigger(enums.SnapshotKind.CHECKPOINT, "ManualCheckpointTriggered",
                               "checkpoint requested (checkpointTriggerNonce)",
                               reconciled_spec=last)
-    if checkpoint_due(obs, sp):
-        return Action.trigger(enums.SnapshotKind.CHECKPOINT, "CheckpointTriggered",
-                              "periodic checkpoint", reconciled_spec=accepted)
+    # Periodic checkpoints are the driver's: its coordinator paces them (interval,
+    # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
+    # millisecond and even while the operator is down. The operator only asks for the
+    # on-demand ones above.
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
-
-
-def checkpoint_due(obs: observation.Observation, sp: spec.JobSpec) -> bool:
-    """Whether a periodic checkpoint should be triggered now."""
-    c = obs.control
-    if c is None or not c.ready or c.in_progress >= sp.checkpointing.max_concurrent:
-        return False
-    cp = sp.checkpointing
-    completed = c.latest_completed.time if c.latest_completed else None
-    if completed is not None and obs.now - completed < cp.min_pause:
-        return False
-    reference = c.last_trigger_time or obs.driver.started_at
-    return reference is None or obs.now - reference >= cp.interval
 
 
 def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: str, what: str) -> Action:

@@ -2,8 +2,9 @@
 
 - ``on.create`` / ``on.update`` / ``on.resume`` react at once to spec changes;
 - a ``timer`` every ``CJOB_RECONCILE_INTERVAL`` seconds (default 5) reconciles
-  level-based: it notices failed drivers and triggers periodic checkpoints when
-  ``spec.checkpointing.interval`` has elapsed;
+  level-based: it notices failed drivers and reads checkpoint progress (periodic
+  checkpoints are paced by the driver itself, so ``spec.checkpointing.interval``
+  is honoured below this tick);
 - ``on.delete`` (with the operator's finalizer) repeats until the job is released.
 
 A per-job lock in kopf's per-object ``memo`` keeps reconciles of one job serial.

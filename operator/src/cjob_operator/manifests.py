@@ -100,8 +100,36 @@ def spec_hash(spec: spec_model.JobSpec) -> str:
 # -- Spark settings and the job configuration ------------------------------------------
 
 
-def spark_conf(job: JobRef, spec: spec_model.JobSpec) -> dict[str, str]:
-    """The user's ``sparkConf`` overlaid with everything the operator manages."""
+EXECUTOR_PREFIX_MAX = 47
+"""Executor pods are named ``{prefix}-exec-{n}``: a prefix of at most 47 characters keeps the
+name a DNS-1123 label (63) for any n up to 10 digits. Spark 3.x enforces exactly this limit;
+Spark 4 allows a DNS subdomain of up to 237, so the label is the stricter, portable rule."""
+
+
+def executor_pod_name_prefix(job: JobRef, deployment_id: str) -> str:
+    """``{job}-{8 hex}``, unique per driver pod: a new driver never asks for an executor name
+    that an executor of the previous driver, still terminating, holds (409 Conflict).
+
+    >>> executor_pod_name_prefix(JobRef("ns", "orders", "u"), "r-1-a")
+    'orders-af317ecc'
+    """
+    digest = hashlib.sha256(f"{job.uid}/{deployment_id}".encode()).hexdigest()[:8]
+    base = job.name[: EXECUTOR_PREFIX_MAX - len(digest) - 1].rstrip("-")
+    return f"{base}-{digest}"
+
+
+def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> dict[str, str]:
+    """The user's ``sparkConf`` overlaid with everything the operator manages.
+
+    Memory: ``spec.executor.memory`` is the JVM heap; ``spark.executor.memoryOverhead``
+    adds the JVM's native memory and the Python workers' budget
+    (:func:`quantities.memory_budget`), so Spark sizes each executor pod at heap +
+    overhead + Python. ``spark.executor.pyspark.memory`` is deliberately not set: Spark
+    enforces it as an address-space rlimit (``RLIMIT_AS``) per worker, divided by the
+    cores, which kills workers whose libraries (Arrow, NumPy) reserve virtual memory far
+    beyond what they use; the pod's cgroup limit is the real bound.
+    """
+    executor_memory = quantities.memory_budget(spec.executor.memory, quantities.EXECUTOR_PYTHON)
     managed = {
         "spark.master": "k8s://https://kubernetes.default.svc",
         "spark.submit.deployMode": "client",
@@ -109,7 +137,7 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec) -> dict[str, str]:
         "spark.kubernetes.container.image": spec.image,
         "spark.kubernetes.container.image.pullPolicy": spec.image_pull_policy,
         "spark.kubernetes.driver.pod.name": job.driver_pod(),
-        "spark.kubernetes.executor.podNamePrefix": job.name,
+        "spark.kubernetes.executor.podNamePrefix": executor_pod_name_prefix(job, deployment_id),
         "spark.kubernetes.executor.podTemplateFile": EXECUTOR_TEMPLATE_FILE,
         "spark.kubernetes.executor.deleteOnTermination": "true",
         "spark.kubernetes.authenticate.caCertFile": f"{SA_DIR}/ca.crt",
@@ -124,13 +152,14 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec) -> dict[str, str]:
         "spark.executor.instances": str(spec.executor_instances),
         "spark.executor.cores": str(spec.executor.cores),
         "spark.executor.memory": quantities.spark_memory(spec.executor.memory),
+        "spark.executor.memoryOverhead": executor_memory.spark_overhead,
         "spark.dynamicAllocation.enabled": "false",
         "spark.ui.port": str(UI_PORT),
     }
     return {**dict(spec.spark_conf), **managed}
 
 
-def job_config(job: JobRef, spec: spec_model.JobSpec) -> Obj:
+def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
     """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
     cp = spec.checkpointing
     rp = spec.restart_policy
@@ -148,7 +177,7 @@ def job_config(job: JobRef, spec: spec_model.JobSpec) -> Obj:
             "tolerableFailures": cp.tolerable_failures, "mode": cp.mode.value,
             "unaligned": cp.unaligned, "alignedTimeoutSeconds": cp.aligned_timeout,
             "retained": cp.retained, "incremental": cp.incremental,
-            "triggeredBy": "operator",
+            "triggeredBy": "driver",
         },
         "storage": {
             "endpoint": spec.storage.endpoint, "bucket": spec.storage.bucket,
@@ -160,21 +189,26 @@ def job_config(job: JobRef, spec: spec_model.JobSpec) -> Obj:
             "maxRestarts": rp.max_restarts, "windowSeconds": rp.window,
             "backoff": {"initialSeconds": rp.backoff.initial, "maxSeconds": rp.backoff.max,
                         "multiplier": rp.backoff.multiplier, "jitter": rp.backoff.jitter},
+            "resetAfterSeconds": rp.reset_after,
         },
+        "allowFreshStart": spec.allow_fresh_start,
         "control": {"port": CONTROL_PORT, "tokenEnv": TOKEN_ENV},
-        "sparkConf": spark_conf(job, spec),
+        "sparkConf": spark_conf(job, spec, deployment_id),
     }
 
 
 # -- objects ----------------------------------------------------------------------------
 
 
-def config_map(job: JobRef, spec: spec_model.JobSpec) -> Obj:
+def config_map(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
+    """``job.json`` and the executor pod template; rewritten for every driver pod
+    (``deployment_id``), so each driver names its executors afresh."""
     template = json.dumps(executor_pod_template(job, spec), indent=2, sort_keys=True)
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": _meta(job, job.config_map(), "config"),
-        "data": {"job.json": json.dumps(job_config(job, spec), indent=2, sort_keys=True),
+        "data": {"job.json": json.dumps(job_config(job, spec, deployment_id), indent=2,
+                                        sort_keys=True),
                  "executor-pod-template.yaml": template},
     }
 
@@ -235,6 +269,8 @@ def driver_args(restore: RestorePoint | None) -> list[str]:
 def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
                restore: RestorePoint | None) -> Obj:
     annotations = {ANNOTATION_DEPLOYMENT: deployment_id, ANNOTATION_SPEC_HASH: spec_hash(spec)}
+    # heap (spark.driver.memory) + JVM native + the coordinator's Python
+    driver_memory = quantities.memory_budget(spec.driver.memory, quantities.DRIVER_PYTHON)
     if restore is not None:
         annotations[ANNOTATION_RESTORE] = restore.arg
     container: Obj = {
@@ -259,9 +295,8 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
             *_storage_env(spec),
         ],
         "resources": {
-            "requests": {"cpu": str(spec.driver.cores),
-                         "memory": quantities.pod_memory(spec.driver.memory)},
-            "limits": {"memory": quantities.pod_memory(spec.driver.memory)},
+            "requests": {"cpu": str(spec.driver.cores), "memory": f"{driver_memory.pod}Mi"},
+            "limits": {"memory": f"{driver_memory.pod}Mi"},
         },
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": CONTROL_PORT},
                            "periodSeconds": 5, "failureThreshold": 3},

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTE]i?|[kmgt])?$")
 _FACTORS = {
@@ -37,3 +38,45 @@ def pod_memory(quantity: str, overhead_fraction: float = 0.1, minimum_mib: int =
     """A pod memory request for a JVM of ``quantity`` plus Spark's default overhead."""
     mib = memory_bytes(quantity) // 1024**2
     return f"{mib + max(minimum_mib, int(mib * overhead_fraction))}Mi"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudget:
+    """How a pod's memory is split (all in MiB); ``pod`` is its request and limit.
+
+    ``heap`` is the JVM heap (``spark.*.memory``, the spec's ``memory``);
+    ``overhead`` is the JVM's native memory (Spark's default: 10 %, at least
+    384 MiB); ``python`` is for the Python processes, which in this runtime hold
+    the operators' state and the record batches in flight.
+    """
+
+    heap: int
+    overhead: int
+    python: int
+
+    @property
+    def pod(self) -> int:
+        return self.heap + self.overhead + self.python
+
+    @property
+    def spark_overhead(self) -> str:
+        """``spark.*.memoryOverhead``: everything that is not the heap (JVM native + Python)."""
+        return f"{self.overhead + self.python}m"
+
+
+EXECUTOR_PYTHON = (0.5, 512)
+"""Executors: Python workers get half the heap again, at least 512 MiB."""
+DRIVER_PYTHON = (0.25, 256)
+"""The driver: the coordinator and control API in Python, a quarter of the heap, >= 256 MiB."""
+
+
+def memory_budget(quantity: str, python: tuple[float, int]) -> MemoryBudget:
+    """The budget of a pod whose JVM heap is ``quantity``.
+
+    >>> b = memory_budget("2Gi", EXECUTOR_PYTHON)
+    >>> (b.heap, b.overhead, b.python, b.pod, b.spark_overhead)
+    (2048, 384, 1024, 3456, '1408m')
+    """
+    heap = max(1, memory_bytes(quantity) // 1024**2)
+    fraction, minimum = python
+    return MemoryBudget(heap, max(384, int(heap * 0.1)), max(minimum, int(heap * fraction)))

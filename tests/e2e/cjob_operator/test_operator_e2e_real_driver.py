@@ -1,6 +1,6 @@
 """The whole product on one machine: the real operator runs the real ``cjob driver`` on local
 Spark with checkpoints and an exactly-once file sink in a real S3 server (SeaweedFS),
-triggers its checkpoints, and restarts it from the newest completed checkpoint after
+whose coordinator paces its checkpoints, and restarts it from the newest completed checkpoint after
 each of two SIGKILLs; the exactly-once checker then compares the sink with the crash-free result.
 
 kopf runs for real against a Kubernetes-like API (kmock), and the local kubelet harness

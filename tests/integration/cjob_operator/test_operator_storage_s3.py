@@ -17,7 +17,7 @@ import pytest
 
 from barrier_runtime.checkpoint import metadata as md
 from barrier_runtime.checkpoint import types
-from barrier_runtime.storage import embedded
+from barrier_runtime.storage import checkpoint_store, embedded
 from cjob_operator.act import catalog
 from cjob_operator.testing.harness import OperatorHarness
 
@@ -59,12 +59,31 @@ def test_s3_catalog_finds_the_newest_usable_snapshot(s3: embedded.EmbeddedS3Serv
     assert view.latest_checkpoint is not None and view.latest_checkpoint.id == 3
     assert view.latest_checkpoint.path == f"s3://{BUCKET}/{root}/checkpoints/chk-0000000003"
     assert view.latest_savepoint is not None and view.latest_savepoint.id == 5
-    assert [(u.id, "does not parse" in u.reason) for u in view.unusable] == [(4, True)]
+    assert [u.id for u in view.unusable] == [4] and view.unusable[0].reason
     removed = cat.cleanup_sync(retained=1)
-    # Older and uncommitted checkpoints go; corrupt ones stay for inspection.
-    assert sorted(removed) == [f"checkpoints/chk-000000000{i}" for i in (1, 2, 6)]
+    # Older checkpoints go; corrupt ones stay for inspection, and so does the torn
+    # chk-6: newer than the newest completed one, it may still be in progress.
+    assert sorted(removed) == [f"checkpoints/chk-000000000{i}" for i in (1, 2)]
     left = {key.split("/")[1] for key in store.list("checkpoints/")}
-    assert left == {"chk-0000000003", "chk-0000000004"}
+    assert left == {"chk-0000000003", "chk-0000000004", "chk-0000000006"}
+
+
+def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
+        s3: embedded.EmbeddedS3Server) -> None:
+    """Issue 10 finding 4: checkpoint N's object has other bytes of the same size; the
+    operator chooses N-1, exactly what the driver's store restores."""
+    root = f"cjob/ns/job-{uuid.uuid4().hex[:8]}"
+    store = s3.open_store(BUCKET, root)
+    for cid in (1, 2):
+        commit(store, cid)
+    store.put("checkpoints/chk-0000000002/count/0.arrow", b"STATE-2")  # was b"state-2"
+    cat = catalog.open_catalog(s3.endpoint, BUCKET, root, s3.access_key, s3.secret_key)
+    view = cat.view_sync()
+    assert view.newest_usable is not None and view.newest_usable.id == 1
+    assert [(u.id, "sha256" in u.reason) for u in view.unusable] == [(2, True)]
+    driver_store = checkpoint_store.CheckpointStore(store, "")
+    chosen = driver_store.select_restore_point()
+    assert chosen is not None and int(chosen.checkpoint_id) == view.newest_usable.id
 
 
 def test_wrong_credentials_make_the_store_unreadable_not_empty(

@@ -1,4 +1,8 @@
-"""The checkpoint catalog over a local job root: usable, corrupt, incomplete, cleanup."""
+"""The checkpoint catalog over a local job root: usable, corrupt, incomplete, cleanup.
+
+The catalog is the runtime's ``CheckpointStore`` (issue 10, finding 4): whatever it
+calls usable is what ``cjob driver`` restores.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +34,12 @@ def commit(root: Path, cid: int, kind: str = "checkpoint", payload: bytes = b"st
 
 
 def view(root: Path) -> catalog.Catalog:
-    return catalog.Catalog(catalog.LocalDirReader(root))
+    return catalog.local_catalog(root)
+
+
+def ids(root: Path, kind: str) -> list[int]:
+    return sorted((int(m.checkpoint_id) for m in view(root).store.list_completed()
+                   if m.kind.value == kind), reverse=True)
 
 
 def test_empty_store_has_nothing(tmp_path: Path) -> None:
@@ -43,7 +52,9 @@ def test_newest_usable_checkpoint_wins_and_broken_ones_are_reported(tmp_path: Pa
     commit(tmp_path, 4)
     commit(tmp_path, 5, lie_about_size=True)
     commit(tmp_path, 6, write_object=False)
-    (tmp_path / "checkpoints/chk-0000000007").mkdir(parents=True)  # never committed
+    torn = tmp_path / "checkpoints/chk-0000000007/count/0.arrow"  # never committed
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b"x")
     v = view(tmp_path).view_sync()
     assert v.latest_checkpoint is not None and v.latest_checkpoint.id == 4
     assert v.latest_checkpoint.path == (tmp_path / "checkpoints/chk-0000000004").as_uri()
@@ -59,7 +70,7 @@ def test_corrupt_metadata_only_means_no_usable_state(tmp_path: Path) -> None:
     (folder / "_metadata").write_text('{"format_version": 1}')
     v = view(tmp_path).view_sync()
     assert v.only_unusable
-    assert "does not parse" in v.unusable[0].reason
+    assert v.unusable[0].id == 9 and v.unusable[0].reason
 
 
 def test_savepoint_newer_than_checkpoint_is_the_restore_candidate(tmp_path: Path) -> None:
@@ -74,12 +85,14 @@ def test_cleanup_keeps_retained_checkpoints_and_all_savepoints(tmp_path: Path) -
     for cid in (1, 2, 3, 4):
         commit(tmp_path, cid)
     commit(tmp_path, 5, kind="savepoint")
-    (tmp_path / "checkpoints/chk-0000000006").mkdir(parents=True)
+    # a torn checkpoint newer than the newest completed one may still be in progress
+    (tmp_path / "checkpoints/chk-0000000006/count").mkdir(parents=True)
+    (tmp_path / "checkpoints/chk-0000000006/count/1.arrow").write_bytes(b"x")
     removed = view(tmp_path).cleanup_sync(retained=2)
-    assert sorted(removed) == ["checkpoints/chk-0000000001", "checkpoints/chk-0000000002",
-                               "checkpoints/chk-0000000006"]
-    assert view(tmp_path).ids(SnapshotKind.CHECKPOINT) == [4, 3]
-    assert view(tmp_path).ids(SnapshotKind.SAVEPOINT) == [5]
+    assert sorted(removed) == ["checkpoints/chk-0000000001", "checkpoints/chk-0000000002"]
+    assert ids(tmp_path, "checkpoint") == [4, 3]
+    assert ids(tmp_path, "savepoint") == [5]
+    assert (tmp_path / "checkpoints/chk-0000000006/count/1.arrow").exists()
 
 
 def test_open_catalog_maps_file_endpoints_to_the_job_root(tmp_path: Path) -> None:
@@ -88,3 +101,16 @@ def test_open_catalog_maps_file_endpoints_to_the_job_root(tmp_path: Path) -> Non
     cat = catalog.open_catalog(f"file://{tmp_path}", "bucket", "cjob/ns/job")
     latest = cat.latest_completed()
     assert latest is not None and latest.id == 8
+
+
+def test_corrupt_object_of_unchanged_size_falls_back_like_the_driver(tmp_path: Path) -> None:
+    """Issue 10 finding 4: same size, other bytes in N → the operator chooses N-1,
+    exactly what the driver's ``select_restore_point`` restores."""
+    commit(tmp_path, 3)
+    commit(tmp_path, 4, payload=b"state")
+    (tmp_path / "checkpoints/chk-0000000004/count/0.arrow").write_bytes(b"STATE")
+    v = view(tmp_path).view_sync()
+    assert v.newest_usable is not None and v.newest_usable.id == 3
+    assert [(u.id, "sha256" in u.reason) for u in v.unusable] == [(4, True)]
+    driver_choice = view(tmp_path).store.select_restore_point()
+    assert driver_choice is not None and int(driver_choice.checkpoint_id) == 3

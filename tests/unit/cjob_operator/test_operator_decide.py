@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from cjob_operator.decide import backoff_delay, checkpoint_due, decide
+from cjob_operator import manifests
+from cjob_operator.decide import backoff_delay, decide
 from cjob_operator.model import intent, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase, SnapshotKind
@@ -257,23 +258,18 @@ def test_failed_job_stays_failed_until_restart_nonce() -> None:
 # -- checkpoints -------------------------------------------------------------------------
 
 
-def test_periodic_checkpoint_is_due_after_the_interval() -> None:
-    fresh = ControlView(reachable=True, ready=True, last_trigger_time=NOW - 10)
-    stale = ControlView(reachable=True, ready=True, last_trigger_time=NOW - 31)
-    busy = ControlView(reachable=True, ready=True, last_trigger_time=NOW - 31, in_progress=1)
-    assert decide(observe(control=fresh)).kind is ActionKind.NOTHING
-    action = decide(observe(control=stale))
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.CHECKPOINT
-    assert decide(observe(control=busy)).kind is ActionKind.NOTHING
-
-
-def test_first_checkpoint_is_one_interval_after_driver_start() -> None:
-    sp = spec.JobSpec.from_storage(raw_spec())
+def test_periodic_checkpoints_are_left_to_the_driver() -> None:
+    """Issue 10 finding 5: the operator's tick cannot honour a sub-tick interval; the
+    driver's coordinator paces periodic checkpoints, so the operator never triggers them."""
+    stale = ControlView(reachable=True, ready=True, last_trigger_time=NOW - 3600)
     never = ControlView(reachable=True, ready=True)
-    young = DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 10)
-    assert not checkpoint_due(observe(control=never, driver=young), sp)
-    old = DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 40)
-    assert checkpoint_due(observe(control=never, driver=old), sp)
+    old = DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 3600)
+    for obs in (observe(control=stale), observe(control=never, driver=old)):
+        assert decide(obs).kind is ActionKind.NOTHING
+    sp = spec.JobSpec.from_storage(raw_spec(checkpointing={"interval": "200ms"}))
+    doc = manifests.job_config(manifests.JobRef("ns", "job", "u"), sp)
+    assert doc["checkpointing"]["triggeredBy"] == "driver"
+    assert doc["checkpointing"]["intervalSeconds"] == 0.2
 
 
 def test_savepoint_nonce_triggers_a_savepoint_once() -> None:
@@ -346,6 +342,15 @@ def test_invalid_spark_conf_is_rejected_with_a_clear_message() -> None:
     action = decide(observe(spec_raw=bad))
     assert action.kind is ActionKind.REJECT
     assert "spark.kubernetes.authenticate.driver.serviceAccountName" in action.message
+
+
+def test_incremental_checkpoints_are_refused_not_ignored() -> None:
+    """Issue 10 finding 5: nothing implements incremental checkpoints yet."""
+    bad = raw_spec(checkpointing={"interval": "30s", "incremental": True})
+    action = decide(observe(spec_raw=bad))
+    assert action.kind is ActionKind.REJECT and action.reason == "InvalidSpec"
+    assert action.warning  # a warning Event, and status.error carries the message
+    assert "spec.checkpointing.incremental is not implemented yet" in action.message
 
 
 def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from cjob_operator import manifests, quantities
@@ -63,7 +64,7 @@ def test_driver_pod_runs_cjob_driver_restoring_and_restricted() -> None:
     env = {e["name"]: e for e in c["env"]}
     assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "s3", "key": "ak"}
     assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "s3", "key": "sk"}
-    assert c["resources"]["requests"]["memory"] == "896Mi"  # 512Mi + 384Mi overhead
+    assert c["resources"]["requests"]["memory"] == "1152Mi"  # 512Mi + 384Mi JVM + 256Mi Python
 
 
 def test_no_restore_argument_for_a_fresh_start() -> None:
@@ -122,3 +123,47 @@ def test_memory_quantities() -> None:
     assert quantities.spark_memory("1Gi") == "1024m"
     assert quantities.spark_memory("1536Mi") == "1536m"
     assert quantities.pod_memory("8Gi") == "9011Mi"
+
+
+def test_job_config_carries_reset_after_and_allow_fresh_start() -> None:
+    doc = manifests.job_config(JOB, make_spec(restartPolicy={"resetAfter": "2m"},
+                                              allowFreshStart=True))
+    assert doc["restartPolicy"]["resetAfterSeconds"] == 120
+    assert doc["allowFreshStart"] is True
+
+
+def test_executor_pod_names_are_unique_per_driver_pod() -> None:
+    """Issue 10 finding 7: a new driver must not collide with terminating executors."""
+    sp = make_spec()
+    first = manifests.spark_conf(JOB, sp, "r-3-18f")["spark.kubernetes.executor.podNamePrefix"]
+    again = manifests.spark_conf(JOB, sp, "r-3-18f")["spark.kubernetes.executor.podNamePrefix"]
+    second = manifests.spark_conf(JOB, sp, "r-3-190")["spark.kubernetes.executor.podNamePrefix"]
+    assert first == again and first != second and first.startswith("orders-")
+    other_job = manifests.JobRef("team-a", "orders", "uid-8")  # same name, recreated job
+    assert manifests.executor_pod_name_prefix(other_job, "r-3-18f") != first
+    longest = manifests.JobRef("ns", "a" * 39 + "-b", "u")  # 41 chars, above the 40 allowed
+    for job in (JOB, longest):
+        prefix = manifests.executor_pod_name_prefix(job, "d-1-1")
+        assert len(prefix) <= manifests.EXECUTOR_PREFIX_MAX
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", prefix)
+        assert len(f"{prefix}-exec-{2**31 - 1}") <= 63  # a DNS-1123 label
+    cm = manifests.config_map(JOB, sp, "r-3-18f")
+    assert json.loads(cm["data"]["job.json"])["sparkConf"][
+        "spark.kubernetes.executor.podNamePrefix"] == first
+
+
+def test_memory_budget_leaves_room_for_python() -> None:
+    """Issue 10 finding 6: pod limit = heap + JVM overhead + Python."""
+    sp = make_spec()  # executor 2Gi, driver 512Mi
+    conf = manifests.spark_conf(JOB, sp)
+    assert conf["spark.executor.memory"] == "2048m"
+    assert conf["spark.executor.memoryOverhead"] == "1408m"  # 384 JVM native + 1024 Python
+    assert "spark.executor.pyspark.memory" not in conf  # an RLIMIT_AS, see spark_conf
+    small = quantities.memory_budget("1Gi", quantities.EXECUTOR_PYTHON)
+    assert (small.heap, small.overhead, small.python, small.pod) == (1024, 384, 512, 1920)
+    big = quantities.memory_budget("16Gi", quantities.EXECUTOR_PYTHON)
+    assert (big.overhead, big.python, big.pod) == (1638, 8192, 16384 + 1638 + 8192)
+    driver = manifests.driver_pod(JOB, sp, "d-1", None)["spec"]["containers"][0]
+    # 512 heap + 384 JVM native + 256 Python (a quarter of the heap, at least 256)
+    assert driver["resources"]["limits"]["memory"] == "1152Mi"
+    assert driver["resources"]["requests"]["memory"] == "1152Mi"

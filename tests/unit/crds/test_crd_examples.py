@@ -106,7 +106,7 @@ def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
     assert (spec["parallelism"], spec["maxParallelism"]) == (8, 1024)
     assert spec["executor"]["instances"] * spec["executor"]["cores"] >= spec["parallelism"]
     assert spec["checkpointing"]["unaligned"] == {"enabled": True, "alignedTimeout": "30s"}
-    assert spec["checkpointing"]["incremental"] is True
+    assert spec["checkpointing"]["incremental"] is False  # defaulted; true is refused
     assert spec["upgradeMode"] == "savepoint"
     assert spec["executor"]["podTemplate"]["spec"]["tolerations"][0]["key"] == "dedicated"
     assert "credentials" not in str(spec["sparkConf"]).lower()

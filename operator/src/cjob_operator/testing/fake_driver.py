@@ -7,6 +7,11 @@ the job's ConfigMap (both in the :class:`FakeKubernetes` it is given), answers o
 while its pod is ``Running``, and commits each checkpoint by writing ``_metadata``
 into the (``file://``) store with ids that keep increasing across restarts. A stop
 with savepoint writes a savepoint and lets the pod succeed, like a real exit 0.
+
+Like the real driver with ``checkpointing.triggeredBy == "driver"`` it paces periodic
+checkpoints itself: whenever it is asked anything and ``intervalSeconds`` has passed
+since the pod started or since its last periodic checkpoint, it takes one (at most
+one per request, so checkpoints are never closer than the interval).
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class JobBehaviour:
     fail_stop: bool = False
     ready: bool = True
     history: list[dict[str, Any]] = field(default_factory=list)
+    pod_uid: str | None = None
+    """The driver pod whose periodic clock ``periodic_at`` is."""
+    periodic_at: float = 0.0
 
 
 class FakeDriver:
@@ -75,6 +83,31 @@ class FakeDriver:
         base = Path(storage["endpoint"][len("file://"):])
         return Path(base, str(storage["bucket"]), str(storage["root"]))
 
+    def _config(self, namespace: str, job: str) -> dict[str, Any]:
+        cm = self.kube.find("configmaps", namespace, f"{job}-config")
+        if cm is None:
+            raise web.HTTPServiceUnavailable(text="no job configuration")
+        doc: dict[str, Any] = json.loads(cm["data"]["job.json"])
+        return doc
+
+    def _pace(self, namespace: str, job: str) -> None:
+        """The driver's own periodic trigger (``triggeredBy: driver``)."""
+        checkpointing = self._config(namespace, job).get("checkpointing", {})
+        if checkpointing.get("triggeredBy") != "driver":
+            return
+        pod = self.kube.find("pods", namespace, f"{job}-driver") or {}
+        uid = str(pod.get("metadata", {}).get("uid") or
+                  pod.get("metadata", {}).get("annotations", {}).get(
+                      "checkpointed.dev/deployment-id", ""))
+        behaviour = self.behaviour(namespace, job)
+        now = time.time()
+        if behaviour.pod_uid != uid:
+            behaviour.pod_uid, behaviour.periodic_at = uid, now
+            return
+        if now - behaviour.periodic_at >= float(checkpointing.get("intervalSeconds", 30)):
+            behaviour.periodic_at = now
+            self._take(namespace, job, "checkpoint", "periodic")
+
     def _running(self, namespace: str, job: str) -> bool:
         pod = self.kube.find("pods", namespace, f"{job}-driver")
         return bool(pod) and (pod or {}).get("status", {}).get("phase") == "Running"
@@ -94,6 +127,7 @@ class FakeDriver:
             return web.json_response({"ok": ok}, status=200 if ok else 503)
         if not authorized:
             return web.json_response({"error": "unauthorized"}, status=401)
+        self._pace(ns, job)
         handler = {("GET", "/v1/job"): self._job, ("POST", "/v1/checkpoints"): self._trigger,
                    ("GET", "/v1/checkpoints"): self._checkpoints,
                    ("POST", "/v1/stop"): self._stop}.get((request.method, path))
@@ -108,11 +142,15 @@ class FakeDriver:
                                   "parallelism": 2, "start_time": time.time()})
 
     async def _trigger(self, ns: str, job: str, body: Any) -> web.Response:
-        behaviour = self.behaviour(ns, job)
         kind = str((body or {}).get("kind", "checkpoint"))
+        entry = self._take(ns, job, kind, "api")
+        return web.json_response({"id": entry["id"]}, status=202)
+
+    def _take(self, ns: str, job: str, kind: str, trigger: str) -> dict[str, Any]:
+        behaviour = self.behaviour(ns, job)
         now = time.time()
         root = self._job_root(ns, job)
-        entry: dict[str, Any] = {"kind": kind, "trigger_timestamp": now}
+        entry: dict[str, Any] = {"kind": kind, "trigger_timestamp": now, "trigger": trigger}
         if behaviour.fail_next_checkpoints > 0:
             behaviour.fail_next_checkpoints -= 1
             cid = snapshots.abandon(root)
@@ -123,7 +161,7 @@ class FakeDriver:
             entry.update(id=cid, status="COMPLETED", completion_timestamp=now, duration=0.05,
                          size=0, path=folder.as_uri())
         behaviour.history.append(entry)
-        return web.json_response({"id": entry["id"]}, status=202)
+        return entry
 
     async def _checkpoints(self, ns: str, job: str, _: Any) -> web.Response:
         history = self.behaviour(ns, job).history

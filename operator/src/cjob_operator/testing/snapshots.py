@@ -6,17 +6,15 @@ from pathlib import Path
 
 from barrier_runtime.checkpoint import metadata as md
 from barrier_runtime.checkpoint import types
+from barrier_runtime.storage import layout
 from cjob_operator.act import catalog
-from cjob_operator.model import enums
 
 FINGERPRINT = md.JobFingerprint((types.StepId("inp"),), 128, 2)
 
 
 def next_id(root: Path) -> int:
     """Highest id ever used under ``root`` (checkpoint or savepoint, committed or not) + 1."""
-    reader = catalog.Catalog(catalog.LocalDirReader(root))
-    return max([0, *reader.ids(enums.SnapshotKind.CHECKPOINT),
-                *reader.ids(enums.SnapshotKind.SAVEPOINT)]) + 1
+    return catalog.local_catalog(root).store.highest_checkpoint_id() + 1
 
 
 def commit(root: Path, savepoint: bool, now: float) -> tuple[int, Path]:
@@ -32,5 +30,8 @@ def commit(root: Path, savepoint: bool, now: float) -> tuple[int, Path]:
 def abandon(root: Path) -> int:
     """Create an uncommitted checkpoint folder (a failed checkpoint) with the next id."""
     cid = next_id(root)
-    (root / catalog.snapshot_dir(enums.SnapshotKind.CHECKPOINT, cid)).mkdir(parents=True)
+    ref = layout.CheckpointRef(cid, types.CheckpointKind.CHECKPOINT)
+    torn = root / ref.directory / "inp" / "0.arrow"  # state uploaded, never committed
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b"")
     return cid

@@ -6,7 +6,9 @@ control API (DESIGN §4.9) on ``control.port`` with the bearer token from
 ``control.tokenEnv``, commits checkpoints into the ``file://`` store, and appends
 one line per start to ``{job root}/_starts.jsonl`` (pid and restore argument) so a
 test can see what each incarnation restored from. ``POST /v1/stop`` writes a
-savepoint and exits 0 — the same contract the real driver has.
+savepoint and exits 0 — the same contract the real driver has. With
+``checkpointing.triggeredBy == "driver"`` (what the operator writes) it takes a
+periodic checkpoint every ``intervalSeconds``, like the real coordinator.
 """
 
 from __future__ import annotations
@@ -38,6 +40,27 @@ class StandInDriver:
         self.history: list[dict[str, Any]] = []
         self.started = time.time()
         self.stopping = asyncio.Event()
+        checkpointing = config.get("checkpointing", {})
+        self.interval: float | None = (float(checkpointing.get("intervalSeconds", 30))
+                                       if checkpointing.get("triggeredBy") == "driver" else None)
+
+    def take(self, kind: str) -> int:
+        now = time.time()
+        cid, folder = snapshots.commit(self.root, kind == "savepoint", now)
+        self.history.append({"id": cid, "status": "COMPLETED", "kind": kind,
+                             "trigger_timestamp": now, "completion_timestamp": now,
+                             "duration": 0.05, "size": 0, "path": folder.as_uri()})
+        return cid
+
+    async def pace(self) -> None:
+        """Periodic checkpoints, as the real driver's coordinator takes them."""
+        if self.interval is None:
+            return
+        while not self.stopping.is_set():
+            try:
+                await asyncio.wait_for(self.stopping.wait(), self.interval)
+            except TimeoutError:
+                self.take("checkpoint")
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._auth])
@@ -66,11 +89,7 @@ class StandInDriver:
 
     async def _trigger(self, request: web.Request) -> web.Response:
         body = await request.json()
-        now = time.time()
-        cid, folder = snapshots.commit(self.root, body.get("kind") == "savepoint", now)
-        self.history.append({"id": cid, "status": "COMPLETED", "kind": body.get("kind"),
-                             "trigger_timestamp": now, "completion_timestamp": now,
-                             "duration": 0.05, "size": 0, "path": folder.as_uri()})
+        cid = self.take(str(body.get("kind", "checkpoint")))
         return web.json_response({"id": cid}, status=202)
 
     async def _checkpoints(self, _: web.Request) -> web.Response:
@@ -96,7 +115,9 @@ async def serve(config_path: Path, restore_from: str | None) -> int:
     runner = web.AppRunner(driver.app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", int(config["control"]["port"])).start()
+    pacing = asyncio.create_task(driver.pace())
     await driver.stopping.wait()
+    await pacing
     await asyncio.sleep(0.2)  # let the stop response go out
     await runner.cleanup()
     return 0

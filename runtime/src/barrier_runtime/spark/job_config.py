@@ -12,13 +12,15 @@ is the runtime's half of that contract. It holds no secret values, only the
      "checkpointing": {"intervalSeconds": 30, "timeoutSeconds": 600, "minPauseSeconds": 0,
                        "maxConcurrent": 1, "tolerableFailures": 3, "mode": "ExactlyOnce",
                        "unaligned": false, "alignedTimeoutSeconds": 0, "retained": 3,
-                       "incremental": false, "triggeredBy": "operator"},
+                       "incremental": false, "triggeredBy": "driver"},
      "storage": {"endpoint": "http://minio:9000", "bucket": "cjob", "prefix": "cjob",
                  "root": "cjob/team-a/orders",
                  "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
      "restartPolicy": {"maxRestarts": 10, "windowSeconds": 3600,
                        "backoff": {"initialSeconds": 10, "maxSeconds": 300,
-                                   "multiplier": 2.0, "jitter": 0.2}},
+                                   "multiplier": 2.0, "jitter": 0.2},
+                       "resetAfterSeconds": 600},
+     "allowFreshStart": false,
      "control": {"port": 8080, "tokenEnv": "CJOB_CONTROL_TOKEN"},
      "sparkConf": {"spark.master": "k8s://…", "spark.driver.host": "…", …}}
 
@@ -26,10 +28,12 @@ Optional ``"coordinator": {"port": 7080}`` fixes the port workers connect
 back to (default: any free port; a NetworkPolicy or a non-headless Service
 needs a fixed one).
 
-``checkpointing.triggeredBy == "operator"`` means the operator triggers
-checkpoints through the control API on its own timer, so the driver does not
-trigger periodic ones (it still times them out). A ``file://`` endpoint names
-a local directory holding the bucket as a sub-directory (local test runs).
+``checkpointing.triggeredBy == "operator"`` means something else triggers every
+checkpoint through the control API, so the driver does not trigger periodic ones
+(it still times them out). The operator writes ``"driver"``: the coordinator
+paces periodic checkpoints itself and the operator only triggers on-demand ones.
+A ``file://`` endpoint names a local directory holding the bucket as a
+sub-directory (local test runs).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from barrier_runtime.checkpoint import types
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver, pipeline
+from barrier_runtime.storage import object_store
 
 FORMAT_VERSION = 1
 ANY_ADDRESS = "0.0.0.0"
@@ -168,11 +173,22 @@ def _spec(
         spark_conf=_local_conf(spark_conf) if local else spark_conf,
         restart=_restart(_section(doc, "restartPolicy")),
         restore_from=restore_from,
+        allow_fresh_start=_flag(doc, "allowFreshStart"),
         control=_control(control, _section(doc, "job"), environ, local),
         coordinator_bind="127.0.0.1" if local else ANY_ADDRESS,
         coordinator_port=_field(_section(doc, "coordinator"), "coordinator", "port", int, 0),
         coordinator_host=None if local else spark_conf.get("spark.driver.host"),
     )
+
+
+def _flag(raw: Mapping[str, Any], key: str) -> bool:
+    """An optional boolean (``false`` when absent)."""
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise JobConfigError(
+            f"`{key}` in the job configuration is {value!r}, not true or false: {_FIX}"
+        )
+    return value
 
 
 def _pipeline(raw: dict[str, Any]) -> pipeline.PipelineRef:
@@ -194,12 +210,7 @@ def _store(raw: dict[str, Any]) -> config_mod.StoreRef:
     root = str(raw.get("root") or "").strip("/")
     access = str(raw.get("accessKeyEnv") or config_mod.ACCESS_KEY_ENV)
     secret = str(raw.get("secretKeyEnv") or config_mod.SECRET_KEY_ENV)
-    if endpoint.startswith("file://"):
-        url = str(pathlib.Path(endpoint[len("file://") :]) / bucket)
-    elif endpoint:
-        url = f"s3://{bucket}?endpoint={endpoint}"
-    else:
-        url = f"s3://{bucket}"
+    url = object_store.store_url(endpoint, bucket)
     return config_mod.StoreRef(url, root, access_key_env=access, secret_key_env=secret)
 
 

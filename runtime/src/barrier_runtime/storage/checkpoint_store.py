@@ -189,6 +189,38 @@ class CheckpointStore:
         """The highest id of any directory ever written (torn, rejected and savepoints too)."""
         return max((r.checkpoint_id for r in self._list_dirs()), default=0)
 
+    def choose_restore_point(
+        self,
+        kinds: frozenset[types.CheckpointKind] | None = None,
+        *,
+        inventory: layout.Inventory | None = None,
+    ) -> layout.RestoreChoice:
+        """The newest snapshot (of ``kinds``, default both) whose objects verify, and what
+        was rejected on the way.
+
+        This is the one rule for "which checkpoint is usable" (size *and* sha256 of every
+        referenced object, newest first, falling back to older ones); the driver's
+        :meth:`select_restore_point` and the operator's catalog both call it.
+        """
+        inventory = self.scan() if inventory is None else inventory
+        wanted = set(types.CheckpointKind) if kinds is None else set(kinds)
+        rejected = [r for r in inventory.rejected if r.ref.kind in wanted]
+        cache: dict[md.StateHandle, str | None] = {}
+        candidates = [m for m in inventory.completed if m.kind in wanted]
+        newest_first = sorted(
+            candidates, key=lambda m: layout.sort_key(layout.CheckpointRef.of(m))
+        )[::-1]
+        for candidate in newest_first:
+            problems = self._checker.read_problems(candidate.state_handles, cache)
+            if not problems:
+                return layout.RestoreChoice(candidate, tuple(rejected))
+            rejected.append(
+                layout.RejectedCheckpoint(
+                    layout.CheckpointRef.of(candidate), integrity.summary(problems)
+                )
+            )
+        return layout.RestoreChoice(None, tuple(rejected))
+
     def select_restore_point(
         self, *, allow_fresh_start: bool = False
     ) -> md.CheckpointMetadata | None:
@@ -197,27 +229,16 @@ class CheckpointStore:
         Raises :class:`NoUsableCheckpointError` naming every rejected checkpoint
         when some exist but none verifies, unless ``allow_fresh_start``.
         """
-        inventory = self.scan()
-        rejected = list(inventory.rejected)
-        cache: dict[md.StateHandle, str | None] = {}
-        newest_first = sorted(
-            inventory.completed, key=lambda m: layout.sort_key(layout.CheckpointRef.of(m))
-        )[::-1]
-        for candidate in newest_first:
-            problems = self._checker.read_problems(candidate.state_handles, cache)
-            if not problems:
-                if rejected:
-                    log.warning(
-                        "restoring %s from %s; skipped newer unusable: %s",
-                        layout.CheckpointRef.of(candidate), self.describe(),
-                        "; ".join(map(str, rejected)),
-                    )  # fmt: skip
-                return candidate
-            rejected.append(
-                layout.RejectedCheckpoint(
-                    layout.CheckpointRef.of(candidate), integrity.summary(problems)
-                )
-            )
+        choice = self.choose_restore_point()
+        rejected = list(choice.rejected)
+        if choice.chosen is not None:
+            if rejected:
+                log.warning(
+                    "restoring %s from %s; skipped unusable: %s",
+                    layout.CheckpointRef.of(choice.chosen), self.describe(),
+                    "; ".join(map(str, rejected)),
+                )  # fmt: skip
+            return choice.chosen
         if not rejected:
             return None
         rejected.sort(key=lambda r: layout.sort_key(r.ref), reverse=True)
@@ -258,8 +279,13 @@ class CheckpointStore:
 
     def apply_retention(self, retained: int) -> None:
         """Keep the newest ``retained`` checkpoints (and every savepoint); delete the rest."""
+        self.discard_beyond(retained)
+
+    def discard_beyond(self, retained: int) -> tuple[layout.CheckpointRef, ...]:
+        """:meth:`apply_retention`, returning the discarded checkpoint directories."""
         plan = retention.plan_retention(self.scan(), retained)
         self._execute(plan)
+        return plan.discarded
 
     def delete_checkpoint(self, path_or_id: int | str) -> None:
         """Delete one checkpoint or savepoint, keeping objects that others reference."""

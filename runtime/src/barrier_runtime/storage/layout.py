@@ -97,6 +97,16 @@ class Inventory:
         return max((r.checkpoint_id for r in self.dirs), default=0)
 
 
+@dataclass(frozen=True, slots=True)
+class RestoreChoice:
+    """What a restore would use: the newest verified snapshot and the newer ones it skipped."""
+
+    chosen: md.CheckpointMetadata | None
+    """``None`` when no candidate verifies (or none exists)."""
+    rejected: tuple[RejectedCheckpoint, ...] = ()
+    """Unreadable ``_metadata`` documents and candidates that failed verification."""
+
+
 def sort_key(ref: CheckpointRef) -> tuple[int, int]:
     """Ascending by id; for the same id a checkpoint sorts after a savepoint."""
     return ref.checkpoint_id, ref.kind is types.CheckpointKind.CHECKPOINT

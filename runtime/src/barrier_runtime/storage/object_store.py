@@ -113,6 +113,23 @@ def is_temporary_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def store_url(endpoint: str, bucket: str) -> str:
+    """The :func:`open_object_store` URL of ``bucket`` at a job configuration's endpoint.
+
+    ``file:///dir`` names a local directory holding the bucket as a sub-directory;
+    ``http(s)://host:port`` an S3 endpoint; empty means AWS (or the environment's).
+    The driver (``job.json``) and the operator (its checkpoint catalog) both use it.
+
+    >>> store_url("file:///data", "b"), store_url("http://minio:9000", "b")
+    ('/data/b', 's3://b?endpoint=http://minio:9000')
+    """
+    if endpoint.startswith("file://"):
+        return str(pathlib.Path(endpoint[len("file://") :]) / bucket)
+    if endpoint:
+        return f"s3://{bucket}?endpoint={endpoint}"
+    return f"s3://{bucket}"
+
+
 def open_object_store(
     url: str,
     *,

@@ -50,7 +50,7 @@ def test_the_operators_job_config_becomes_the_drivers_spec() -> None:
         "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
     cp = spec.checkpoint
     assert cp.mode is CheckpointingMode.AT_LEAST_ONCE and cp.timeout == 120 and cp.retained == 5
-    assert cp.interval == job_config.NO_PERIODIC_INTERVAL  # the operator triggers checkpoints
+    assert cp.interval == 30  # the driver paces periodic checkpoints (issue 10, finding 5)
     assert spec.restart.max_restarts == 3 and spec.restart.window == 600
     assert spec.restart.backoff.initial == 5 and spec.restart.backoff.multiplier == 3
     assert spec.restore_from == "chk-7"
@@ -103,3 +103,20 @@ def test_unreadable_files_are_reported(tmp_path) -> None:
         job_config.read(bad)
     with pytest.raises(job_config.JobConfigError, match="cannot read"):
         job_config.read(tmp_path / "missing.json")
+
+
+def test_reset_after_and_allow_fresh_start_reach_the_driver() -> None:
+    """Issue 10 finding 5: both were dropped on the way to job.json."""
+    spec = job_config.to_spec(
+        _doc(restartPolicy={"resetAfter": "90s"}, allowFreshStart=True), environ=ENV)
+    assert spec.restart.reset_after == 90 and spec.restart.policy().reset_after == 90
+    assert spec.allow_fresh_start is True
+    default = job_config.to_spec(_doc(), environ=ENV)
+    assert default.restart.reset_after == 600 and default.allow_fresh_start is False
+
+
+def test_allow_fresh_start_must_be_a_boolean() -> None:
+    doc = _doc()
+    doc["allowFreshStart"] = "yes"
+    with pytest.raises(job_config.JobConfigError, match="allowFreshStart"):
+        job_config.to_spec(doc, environ=ENV)
