@@ -193,6 +193,7 @@ def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
         },
         "allowFreshStart": spec.allow_fresh_start,
         "control": {"port": CONTROL_PORT, "tokenEnv": TOKEN_ENV},
+        "driver": {"terminationGracePeriodSeconds": spec.driver.termination_grace_period},
         "sparkConf": spark_conf(job, spec, deployment_id),
     }
 
@@ -278,7 +279,8 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         # No ``command``: the image's entrypoint (tini, then ``cjob ARGS``) stays PID 1, so
-        # SIGTERM reaches the driver and it stops within the grace period.
+        # SIGTERM reaches the driver, which takes a final savepoint within the pod's
+        # terminationGracePeriodSeconds (also in job.json as its deadline) and exits 0.
         "args": driver_args(restore),
         "ports": [
             {"name": "driver-rpc", "containerPort": DRIVER_PORT},
@@ -312,6 +314,7 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
         "metadata": _meta(job, job.driver_pod(), "driver", annotations),
         "spec": {
             "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": spec.driver.termination_grace_period,
             "securityContext": dict(POD_SECURITY),
             "containers": [container],
             "volumes": [{"name": "config", "configMap": {"name": job.config_map()}},

@@ -167,3 +167,12 @@ def test_memory_budget_leaves_room_for_python() -> None:
     # 512 heap + 384 JVM native + 256 Python (a quarter of the heap, at least 256)
     assert driver["resources"]["limits"]["memory"] == "1152Mi"
     assert driver["resources"]["requests"]["memory"] == "1152Mi"
+
+
+def test_the_driver_pods_grace_period_is_the_specs_and_in_job_json() -> None:
+    default = manifests.driver_pod(JOB, make_spec(), "r-1", None)
+    assert default["spec"]["terminationGracePeriodSeconds"] == 60
+    sp = make_spec(driver={"terminationGracePeriodSeconds": 300})
+    assert manifests.driver_pod(JOB, sp, "r-1", None)["spec"][
+        "terminationGracePeriodSeconds"] == 300
+    assert manifests.job_config(JOB, sp)["driver"] == {"terminationGracePeriodSeconds": 300}
