@@ -176,3 +176,20 @@ def test_the_driver_pods_grace_period_is_the_specs_and_in_job_json() -> None:
     assert manifests.driver_pod(JOB, sp, "r-1", None)["spec"][
         "terminationGracePeriodSeconds"] == 300
     assert manifests.job_config(JOB, sp)["driver"] == {"terminationGracePeriodSeconds": 300}
+
+
+def test_the_driver_runs_as_the_operators_driver_account_unless_the_spec_names_one() -> None:
+    """Issue 10 finding 1: with no account, drivers ran as `default` and got 403s."""
+    unnamed = make_spec(driver={"memory": "512Mi"})
+    pod = manifests.driver_pod(JOB, unnamed, "r-1", None, "cjob-driver")
+    assert pod["spec"]["serviceAccountName"] == "cjob-driver"
+    assert "serviceAccountName" not in manifests.driver_pod(JOB, unnamed, "r-1", None)["spec"]
+    named = manifests.driver_pod(JOB, make_spec(), "r-1", None, "cjob-driver")
+    assert named["spec"]["serviceAccountName"] == "drv"
+
+
+def test_executors_run_without_an_api_token() -> None:
+    conf = manifests.spark_conf(JOB, make_spec())
+    assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "default"
+    assert manifests.executor_pod_template(JOB, make_spec())["spec"][
+        "automountServiceAccountToken"] is False
