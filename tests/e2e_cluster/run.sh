@@ -23,7 +23,8 @@
 #                                        (both loaded into a created kind/k3d cluster when
 #                                        the local Docker engine has them)
 #   CJOB_E2E_PIPELINE_MODULE             pipeline module inside the runtime image
-#                                        (default barrier_runtime.demo)
+#                                        (default barrier_runtime.demo; it is given
+#                                        --out S3_URL --rate 500)
 #   CJOB_E2E_TIMEOUT                     seconds per wait (default 300)
 #   CJOB_E2E_KEEP=1                      keep the namespace for debugging
 set -euo pipefail
@@ -38,6 +39,9 @@ SUFFIX=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 NS=cjob-e2e-$SUFFIX
 RELEASE=cjob-e2e-$SUFFIX
 JOB=e2e-counts
+# build_flow of barrier_runtime.demo needs --out: the counts go to the evaluation MinIO
+# (the driver and executor pods get its keys from the job's credentialsSecret).
+OUT_URL="s3://cjob-e2e/$JOB-out?endpoint=http://$RELEASE-checkpointed-operator-minio.$NS.svc:9000"
 CREATED_CLUSTER=""
 
 log() { echo "==> $*"; }
@@ -172,6 +176,7 @@ spec:
   imagePullPolicy: IfNotPresent
   pipeline:
     module: $PIPELINE
+    args: ["--out", "$OUT_URL", "--rate", "500"]
   parallelism: 2
   driver:
     serviceAccount: cjob-driver

@@ -29,6 +29,8 @@ from cjob_operator.model.action import ActionKind
 logger = logging.getLogger(__name__)
 
 TICK = float(os.environ.get("CJOB_RECONCILE_INTERVAL", "5"))
+DRIVER_SERVICE_ACCOUNT = os.environ.get("CJOB_DRIVER_SERVICE_ACCOUNT") or None
+"""The driver ServiceAccount for jobs whose spec names none (the chart sets it)."""
 FINALIZER = f"{GROUP}/finalizer"
 _clients: dict[str, kube.KubeClient] = {}
 
@@ -66,7 +68,7 @@ def _tools(meta: Mapping[str, Any], memo: kopf.Memo) -> perform.Tools:
         memo["cjob"] = perform.JobMemory()
         memo["cjob_lock"] = asyncio.Lock()
     job = manifests.JobRef(meta["namespace"], meta["name"], meta.get("uid", ""))
-    return perform.Tools(client(), memo["cjob"], job)
+    return perform.Tools(client(), memo["cjob"], job, DRIVER_SERVICE_ACCOUNT)
 
 
 async def _reconcile(meta: Mapping[str, Any], memo: kopf.Memo) -> ActionKind | None:

@@ -142,6 +142,10 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
         "spark.kubernetes.executor.deleteOnTermination": "true",
         "spark.kubernetes.authenticate.caCertFile": f"{SA_DIR}/ca.crt",
         "spark.kubernetes.authenticate.oauthTokenFile": f"{SA_DIR}/token",
+        # Executors call no Kubernetes API (the driver creates and watches them), so they
+        # run as the namespace's ``default`` account with no token mounted
+        # (``automountServiceAccountToken: false`` in their template); the driver's
+        # account would hand every executor its right to create pods.
         "spark.kubernetes.authenticate.executor.serviceAccountName": "default",
         "spark.driver.host": job.driver_host(),
         "spark.driver.bindAddress": "0.0.0.0",
@@ -193,6 +197,7 @@ def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
         },
         "allowFreshStart": spec.allow_fresh_start,
         "control": {"port": CONTROL_PORT, "tokenEnv": TOKEN_ENV},
+        "driver": {"terminationGracePeriodSeconds": spec.driver.termination_grace_period},
         "sparkConf": spark_conf(job, spec, deployment_id),
     }
 
@@ -267,7 +272,10 @@ def driver_args(restore: RestorePoint | None) -> list[str]:
 
 
 def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
-               restore: RestorePoint | None) -> Obj:
+               restore: RestorePoint | None, default_service_account: str | None = None) -> Obj:
+    """``default_service_account``: the operator's configured driver account (the chart's
+    ``cjob-driver``), used when ``spec.driver.serviceAccount`` is empty; with neither, the
+    pod runs as the namespace's ``default`` account, which cannot create executors."""
     annotations = {ANNOTATION_DEPLOYMENT: deployment_id, ANNOTATION_SPEC_HASH: spec_hash(spec)}
     # heap (spark.driver.memory) + JVM native + the coordinator's Python
     driver_memory = quantities.memory_budget(spec.driver.memory, quantities.DRIVER_PYTHON)
@@ -278,7 +286,8 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         # No ``command``: the image's entrypoint (tini, then ``cjob ARGS``) stays PID 1, so
-        # SIGTERM reaches the driver and it stops within the grace period.
+        # SIGTERM reaches the driver, which takes a final savepoint within the pod's
+        # terminationGracePeriodSeconds (also in job.json as its deadline) and exits 0.
         "args": driver_args(restore),
         "ports": [
             {"name": "driver-rpc", "containerPort": DRIVER_PORT},
@@ -312,14 +321,16 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
         "metadata": _meta(job, job.driver_pod(), "driver", annotations),
         "spec": {
             "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": spec.driver.termination_grace_period,
             "securityContext": dict(POD_SECURITY),
             "containers": [container],
             "volumes": [{"name": "config", "configMap": {"name": job.config_map()}},
                         {"name": "tmp", "emptyDir": {}}],
         },
     }
-    if spec.driver.service_account:
-        pod["spec"]["serviceAccountName"] = spec.driver.service_account
+    account = spec.driver.service_account or default_service_account
+    if account:
+        pod["spec"]["serviceAccountName"] = account
     return merge_template(spec.driver.pod_template, pod, "driver")
 
 

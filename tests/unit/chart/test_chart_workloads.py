@@ -154,6 +154,23 @@ def test_driver_service_account_matches_its_role_binding(helm_bin: str) -> None:
         assert [a["metadata"]["name"] for a in accounts] == ["cjob-driver"]
 
 
+@pytest.mark.parametrize("combo", ["defaults", "namespaced", "driver-pvcs"])
+def test_the_operator_defaults_drivers_to_the_account_the_chart_creates(
+    helm_bin: str, combo: str
+) -> None:
+    """Issue 10 finding 1: a job without spec.driver.serviceAccount gets the chart's
+    driver account, which exists (with its Role) in every driver namespace."""
+    rendered = chartkit.render(chartkit.COMBOS[combo])
+    name = env(operator_container(rendered))["CJOB_DRIVER_SERVICE_ACCOUNT"]
+    bindings = [b for b in chartkit.of_kind(rendered, "RoleBinding")
+                if b["roleRef"]["name"] == name]
+    accounts = {(a["metadata"]["namespace"], a["metadata"]["name"])
+                for a in chartkit.of_kind(rendered, "ServiceAccount")}
+    assert bindings, "no driver RoleBinding"
+    for binding in bindings:
+        assert (binding["metadata"]["namespace"], name) in accounts
+
+
 def test_minio_secret_has_the_keys_jobs_expect_by_default(helm_bin: str) -> None:
     crd = yaml.safe_load((chartkit.ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml")
                          .read_text())

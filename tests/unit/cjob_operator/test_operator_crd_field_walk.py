@@ -38,6 +38,8 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
                       (MANIFEST, "memory request and limit")),
     "driver.serviceAccount": ((MANIFEST, "serviceAccountName"),),
     "driver.podTemplate": ((MANIFEST, "merged driver pod"),),
+    "driver.terminationGracePeriodSeconds": ((MANIFEST, "terminationGracePeriodSeconds"),
+                                             (JOB_JSON, "driver.terminationGracePeriodSeconds")),
     "executor.cores": ((JOB_JSON, "sparkConf.spark.executor.cores"),),
     "executor.memory": ((JOB_JSON, "sparkConf.spark.executor.memory"),
                         (JOB_JSON, "sparkConf.spark.executor.memoryOverhead")),

@@ -167,3 +167,29 @@ def test_memory_budget_leaves_room_for_python() -> None:
     # 512 heap + 384 JVM native + 256 Python (a quarter of the heap, at least 256)
     assert driver["resources"]["limits"]["memory"] == "1152Mi"
     assert driver["resources"]["requests"]["memory"] == "1152Mi"
+
+
+def test_the_driver_pods_grace_period_is_the_specs_and_in_job_json() -> None:
+    default = manifests.driver_pod(JOB, make_spec(), "r-1", None)
+    assert default["spec"]["terminationGracePeriodSeconds"] == 60
+    sp = make_spec(driver={"terminationGracePeriodSeconds": 300})
+    assert manifests.driver_pod(JOB, sp, "r-1", None)["spec"][
+        "terminationGracePeriodSeconds"] == 300
+    assert manifests.job_config(JOB, sp)["driver"] == {"terminationGracePeriodSeconds": 300}
+
+
+def test_the_driver_runs_as_the_operators_driver_account_unless_the_spec_names_one() -> None:
+    """Issue 10 finding 1: with no account, drivers ran as `default` and got 403s."""
+    unnamed = make_spec(driver={"memory": "512Mi"})
+    pod = manifests.driver_pod(JOB, unnamed, "r-1", None, "cjob-driver")
+    assert pod["spec"]["serviceAccountName"] == "cjob-driver"
+    assert "serviceAccountName" not in manifests.driver_pod(JOB, unnamed, "r-1", None)["spec"]
+    named = manifests.driver_pod(JOB, make_spec(), "r-1", None, "cjob-driver")
+    assert named["spec"]["serviceAccountName"] == "drv"
+
+
+def test_executors_run_without_an_api_token() -> None:
+    conf = manifests.spark_conf(JOB, make_spec())
+    assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "default"
+    assert manifests.executor_pod_template(JOB, make_spec())["spec"][
+        "automountServiceAccountToken"] is False

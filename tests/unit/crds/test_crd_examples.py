@@ -56,7 +56,7 @@ def test_minimal_example_is_stored_with_every_default(
         "pipeline": {"module": "pipelines.wordcount"},
         "parallelism": 2,
         "maxParallelism": 128,
-        "driver": {"cores": 1, "memory": "1Gi"},
+        "driver": {"cores": 1, "memory": "1Gi", "terminationGracePeriodSeconds": 60},
         "executor": {"cores": 1, "memory": "1Gi"},
         "checkpointing": {
             "interval": "30s",

@@ -165,6 +165,7 @@ def test_only_pod_templates_and_intent_are_free_form(schema: dict[str, Any]) -> 
 SPEC_FIELDS = """
 image imagePullPolicy pipeline pipeline.module pipeline.file pipeline.args parallelism
 maxParallelism driver driver.cores driver.memory driver.serviceAccount driver.podTemplate
+driver.terminationGracePeriodSeconds
 executor executor.cores executor.memory executor.instances executor.podTemplate sparkConf
 checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode

@@ -32,6 +32,8 @@ class Tools:
     kube: kube.KubeClient
     memory: JobMemory
     job: manifests.JobRef
+    driver_service_account: str | None = None
+    """The operator's configured driver ServiceAccount (for specs that name none)."""
 
 
 async def control_client(tools: Tools, timeout: float = 5.0) -> control.ControlClient:
@@ -62,7 +64,8 @@ async def _deploy(tools: Tools, obs: observation.Observation, action: Action) ->
     await _ensure_token(tools)
     await tools.kube.apply(manifests.config_map(job, obs.spec, obs.status.intent.id))
     await tools.kube.apply(manifests.service(job))
-    pod = manifests.driver_pod(job, obs.spec, obs.status.intent.id, action.restore)
+    pod = manifests.driver_pod(job, obs.spec, obs.status.intent.id, action.restore,
+                               tools.driver_service_account)
     if not await tools.kube.create(pod):
         return Outcome(error="a driver pod already exists; will retry")
     tools.memory.last_trigger = None

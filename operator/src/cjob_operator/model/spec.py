@@ -55,6 +55,9 @@ class PipelineSpec:
         )
 
 
+DEFAULT_TERMINATION_GRACE_PERIOD = 60
+
+
 @dataclass(frozen=True, slots=True)
 class PodSpec:
     """``spec.driver`` / ``spec.executor``."""
@@ -64,6 +67,8 @@ class PodSpec:
     instances: int | None = None
     service_account: str | None = None
     pod_template: Mapping[str, Any] = field(default_factory=dict)
+    termination_grace_period: int = DEFAULT_TERMINATION_GRACE_PERIOD
+    """Seconds from SIGTERM to SIGKILL (driver only): time for the final savepoint."""
 
     @classmethod
     def from_storage(cls, raw: Raw) -> PodSpec:
@@ -73,6 +78,8 @@ class PodSpec:
             instances=None if raw.get("instances") is None else int(raw["instances"]),
             service_account=raw.get("serviceAccount"),
             pod_template=dict(raw.get("podTemplate") or {}),
+            termination_grace_period=int(raw.get("terminationGracePeriodSeconds",
+                                                 DEFAULT_TERMINATION_GRACE_PERIOD)),
         )
 
 

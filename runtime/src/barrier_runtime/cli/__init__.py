@@ -27,7 +27,8 @@ _JVM_TO_LOG = frozenset({"run", "demo"})
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _QUIET_LEVELS = {"driver": logging.WARNING}
 """Terminal levels without ``--verbose`` (default ERROR): driver pods log lifecycle warnings."""
-_SHOWN = {"driver": {"barrier_runtime.driver": logging.INFO}}
+_SHOWN = {"driver": {"barrier_runtime.driver": logging.INFO},
+          "run": {"barrier_runtime.driver.graceful_stop": logging.WARNING}}
 """Loggers shown at a lower level than the command's (the driver's restart loop)."""
 
 

@@ -4,7 +4,10 @@ It reads the job configuration the operator wrote (see
 :mod:`barrier_runtime.spark.job_config`), serves the control API on the
 configured port with the bearer token from the named environment variable,
 and runs the job on Spark until its input ends (exit 0), it is stopped with a
-savepoint through ``POST /v1/stop`` (exit 0), or its restart budget is spent
+savepoint through ``POST /v1/stop`` or by SIGTERM (exit 0: the pod is deleted,
+evicted or drained; the savepoint must complete within
+``driver.terminationGracePeriodSeconds``, see
+:mod:`barrier_runtime.driver.graceful_stop`), or its restart budget is spent
 (exit 1 with a one-line reason; the operator then restarts the pod from the
 latest completed checkpoint). Logs are JSON-free, quiet lines on stderr.
 """
@@ -16,6 +19,7 @@ import logging
 import os
 from typing import Any
 
+from barrier_runtime.driver import graceful_stop, job_driver
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import job_config, pipeline
 
@@ -54,11 +58,20 @@ def run(args: argparse.Namespace) -> int:
         flow.name, spec.parallelism, driver.store.describe(), driver.server.address,
         restore or "latest completed checkpoint",
     )  # fmt: skip
-    result = driver.run()
+    stopper = graceful_stop.GracefulStop(driver.job, spec.stop_grace_period)
+    with graceful_stop.on_signals(stopper):
+        result = driver.run()
     log.warning(
-        "job %s: %d checkpoint(s), %d restart(s), final checkpoint %s, savepoint %s",
-        "stopped" if result.stopped_with_savepoint else "finished",
+        "job %s: restored from %s, %d checkpoint(s), %d restart(s), final checkpoint %s, "
+        "savepoint %s (id %s)",
+        _status(result, stopper), result.restored_from[0] if result.restored_from else None,
         len(result.completed_checkpoints), result.restarts, result.final_checkpoint,
-        result.stopped_with_savepoint,
+        result.stopped_with_savepoint, result.stopped_savepoint_id,
     )  # fmt: skip
     return 0
+
+
+def _status(result: job_driver.JobResult, stopper: graceful_stop.GracefulStop) -> str:
+    if result.stopped_with_savepoint is None:
+        return "finished"
+    return f"stopped by {stopper.signal_name}" if stopper.signal_name else "stopped"

@@ -58,6 +58,8 @@ class Outcome:
 
 def classify(exc: BaseException) -> Outcome:
     """The headline and exit code for an exception that ended the command."""
+    if isinstance(exc, job_driver.JobAbortedError):
+        return Outcome(f"cjob: job stopped without a savepoint: {one_line(exc)}", EXIT_FAILED)
     if isinstance(exc, job_driver.JobFailedError):
         return Outcome(f"cjob: job failed: {one_line(exc)}", EXIT_FAILED)
     if isinstance(exc, MISTAKES):

@@ -14,6 +14,10 @@ With ``--control-port`` it serves the driver's control API (DESIGN §4.9) and
 announces where before the job starts: a ``control`` event with its ``url``
 (``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
 stops the job with a savepoint that ``--restore-from`` resumes.
+
+SIGTERM or Ctrl-C stop the job the same way (a final savepoint within
+``--stop-grace-period`` seconds, then exit 0; the next run with the same
+``--store`` and ``--job`` resumes from it); a second one aborts at once.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import failures, progress
-from barrier_runtime.driver import job_driver, restart
+from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import pipeline
@@ -73,6 +77,10 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--control-port", type=int, metavar="PORT",
                         help="serve the control API on 127.0.0.1:PORT (0: any free port; "
                         f"bearer token from ${TOKEN_ENV} if set)")  # fmt: skip
+    parser.add_argument("--stop-grace-period", type=float,
+                        default=graceful_stop.DEFAULT_GRACE_PERIOD, metavar="SECONDS",
+                        help="on SIGTERM/Ctrl-C, time for the final savepoint "
+                        "(default %(default)g)")  # fmt: skip
     parser.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS")
     parser.add_argument("--json", action="store_true", help="JSON lines instead of text")
     parser.set_defaults(run=run)
@@ -86,6 +94,10 @@ def check_args(args: argparse.Namespace) -> None:
             f"{args.parallelism}: use e.g. -p 2"
         )
     _conf(args.conf)
+    if args.stop_grace_period <= 0:
+        raise failures.InvalidArgumentError(
+            f"--stop-grace-period must be positive, got {args.stop_grace_period:g}"
+        )
     if args.control_port is not None and not 0 <= args.control_port <= 65535:
         raise failures.InvalidArgumentError(
             f"--control-port must be a TCP port (0 picks a free one), got {args.control_port}"
@@ -115,6 +127,7 @@ def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.Spark
         ),
         restore_from=_restore_arg(args.restore_from),
         allow_fresh_start=args.allow_fresh_start,
+        stop_grace_period=args.stop_grace_period,
         control=None
         if args.control_port is None
         else driver_mod.ControlSettings(port=args.control_port, token=_token()),
@@ -142,14 +155,18 @@ def run(args: argparse.Namespace) -> int:
         "started", job=spec.store.job_path, parallelism=spec.parallelism,
         store=driver.store.describe(), coordinator=driver.server.address,
     )  # fmt: skip
+    stopper = graceful_stop.GracefulStop(driver.job, spec.stop_grace_period)
     try:
-        with progress.ProgressView(driver.job, out, status_every=args.status_every):
+        with graceful_stop.on_signals(stopper), progress.ProgressView(
+            driver.job, out, status_every=args.status_every
+        ):
             result = driver.run()
     except job_driver.JobFailedError as exc:
         if out.json_lines:
-            out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result))
+            out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result),
+                    stopped_by=stopper.signal_name)  # fmt: skip
         raise
-    _summary(out, driver, result)
+    _summary(out, driver, result, stopper.signal_name)
     return 0
 
 
@@ -165,7 +182,10 @@ def _announce_control(spec: driver_mod.SparkJobSpec, out: progress.Output) -> Ca
 
 
 def _summary(
-    out: progress.Output, driver: driver_mod.SparkDriver, result: job_driver.JobResult
+    out: progress.Output,
+    driver: driver_mod.SparkDriver,
+    result: job_driver.JobResult,
+    stopped_by: str | None = None,
 ) -> None:
     metrics = driver.job.runtime_metrics()
     status = "stopped" if result.stopped_with_savepoint else "finished"
@@ -174,6 +194,8 @@ def _summary(
         **_counts(result),
         "final_checkpoint": result.final_checkpoint,
         "savepoint": result.stopped_with_savepoint,
+        "savepoint_id": result.stopped_savepoint_id,
+        "stopped_by": stopped_by,
         "records_out": dict(metrics.records_out),
         "wall_time_s": round(out.elapsed, 2),
     }
@@ -183,6 +205,9 @@ def _summary(
     out.say(
         f"job {status}: {len(result.completed_checkpoints)} checkpoint(s) completed, "
         f"{result.restarts} restart(s), final checkpoint {result.final_checkpoint}"
+        + (f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
+           if result.stopped_with_savepoint else "")
+        + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
     )
 
 

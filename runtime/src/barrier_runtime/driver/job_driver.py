@@ -46,6 +46,11 @@ class JobFailedError(RuntimeError):
     """The job failed more often than its restart budget allows."""
 
 
+class JobAbortedError(JobFailedError):
+    """The job was stopped without a savepoint (:meth:`JobDriver.abort`): the next start
+    restores the latest completed checkpoint."""
+
+
 @dataclass
 class JobResult:
     """What happened during a run."""
@@ -58,6 +63,8 @@ class JobResult:
     final_checkpoint: int | None = None
     stopped_with_savepoint: str | None = None
     """Path of the savepoint the job was stopped with, if it was."""
+    stopped_savepoint_id: int | None = None
+    """Id of that savepoint."""
 
 
 class JobDriver:
@@ -108,6 +115,7 @@ class JobDriver:
         self._shutdown = threading.Event()
         """Leave the run loop after shutting subtasks down cleanly."""
         self._finished_metrics = attempts.AttemptMetrics()
+        self._abort_reason: str | None = None
 
     # -- the control seam (barrier_runtime.control.job.JobControl) --------------------
 
@@ -164,11 +172,24 @@ class JobDriver:
             why = outcome.message if done is None else (done.message or done.status.value)
             raise job.SavepointFailedError(f"stop-with-savepoint failed, job keeps running: {why}")
         self.result.stopped_with_savepoint = done.path
+        self.result.stopped_savepoint_id = int(done.checkpoint_id)
         self._shutdown.set()
         live = self._live
         if live is not None:
             live.wake()
         return done
+
+    def abort(self, reason: str) -> None:
+        """Cancel pending checkpoints (a stop's savepoint too) and leave the run loop, which
+        raises :class:`JobAbortedError` with ``reason``; nothing newer than the latest
+        completed checkpoint is published."""
+        self._abort_reason = reason
+        self._state = job.JobState.STOPPING
+        self.coordinator.abort_all_pending(types.FailureReason.CANCELLED)
+        self._shutdown.set()
+        live = self._live
+        if live is not None:
+            live.wake()
 
     def wait_running(self, timeout: float) -> bool:
         """Block until an attempt's subtasks are running (True) or ``timeout`` passes."""
@@ -210,13 +231,19 @@ class JobDriver:
                         step.sink.recover(step.step_id)
                 # Steps 3 and 4
                 if self._run_attempt(run):
+                    if self._abort_reason is not None:
+                        raise JobAbortedError(self._abort_reason)
                     stopped = self.result.stopped_with_savepoint is not None
                     self._state = job.JobState.STOPPED if stopped else job.JobState.FINISHED
                     return self.result
+            except JobAbortedError:
+                raise
             except Exception as exc:
                 run.fail(exc)
             finally:
                 self._teardown(run)
+            if self._abort_reason is not None:
+                raise JobAbortedError(self._abort_reason)
             # Step 5
             self._after_failure(run)
             number += 1

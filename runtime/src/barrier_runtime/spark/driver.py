@@ -42,6 +42,8 @@ from barrier_runtime.storage import checkpoint_store, preflight
 
 log = logging.getLogger(__name__)
 
+DEFAULT_STOP_GRACE_PERIOD = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class RestartSettings:
@@ -98,6 +100,9 @@ class SparkJobSpec:
     crashes: tuple[faults.Crash, ...] = ()
     """Test crash plan, injected inside the workers (each crash in the attempt it names)."""
     tick_interval: float = 0.01
+    stop_grace_period: float = DEFAULT_STOP_GRACE_PERIOD
+    """Seconds from SIGTERM to SIGKILL (the pod's ``terminationGracePeriodSeconds``): the
+    final savepoint of a graceful stop must complete within it, less a margin."""
 
     @property
     def effective_master(self) -> str:

@@ -22,7 +22,12 @@ is the runtime's half of that contract. It holds no secret values, only the
                        "resetAfterSeconds": 600},
      "allowFreshStart": false,
      "control": {"port": 8080, "tokenEnv": "CJOB_CONTROL_TOKEN"},
+     "driver": {"terminationGracePeriodSeconds": 60},
      "sparkConf": {"spark.master": "k8s://…", "spark.driver.host": "…", …}}
+
+``driver.terminationGracePeriodSeconds`` (optional, default 60) is the driver pod's
+grace period: on SIGTERM the driver takes a final savepoint before that deadline
+(:mod:`barrier_runtime.driver.graceful_stop`).
 
 Optional ``"coordinator": {"port": 7080}`` fixes the port workers connect
 back to (default: any free port; a NetworkPolicy or a non-headless Service
@@ -178,7 +183,16 @@ def _spec(
         coordinator_bind="127.0.0.1" if local else ANY_ADDRESS,
         coordinator_port=_field(_section(doc, "coordinator"), "coordinator", "port", int, 0),
         coordinator_host=None if local else spark_conf.get("spark.driver.host"),
+        stop_grace_period=_grace_period(_section(doc, "driver")),
     )
+
+
+def _grace_period(raw: dict[str, Any]) -> float:
+    where, key = "driver", "terminationGracePeriodSeconds"
+    value = _field(raw, where, key, float, driver.DEFAULT_STOP_GRACE_PERIOD)
+    if value <= 0:
+        raise JobConfigError(f"`{where}.{key}` in the job configuration is {value:g}: {_FIX}")
+    return value
 
 
 def _flag(raw: Mapping[str, Any], key: str) -> bool:

@@ -120,3 +120,20 @@ def test_allow_fresh_start_must_be_a_boolean() -> None:
     doc["allowFreshStart"] = "yes"
     with pytest.raises(job_config.JobConfigError, match="allowFreshStart"):
         job_config.to_spec(doc, environ=ENV)
+
+
+def test_the_driver_pods_grace_period_reaches_the_driver() -> None:
+    """Issue 10 point 4: the driver's SIGTERM deadline is the pod's grace period."""
+    spec = job_config.to_spec(_doc(driver={"terminationGracePeriodSeconds": 120}), environ=ENV)
+    assert spec.stop_grace_period == 120
+    assert job_config.to_spec(_doc(), environ=ENV).stop_grace_period == 60
+    older = _doc()
+    del older["driver"]  # a job.json written before the field existed
+    assert job_config.to_spec(older, environ=ENV).stop_grace_period == 60
+
+
+def test_a_grace_period_must_be_positive() -> None:
+    doc = _doc()
+    doc["driver"] = {"terminationGracePeriodSeconds": 0}
+    with pytest.raises(job_config.JobConfigError, match="terminationGracePeriodSeconds"):
+        job_config.to_spec(doc, environ=ENV)
