@@ -1,0 +1,74 @@
+"""Real kubectl against kube-local: CRDs, apply, Tables with printer columns, patch, delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import kubernetes as _kubernetes
+from tests.integration.kube_local.conftest import ROOT, Kube, wait_for
+
+kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
+
+CRD = ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
+MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
+
+
+def _namespace(kube: Kube, name: str) -> None:
+    kube.kubectl("apply", "-f", "-",
+                 stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+
+
+def test_a_crd_is_served_and_kubectl_get_prints_its_columns(kube: Kube) -> None:
+    kube.kubectl("apply", "-f", str(CRD))
+    wait_for(lambda: "checkpointedjobs" in kube.kubectl("api-resources").stdout,
+             what="the CRD in discovery")
+    _namespace(kube, "jobs")
+    applied = kube.kubectl("-n", "jobs", "apply", "-f", str(MINIMAL))
+    assert applied.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount created"
+    again = kube.kubectl("-n", "jobs", "apply", "-f", str(MINIMAL))
+    assert again.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount unchanged"
+    custom = kubernetes.client.CustomObjectsApi(kube.client())
+    custom.patch_namespaced_custom_object_status(
+        "checkpointed.dev", "v1alpha1", "jobs", "checkpointedjobs", "wordcount",
+        {"status": {"phase": "Running", "restarts": {"count": 3},
+                    "checkpoints": {"lastCompleted": {"id": 7}}}})
+    header, row = kube.kubectl("-n", "jobs", "get", "cjob").stdout.splitlines()
+    assert header.split() == ["NAME", "PHASE", "PARALLELISM", "LAST", "CHECKPOINT",
+                              "CHECKPOINT", "AGE", "RESTARTS", "AGE"]
+    cells = row.split()
+    assert cells[:4] == ["wordcount", "Running", "2", "7"]  # parallelism: the CRD default
+    assert cells[4] == "3" and cells[5].endswith("s")
+
+
+def test_apply_patch_and_delete_a_builtin(kube: Kube) -> None:
+    _namespace(kube, "apply")
+    manifest = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\n"
+                "  labels: {{app: demo}}\ndata:\n  a: \"{a}\"\n  {extra}\n")
+    kube.kubectl("-n", "apply", "apply", "-f", "-",
+                 stdin=manifest.format(a=1, extra="b: \"2\""))
+    configured = kube.kubectl("-n", "apply", "apply", "-f", "-",
+                              stdin=manifest.format(a=3, extra=""))
+    assert configured.stdout.strip() == "configmap/conf configured"
+    got: dict[str, Any] = json.loads(kube.kubectl("-n", "apply", "get", "cm", "conf",
+                                                  "-o", "json").stdout)
+    assert got["data"] == {"a": "3"}  # b was removed: it was in the last applied config
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+    kube.kubectl("-n", "apply", "patch", "cm", "conf", "--type", "merge", "-p",
+                 '{"data": {"c": "4"}}')
+    kube.kubectl("-n", "apply", "label", "cm", "conf", "tier=back")
+    listed = kube.kubectl("-n", "apply", "get", "cm", "-l", "tier=back", "-o", "name")
+    assert listed.stdout.split() == ["configmap/conf"]
+    kube.kubectl("-n", "apply", "delete", "cm", "conf")
+    missing = kube.kubectl("-n", "apply", "get", "cm", "conf", check=False)
+    assert 'configmaps "conf" not found' in missing.stderr
+
+
+def test_server_side_apply_creates_then_merges(kube: Kube) -> None:
+    _namespace(kube, "ssa")
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\ndata:\n  a: \"{}\"\n"
+    for value in (1, 2):
+        kube.kubectl("-n", "ssa", "apply", "--server-side", "-f", "-",
+                     stdin=manifest.format(value))
+    got = json.loads(kube.kubectl("-n", "ssa", "get", "cm", "s", "-o", "json").stdout)
+    assert got["data"] == {"a": "2"}
