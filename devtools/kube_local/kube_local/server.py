@@ -18,7 +18,18 @@ from typing import Any
 import aiohttp.web
 import yaml
 
-from kube_local import auth, controllers, errors, rbac, resources, selectors, store, tables, verbs
+from kube_local import (
+    auth,
+    controllers,
+    errors,
+    protobuf,
+    rbac,
+    resources,
+    selectors,
+    store,
+    tables,
+    verbs,
+)
 
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kube-local",
@@ -203,10 +214,8 @@ class ApiServer:
     @staticmethod
     async def _body(request: aiohttp.web.Request) -> Any:
         if "protobuf" in request.content_type:
-            raise errors.ApiError(415, "UnsupportedMediaType",
-                                  "kube-local speaks JSON only, not protobuf: use "
-                                  "`kubectl create -f`/`kubectl apply -f` instead of "
-                                  "`kubectl create <kind>`")
+            raw = await request.read()
+            return protobuf.decode(raw) if raw else None
         text = await request.text()
         if not text.strip():
             return None
@@ -244,7 +253,8 @@ class ApiServer:
     async def _watch(self, request: aiohttp.web.Request, target: Target,
                      selector: selectors.Selector) -> aiohttp.web.StreamResponse:
         wanted = request.query.get("resourceVersion", "")
-        since = None if wanted in ("", "0") else int(wanted)
+        initial = request.query.get("sendInitialEvents") == "true"
+        since = None if wanted in ("", "0") or initial else int(wanted)
         timeout = float(request.query.get("timeoutSeconds", "1800"))
         response = aiohttp.web.StreamResponse()
         response.content_type = "application/json"
@@ -261,6 +271,8 @@ class ApiServer:
         try:
             for event in backlog:
                 await self._send(response, target, selector, event)
+            if initial:
+                await self._bookmark(response, target)
             while loop.time() < deadline:
                 transport = request.transport
                 if transport is None or transport.is_closing():
@@ -276,6 +288,15 @@ class ApiServer:
         finally:
             self.store.unsubscribe(target.type, queue)
         return response
+
+    async def _bookmark(self, response: aiohttp.web.StreamResponse, target: Target) -> None:
+        """The end of the initial events of a watch-list (``sendInitialEvents=true``)."""
+        t = target.type
+        marker = {"kind": t.kind, "apiVersion": t.api_version(target.version), "metadata": {
+            "resourceVersion": str(self.store.version),
+            "annotations": {"k8s.io/initial-events-end": "true"}}}
+        await response.write(json.dumps({"type": "BOOKMARK", "object": marker}).encode()
+                             + b"\n")
 
     @staticmethod
     async def _send(response: aiohttp.web.StreamResponse, target: Target,

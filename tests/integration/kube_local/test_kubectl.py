@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import kubernetes as _kubernetes
+import pytest
 from tests.integration.kube_local.conftest import ROOT, Kube, wait_for
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
@@ -72,3 +74,50 @@ def test_server_side_apply_creates_then_merges(kube: Kube) -> None:
                      stdin=manifest.format(value))
     got = json.loads(kube.kubectl("-n", "ssa", "get", "cm", "s", "-o", "json").stdout)
     assert got["data"] == {"a": "2"}
+
+
+def test_kubectl_create_subcommands_send_protobuf_and_work(kube: Kube) -> None:
+    kube.kubectl("create", "namespace", "typed")
+    kube.kubectl("-n", "typed", "create", "configmap", "c", "--from-literal=a=b")
+    kube.kubectl("-n", "typed", "create", "secret", "generic", "s", "--from-literal=x=y")
+    kube.kubectl("-n", "typed", "create", "serviceaccount", "robot")
+    token = kube.kubectl("-n", "typed", "create", "token", "robot").stdout.strip()
+    got = json.loads(kube.kubectl("-n", "typed", "get", "cm", "c", "-o", "json").stdout)
+    assert got["data"] == {"a": "b"}
+    secret = json.loads(kube.kubectl("-n", "typed", "get", "secret", "s", "-o", "json").stdout)
+    assert secret["data"] == {"x": "eQ=="}
+    refused = kube.kubectl("-n", "typed", "get", "cm", token=token, check=False)
+    assert ('User "system:serviceaccount:typed:robot" cannot list resource "configmaps"'
+            in refused.stderr)
+    kube.kubectl("-n", "typed", "delete", "cm", "c")
+
+
+HELM = ROOT / ".venv" / "bin" / "helm"
+CHART = ROOT / "charts" / "checkpointed-operator"
+
+
+@pytest.mark.skipif(not HELM.exists(), reason="helm is installed by scripts/get-helm.sh")
+def test_helm_install_upgrade_uninstall(kube: Kube) -> None:
+    def helm(*args: str) -> str:
+        result = subprocess.run([str(HELM), "--kubeconfig", str(kube.kubeconfig), *args],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    helm("install", "cjob", str(CHART), "-n", "helm-test", "--create-namespace")
+    deploy = json.loads(kube.kubectl("-n", "helm-test", "get", "deploy", "-o", "json").stdout)
+    assert [d["metadata"]["name"] for d in deploy["items"]] == ["cjob-checkpointed-operator"]
+    helm("upgrade", "cjob", str(CHART), "-n", "helm-test",
+         "--set", "operator.reconcileInterval=7")
+    releases = json.loads(helm("list", "-n", "helm-test", "-o", "json"))
+    assert [(r["name"], r["revision"], r["status"]) for r in releases] == [
+        ("cjob", "2", "deployed")]
+    env = json.loads(kube.kubectl("-n", "helm-test", "get", "deploy",
+                                  "cjob-checkpointed-operator", "-o", "json").stdout)
+    variables = env["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "CJOB_RECONCILE_INTERVAL", "value": "7"} in variables
+    helm("uninstall", "cjob", "-n", "helm-test")
+    left = kube.kubectl("-n", "helm-test", "get", "deploy,sa,role,secret", "-o", "name")
+    assert left.stdout.split() == ["serviceaccount/default"]
+    roles = kube.kubectl("get", "clusterroles", "-o", "name").stdout.split()
+    assert not [r for r in roles if "checkpointed-operator" in r]
