@@ -32,6 +32,12 @@ KINDS: Mapping[str, Schema] = {
                        4: ("automountServiceAccountToken", "bool")},
     "DeleteOptions": {1: ("gracePeriodSeconds", "int"), 4: ("propagationPolicy", "string")},
     "TokenRequest": {1: ("metadata", OBJECT_META)},
+    "SelfSubjectAccessReview": {1: ("metadata", OBJECT_META), 2: ("spec", {
+        1: ("resourceAttributes", {
+            1: ("namespace", "string"), 2: ("verb", "string"), 3: ("group", "string"),
+            4: ("version", "string"), 5: ("resource", "string"),
+            6: ("subresource", "string"), 7: ("name", "string")}),
+        2: ("nonResourceAttributes", {1: ("path", "string"), 2: ("verb", "string")})})},
 }
 _UNKNOWN: Schema = {1: ("typeMeta", {1: ("apiVersion", "string"), 2: ("kind", "string")}),
                     2: ("raw", "raw")}

@@ -95,3 +95,17 @@ def authorize(data: store.Store, user: auth.User, a: Attributes) -> None:
                 rule_allows(rule, a) for rule in _rules(data, binding)):
             return
     raise a.forbidden(user)
+
+
+def review(data: store.Store, user: auth.User, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The status of a SelfSubjectAccessReview (``kubectl auth can-i``)."""
+    attrs = spec.get("resourceAttributes")
+    if not attrs:
+        return {"allowed": True, "reason": "non-resource URLs are open to every user"}
+    try:
+        authorize(data, user, Attributes(
+            attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
+            attrs.get("subresource", ""), attrs.get("namespace", ""), attrs.get("name", "")))
+    except errors.ApiError:
+        return {"allowed": False}
+    return {"allowed": True, "reason": "allowed by RBAC"}

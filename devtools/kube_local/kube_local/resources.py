@@ -68,6 +68,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
     _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
+    _t("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
     _t("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition",
        False, ("crd", "crds"), ("status",)),
 )

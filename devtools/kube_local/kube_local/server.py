@@ -172,8 +172,9 @@ class ApiServer:
                         target: Target) -> aiohttp.web.StreamResponse:
         verb = self._verb(request, target)
         t = target.type
-        rbac.authorize(self.store, user, rbac.Attributes(
-            verb, t.group, t.plural, target.subresource, target.namespace, target.name))
+        if t.plural != "selfsubjectaccessreviews":  # every user may ask about themselves
+            rbac.authorize(self.store, user, rbac.Attributes(
+                verb, t.group, t.plural, target.subresource, target.namespace, target.name))
         query = request.query
         selector = selectors.Selector.parse(query.get("labelSelector"),
                                             query.get("fieldSelector"))
@@ -189,6 +190,11 @@ class ApiServer:
             return self._answer(request, target,
                                 [self.store.get(t, target.namespace, target.name)])
         body = await self._body(request)
+        if verb == "create" and t.plural == "selfsubjectaccessreviews":
+            review = dict(body or {}, apiVersion="authorization.k8s.io/v1",
+                          kind="SelfSubjectAccessReview")
+            review["status"] = rbac.review(self.store, user, review.get("spec") or {})
+            return _json(review, 201)
         if verb == "create" and target.subresource == "token":
             return _json(self._token(target, body), 201)
         if verb == "create":

@@ -81,6 +81,25 @@ def test_a_role_binding_grants_exactly_its_verbs_and_names(kube: Kube, core: Any
     assert kube.kubectl("-n", ns, "get", "pods", token=token).stdout.startswith("NAME")
 
 
+def test_kubectl_auth_can_i_answers_from_rbac(kube: Kube, core: Any, ns: str) -> None:
+    rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
+    token = _token(core, ns, "asker")
+    rbac.create_namespaced_role(ns, {"metadata": {"name": "watch-pods"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]}]})
+    rbac.create_namespaced_role_binding(ns, {
+        "metadata": {"name": "asker"},
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "watch-pods"},
+        "subjects": [{"kind": "ServiceAccount", "name": "asker", "namespace": ns}]})
+
+    def can(*args: str) -> str:
+        return kube.kubectl("-n", ns, "auth", "can-i", *args, token=token,
+                            check=False).stdout.strip()
+
+    assert can("watch", "pods") == "yes"
+    assert can("create", "pods") == "no"
+    assert can("watch", "pods", "-n", "default") == "no"
+
+
 def test_a_cluster_role_through_a_cluster_role_binding(kube: Kube, core: Any,
                                                        ns: str) -> None:
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
