@@ -30,7 +30,8 @@ KINDS: Mapping[str, Schema] = {
     "Namespace": {1: ("metadata", OBJECT_META)},
     "ServiceAccount": {1: ("metadata", OBJECT_META),
                        4: ("automountServiceAccountToken", "bool")},
-    "DeleteOptions": {1: ("gracePeriodSeconds", "int"), 4: ("propagationPolicy", "string")},
+    "DeleteOptions": {1: ("gracePeriodSeconds", "int"), 4: ("propagationPolicy", "string"),
+                      5: ("dryRun", "strings")},
     "TokenRequest": {1: ("metadata", OBJECT_META)},
     "SelfSubjectAccessReview": {1: ("metadata", OBJECT_META), 2: ("spec", {
         1: ("resourceAttributes", {

@@ -190,6 +190,9 @@ class ApiServer:
             return self._answer(request, target,
                                 [self.store.get(t, target.namespace, target.name)])
         body = await self._body(request)
+        if query.get("dryRun") or (verb.startswith("delete") and isinstance(body, dict)
+                                   and body.get("dryRun")):
+            raise errors.bad_request("kube-local does not support dryRun: nothing was changed")
         if verb == "create" and t.plural == "selfsubjectaccessreviews":
             review = dict(body or {}, apiVersion="authorization.k8s.io/v1",
                           kind="SelfSubjectAccessReview")

@@ -89,6 +89,8 @@ def test_kubectl_create_subcommands_send_protobuf_and_work(kube: Kube) -> None:
     refused = kube.kubectl("-n", "typed", "get", "cm", token=token, check=False)
     assert ('User "system:serviceaccount:typed:robot" cannot list resource "configmaps"'
             in refused.stderr)
+    dry = kube.kubectl("-n", "typed", "delete", "cm", "c", "--dry-run=server", check=False)
+    assert "does not support dryRun" in dry.stderr
     kube.kubectl("-n", "typed", "delete", "cm", "c")
 
 
