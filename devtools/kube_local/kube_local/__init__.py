@@ -8,7 +8,7 @@ asserting on requests in tests; its emulator keys its storage and watch buses on
 own request parsing, keeps no global resourceVersion or event history, and has no
 seam for selectors, RBAC or TLS. Everything issue 10 asks for (ordered watches with
 410 Gone, selectors on list and watch, GC, RBAC, Tables, apply) would have meant
-overriding nearly all of it, so this package owns storage and routing (~1,200 lines)
+overriding nearly all of it, so this package owns storage and routing (~1,900 lines)
 and keeps the same shapes as kmock's ``KubernetesEmulator`` where they meet (objects
 by resource/namespace/name). The kmock adapter in ``cjob_operator.testing.fake_kube``
 keeps serving today's operator tests.
@@ -18,7 +18,9 @@ Layers (each module's docstring says what belongs there):
 * :mod:`~kube_local.store`: objects, the global resourceVersion, bounded watch history;
 * :mod:`~kube_local.controllers`: GC, namespaces, CRD establishment, token Secrets;
 * :mod:`~kube_local.verbs`: create/update/patch/delete semantics;
-* :mod:`~kube_local.patches`, :mod:`~kube_local.selectors`, :mod:`~kube_local.tables`;
+* :mod:`~kube_local.patches`, :mod:`~kube_local.selectors`, :mod:`~kube_local.tables`,
+  :mod:`~kube_local.defaults` (CRD schema defaults), :mod:`~kube_local.protobuf` (the
+  few protobuf bodies typed Go clients send);
 * :mod:`~kube_local.auth` (tokens), :mod:`~kube_local.rbac` (authorization);
 * :mod:`~kube_local.server` (HTTP, discovery, watches), :mod:`~kube_local.pki` (TLS,
   kubeconfig), ``__main__`` (the process ``kube-local.sh`` starts).

@@ -80,10 +80,10 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
 
 def start_server(state: Path, history: int = HISTORY) -> tuple[subprocess.Popen[bytes], str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
-    log = (state.parent / f"{state.name}.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kube_local", "serve", "--state-dir", str(state),
-         "--history", str(history)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    with (state.parent / f"{state.name}.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kube_local", "serve", "--state-dir", str(state),
+             "--history", str(history)], env=env, stdout=log, stderr=subprocess.STDOUT)
     ready = state / "ready"
 
     def started() -> bool:
