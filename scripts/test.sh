@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-test-tools.sh
 echo "==> ruff"
-.venv/bin/ruff check runtime operator tests bench examples
+.venv/bin/ruff check runtime operator tests bench examples devtools
 echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
+.venv/bin/mypy devtools/kube_local/kube_local tests/integration/kube_local
 echo "==> pytest"
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
