@@ -25,17 +25,17 @@ def test_a_crd_is_served_and_kubectl_get_prints_its_columns(kube: Kube) -> None:
     kube.kubectl("apply", "-f", str(CRD))
     wait_for(lambda: "checkpointedjobs" in kube.kubectl("api-resources").stdout,
              what="the CRD in discovery")
-    _namespace(kube, "jobs")
-    applied = kube.kubectl("-n", "jobs", "apply", "-f", str(MINIMAL))
+    _namespace(kube, "streaming")
+    applied = kube.kubectl("-n", "streaming", "apply", "-f", str(MINIMAL))
     assert applied.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount created"
-    again = kube.kubectl("-n", "jobs", "apply", "-f", str(MINIMAL))
+    again = kube.kubectl("-n", "streaming", "apply", "-f", str(MINIMAL))
     assert again.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount unchanged"
     custom = kubernetes.client.CustomObjectsApi(kube.client())
     custom.patch_namespaced_custom_object_status(
-        "checkpointed.dev", "v1alpha1", "jobs", "checkpointedjobs", "wordcount",
+        "checkpointed.dev", "v1alpha1", "streaming", "checkpointedjobs", "wordcount",
         {"status": {"phase": "Running", "restarts": {"count": 3},
                     "checkpoints": {"lastCompleted": {"id": 7}}}})
-    header, row = kube.kubectl("-n", "jobs", "get", "cjob").stdout.splitlines()
+    header, row = kube.kubectl("-n", "streaming", "get", "cjob").stdout.splitlines()
     assert header.split() == ["NAME", "PHASE", "PARALLELISM", "LAST", "CHECKPOINT",
                               "CHECKPOINT", "AGE", "RESTARTS", "AGE"]
     cells = row.split()
