@@ -56,11 +56,12 @@ class Kube:
         return kubernetes.client.ApiClient(config)
 
     def kubectl(self, *args: str, token: str | None = None, check: bool = True,
-                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+                stdin: str | None = None,
+                kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
         if shutil.which("kubectl") is None:
             pytest.skip("kubectl is not installed: install it (e.g. apt-get install kubectl) "
                         "to run the kubectl tests against the local API server")
-        command = ["kubectl", "--kubeconfig", str(self.kubeconfig), *args]
+        command = ["kubectl", "--kubeconfig", str(kubeconfig or self.kubeconfig), *args]
         if token is not None:
             command[3:3] = ["--token", token]
         result = subprocess.run(command, input=stdin, capture_output=True, text=True,
