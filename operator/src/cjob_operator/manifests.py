@@ -148,7 +148,7 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
         # account would hand every executor its right to create pods.
         "spark.kubernetes.authenticate.executor.serviceAccountName": "default",
         "spark.driver.host": job.driver_host(),
-        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.bindAddress": "0.0.0.0",  # the driver binds its POD_IP when set
         "spark.driver.port": str(DRIVER_PORT),
         "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
         "spark.driver.memory": quantities.spark_memory(spec.driver.memory),

@@ -56,7 +56,13 @@ from barrier_runtime.storage import object_store
 
 FORMAT_VERSION = 1
 ANY_ADDRESS = "0.0.0.0"
-"""In a pod: listen on every interface (probes, the operator, executors)."""
+"""In a pod without ``POD_IP``: listen on every interface (probes, the operator, executors)."""
+POD_IP_ENV = "POD_IP"
+"""The pod's own address (a ``status.podIP`` fieldRef): what the driver listens on in a pod,
+as Spark's own cluster mode does, so nothing depends on owning the pod's whole network."""
+IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
+"""The API server as every pod sees it; the port comes from ``KUBERNETES_SERVICE_PORT``
+(443 on most clusters), as client-go's in-cluster configuration takes it."""
 NO_PERIODIC_INTERVAL = 10.0**9
 """The coordinator's interval when the operator triggers checkpoints (about 30 years)."""
 _MODES = {
@@ -165,6 +171,10 @@ def _spec(
     master = master or spark_conf.pop("spark.master", None)
     spark_conf.pop("spark.master", None)
     local = master is None or master.startswith("local")
+    bind = "127.0.0.1" if local else environ.get(POD_IP_ENV) or ANY_ADDRESS
+    if not local:
+        master = in_cluster_master(master, environ)
+        spark_conf["spark.driver.bindAddress"] = bind
     parallelism = _field(doc, "", "parallelism", int)
     if parallelism < 1:
         raise JobConfigError(f"`parallelism` in the job configuration is {parallelism}: {_FIX}")
@@ -179,12 +189,26 @@ def _spec(
         restart=_restart(_section(doc, "restartPolicy")),
         restore_from=restore_from,
         allow_fresh_start=_flag(doc, "allowFreshStart"),
-        control=_control(control, _section(doc, "job"), environ, local),
-        coordinator_bind="127.0.0.1" if local else ANY_ADDRESS,
+        control=_control(control, _section(doc, "job"), environ, bind),
+        coordinator_bind=bind,
         coordinator_port=_field(_section(doc, "coordinator"), "coordinator", "port", int, 0),
         coordinator_host=None if local else spark_conf.get("spark.driver.host"),
         stop_grace_period=_grace_period(_section(doc, "driver")),
     )
+
+
+def in_cluster_master(master: str | None, environ: Mapping[str, str]) -> str | None:
+    """``master`` with the in-cluster API server's port when it names that server.
+
+    >>> in_cluster_master(IN_CLUSTER_MASTER, {"KUBERNETES_SERVICE_PORT": "6443"})
+    'k8s://https://kubernetes.default.svc:6443'
+    >>> in_cluster_master("k8s://https://api.example:443", {"KUBERNETES_SERVICE_PORT": "6443"})
+    'k8s://https://api.example:443'
+    """
+    port = environ.get("KUBERNETES_SERVICE_PORT")
+    if master != IN_CLUSTER_MASTER or not port:
+        return master
+    return f"{master}:{port}"
 
 
 def _grace_period(raw: dict[str, Any]) -> float:
@@ -269,7 +293,7 @@ def _restart(raw: dict[str, Any]) -> driver.RestartSettings:
 
 
 def _control(
-    raw: dict[str, Any], job: dict[str, Any], environ: Mapping[str, str], local: bool
+    raw: dict[str, Any], job: dict[str, Any], environ: Mapping[str, str], bind: str
 ) -> driver.ControlSettings | None:
     if "port" not in raw:
         return None
@@ -280,7 +304,7 @@ def _control(
             f"the control API token is missing: set the environment variable {token_env}"
         )
     return driver.ControlSettings(
-        host="127.0.0.1" if local else ANY_ADDRESS,
+        host=bind,
         port=_field(raw, "control", "port", int),
         token=token,
         namespace=job.get("namespace"),

@@ -69,6 +69,16 @@ def test_on_kubernetes_everything_listens_on_the_pod_and_workers_use_the_service
     assert "spark.master" not in spec.spark_conf
 
 
+def test_in_a_pod_everything_binds_the_pod_ip_and_spark_finds_the_api_port() -> None:
+    pod_env = {**ENV, "POD_IP": "10.1.2.3", "KUBERNETES_SERVICE_PORT": "6443"}
+    spec = job_config.to_spec(_doc(), environ=pod_env)
+    assert spec.master == "k8s://https://kubernetes.default.svc:6443"
+    assert spec.control is not None and spec.control.host == "10.1.2.3"
+    assert spec.coordinator_bind == "10.1.2.3"
+    assert spec.spark_conf["spark.driver.bindAddress"] == "10.1.2.3"
+    assert spec.coordinator_host == JOB.driver_host()  # executors use the Service name
+
+
 def test_a_local_master_drops_the_kubernetes_settings() -> None:
     spec = job_config.to_spec(_doc(), environ=ENV, master="local[4]")
     assert spec.master == "local[4]" and spec.coordinator_bind == "127.0.0.1"
