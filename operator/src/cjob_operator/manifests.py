@@ -313,6 +313,10 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
                           "initialDelaySeconds": 30, "periodSeconds": 10,
                           "failureThreshold": 6},
         "securityContext": dict(CONTAINER_SECURITY),
+        # ``cjob`` writes its one-line failure there; a crash that could not (OOM, JVM)
+        # leaves the log's tail instead. The operator puts it in status and an Event.
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }

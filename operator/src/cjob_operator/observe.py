@@ -41,13 +41,34 @@ def driver_view(pod: Mapping[str, Any] | None) -> observation.DriverView:
 
 
 def _termination(pod_status: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """Why the driver container stopped: its termination message (the driver's one-line
+    failure, or the end of its log) with the kubelet's reason and exit code."""
     for cs in pod_status.get("containerStatuses") or ():
         term = (cs.get("state") or {}).get("terminated")
         if term:
             code = term.get("exitCode")
             reason = term.get("reason") or "terminated"
-            return f"{reason} (exit code {code})", None if code is None else int(code)
+            said = _last_line(term.get("message"))
+            text = (f"{said} ({reason}, exit code {code})" if said
+                    else f"{reason} (exit code {code})")
+            return text, None if code is None else int(code)
     return None, None
+
+
+MESSAGE_LIMIT = 600
+"""Characters of a termination message kept for status and Events."""
+
+
+def _last_line(message: object) -> str | None:
+    """The last non-empty line of a termination message (with FallbackToLogsOnError it is
+    the log's tail: its last line is the driver's final word), shortened."""
+    if not isinstance(message, str):
+        return None
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = lines[-1]
+    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
 
 
 def parse_spec(body: Mapping[str, Any]) -> tuple[spec.JobSpec | None, str | None]:

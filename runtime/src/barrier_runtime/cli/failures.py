@@ -13,10 +13,17 @@ Three kinds of failure, told apart by the exception's class:
 Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
 log file holds the full traceback with its chained causes. Only ``--verbose``
 puts the traceback on the terminal too.
+
+In a Kubernetes container the headline is also the container's termination
+message: it is written to ``$CJOB_TERMINATION_MESSAGE_PATH``, default
+``/dev/termination-log``, when that file exists (the kubelet creates it), so the
+operator and ``kubectl describe pod`` show why the driver stopped.
 """
 
 from __future__ import annotations
 
+import os
+import pathlib
 import sys
 import traceback
 from dataclasses import dataclass
@@ -32,6 +39,10 @@ from barrier_runtime.storage import errors
 EXIT_MISTAKE = 2
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+TERMINATION_MESSAGE_ENV = "CJOB_TERMINATION_MESSAGE_PATH"
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+TERMINATION_MESSAGE_LIMIT = 4096
+"""The kubelet reads at most 4096 bytes of a termination message."""
 
 
 class InvalidArgumentError(ValueError):
@@ -96,4 +107,18 @@ def report(
         traceback.print_exception(exc, file=out)
     print(outcome.headline, file=out)
     print(details_line(path), file=out, flush=True)
+    write_termination_message(outcome.headline)
     return outcome.code
+
+
+def write_termination_message(headline: str) -> bool:
+    """Leave ``headline`` as the container's termination message; ``False`` when not in one."""
+    target = pathlib.Path(os.environ.get(TERMINATION_MESSAGE_ENV) or TERMINATION_MESSAGE_PATH)
+    if not target.is_file():
+        return False
+    data = headline.encode()[:TERMINATION_MESSAGE_LIMIT]
+    try:
+        target.write_bytes(data)
+    except OSError:
+        return False
+    return True

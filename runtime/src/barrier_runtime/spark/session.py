@@ -38,6 +38,7 @@ from typing import IO, Any
 from barrier_runtime.spark import errors, java
 
 SparkUnavailableError = errors.SparkUnavailableError
+KubernetesAccessError = errors.KubernetesAccessError
 JVM_LOG_ENV = "CJOB_JVM_LOG"
 
 LOCAL_IP = "127.0.0.1"
@@ -105,7 +106,14 @@ def build_session(
     settings |= dict(conf or {})
     spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
     if SparkContext._active_spark_context is None:
-        SparkContext(conf=spark_conf, gateway=_launch_gateway(spark_conf, choice, java_home))
+        gateway = _launch_gateway(spark_conf, choice, java_home)
+        try:
+            SparkContext(conf=spark_conf, gateway=gateway)
+        except Exception as exc:  # py4j's Py4JJavaError: Spark's scheduler backend failed
+            refusal = errors.kubernetes_access_error(str(exc))
+            if refusal is None:
+                raise
+            raise refusal from exc
     session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel("FATAL")  # failures reach the driver as one-line reasons
     return session

@@ -165,3 +165,21 @@ def test_the_driver_shows_its_lifecycle_lines(cjob, monkeypatch) -> None:
     monkeypatch.setattr(driver_cmd, "run", lifecycle)
     result = cjob("driver", "--config", "x.json")
     assert "attempt 1 started" in result.err and "not shown" not in result.err
+
+
+def test_in_a_container_the_headline_becomes_the_termination_message(
+    cjob, fails_with, monkeypatch, tmp_path
+) -> None:
+    message = tmp_path / "termination-log"
+    message.write_text("")  # the kubelet creates the file; cjob only fills it
+    monkeypatch.setenv(failures.TERMINATION_MESSAGE_ENV, str(message))
+    refusal = session.KubernetesAccessError("the Kubernetes API refused Spark's GET (403): no")
+    fails_with(refusal)
+    cjob("run", "p.py").assert_mistake()
+    assert message.read_text() == f"cjob: error: {refusal}"
+
+
+def test_outside_a_container_no_termination_message_file_is_made(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(failures.TERMINATION_MESSAGE_ENV, str(tmp_path / "absent"))
+    assert not failures.write_termination_message("cjob: error: x")
+    assert not (tmp_path / "absent").exists()
