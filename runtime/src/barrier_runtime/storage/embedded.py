@@ -84,7 +84,10 @@ class EmbeddedS3Server:
         startup_timeout: float = 30.0,
         host: str = "127.0.0.1",
         weed_binary: pathlib.Path | None = None,
+        s3_port: int | None = None,
     ) -> None:
+        """``s3_port``: the S3 gateway's port (default: a free one, as for every other
+        listener); a fixed one lets a name like ``minio:9000`` reach it."""
         self._access_key = access_key
         self._secret_key = secret_key or secrets.token_urlsafe(24)
         self._data_dir = data_dir
@@ -92,6 +95,7 @@ class EmbeddedS3Server:
         self._startup_timeout = startup_timeout
         self._host = host
         self._weed = weed_binary
+        self._s3_port = s3_port
         self._resources: _Resources | None = None
         self._finalizer: weakref.finalize[[], EmbeddedS3Server] | None = None
         self._endpoint: str | None = None
@@ -121,6 +125,8 @@ class EmbeddedS3Server:
         problem, log = "it did not start", ""
         for _ in range(_START_ATTEMPTS):
             ports = _free_ports(self._host, len(_PORT_FLAGS))
+            if self._s3_port is not None:
+                ports[_PORT_FLAGS.index("s3.port")] = self._s3_port
             resources.process = self._spawn(weed, resources.runtime_dir, ports)
             resources.stray_files = _grpc_socket_paths(ports)
             s3_port = ports[_PORT_FLAGS.index("s3.port")]
