@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds both Dockerfile targets with a local Docker engine and smoke-tests them.
 #
-#   scripts/docker-smoke.sh [--report FILE] [--keep-daemon] [--rebuild-base]
+#   scripts/docker-smoke.sh [--report FILE] [--keep-daemon] [--rebuild-base] [--build-only]
+#
+# --build-only stops after step 4 and keeps the engine running (the local Kubernetes
+# runs pods as containers of these images: tests/e2e_k8s).
 #
 # Idempotent and CI-safe; every step is skipped when it is already done:
 #   1. installs docker.io (and debootstrap) with apt-get when they are missing (root);
@@ -34,11 +37,13 @@ cd "$(dirname "$0")/.."
 report=""
 keep_daemon=""
 rebuild_base=""
+build_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --report) report="$2"; shift 2 ;;
         --keep-daemon) keep_daemon=1; shift ;;
         --rebuild-base) rebuild_base=1; shift ;;
+        --build-only) build_only=1; keep_daemon=1; shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "docker-smoke: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -101,6 +106,11 @@ build runtime "$runtime_image"
 "$DOCKER" image prune --force --filter label=io.checkpointed-jobs.target >/dev/null || true
 if [ -n "$started_dockerd" ]; then
     "$DOCKER" builder prune --force --keep-storage 6GB >/dev/null 2>&1 || true
+fi
+
+if [ -n "$build_only" ]; then
+    say "built $operator_image and $runtime_image (--build-only: no smoke tests)"
+    exit 0
 fi
 
 # -- 5. smoke tests -------------------------------------------------------------------

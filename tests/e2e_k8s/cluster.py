@@ -1,0 +1,146 @@
+"""What the Kubernetes scenario needs of a cluster: kubectl, helm, the API, and a way to
+kill a container the way a crash would.
+
+:class:`Cluster` wraps the user's tools (``kubectl``, ``helm``) with the kubeconfig of
+the cluster under test, plus the official Python client for reads the scenario polls.
+A :class:`ContainerKiller` ends a pod's container abruptly (SIGKILL, no grace): on the
+local Kubernetes through the Docker engine that runs it, on a real cluster by
+``kubectl exec`` killing the container's processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import kubernetes
+
+Obj = dict[str, Any]
+
+
+class ScenarioError(AssertionError):
+    """A step of the scenario did not happen; the message says which and what was seen."""
+
+
+@dataclasses.dataclass
+class Cluster:
+    kubeconfig: pathlib.Path
+    helm: str
+    kubectl: str = "kubectl"
+    log: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+        self.core = kubernetes.client.CoreV1Api(client)
+        self.custom = kubernetes.client.CustomObjectsApi(client)
+
+    # -- the user's tools ------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def run(self, tool: str, *args: str, stdin: str | None = None,
+            timeout: float = 180.0) -> str:
+        argv = [self.kubectl if tool == "kubectl" else self.helm, *args]
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
+                              env=self._env(), timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise ScenarioError(
+                f"`{tool} {' '.join(args)}` failed ({done.returncode}): "
+                f"{done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    def kubectl_run(self, *args: str, stdin: str | None = None) -> str:
+        return self.run("kubectl", *args, stdin=stdin)
+
+    def helm_run(self, *args: str) -> str:
+        return self.run("helm", *args, timeout=300.0)
+
+    # -- reads -----------------------------------------------------------------------
+
+    def pods(self, namespace: str, selector: str = "") -> list[Obj]:
+        listed = self.core.list_namespaced_pod(namespace, label_selector=selector,
+                                               _preload_content=False)
+        items: list[Obj] = json.loads(listed.data)["items"]
+        return items
+
+    def cjob(self, namespace: str, name: str) -> Obj | None:
+        try:
+            found: Obj = self.custom.get_namespaced_custom_object(
+                "checkpointed.dev", "v1alpha1", namespace, "checkpointedjobs", name)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def events(self, namespace: str) -> list[Obj]:
+        listed = self.core.list_namespaced_event(namespace, _preload_content=False)
+        items: list[Obj] = json.loads(listed.data)["items"]
+        return items
+
+
+class ContainerKiller(Protocol):
+    def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
+        """SIGKILL the pod's first container, with no grace (a crash, an OOM kill)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DockerKiller:
+    """The local Kubernetes runs containers on this Docker engine: ``docker kill``."""
+
+    docker: str = "docker"
+
+    def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        ids = [s.get("containerID", "") for s in statuses if s.get("containerID")]
+        if not ids:
+            raise ScenarioError(f"pod {pod['metadata']['name']} has no running container")
+        container = ids[0].split("://", 1)[-1]
+        subprocess.run([self.docker, "kill", "--signal", "KILL", container], check=True,
+                       capture_output=True, timeout=60)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecKiller:
+    """A real cluster: kill every process of the container but its init (tini)."""
+
+    script: str = (
+        "import os, signal\n"
+        "for p in os.listdir('/proc'):\n"
+        "    if p.isdigit() and int(p) > 1:\n"
+        "        try: os.kill(int(p), signal.SIGKILL)\n"
+        "        except OSError: pass\n"
+    )
+
+    def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
+        meta = pod["metadata"]
+        # the exec's own process is killed too: its exit status says nothing
+        with contextlib.suppress(ScenarioError):
+            cluster.kubectl_run("-n", meta["namespace"], "exec", meta["name"], "--",
+                                "python", "-c", self.script)
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float,
+               seen: Callable[[], str] = lambda: "", interval: float = 1.0) -> Any:
+    """Poll ``check`` until it returns something truthy; :class:`ScenarioError` after
+    ``timeout`` seconds, naming ``what`` and what ``seen()`` says about the state."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise ScenarioError(f"timed out after {timeout:.0f}s waiting for {what}; {seen()}")
+        time.sleep(interval)
+
+
+def names(items: Sequence[Obj]) -> list[str]:
+    return [str(i["metadata"]["name"]) for i in items]

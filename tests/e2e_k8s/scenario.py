@@ -1,0 +1,327 @@
+"""The whole user path on Kubernetes, step by step (issue 10, point 2).
+
+1. ``helm install`` the chart (the operator runs as a container of the operator image,
+   with the chart's RBAC; the driver ServiceAccount and Role in the job namespace);
+2. ``kubectl apply`` a CheckpointedJob: the operator creates the driver pod, Spark's
+   Kubernetes backend creates P executor pods, the barrier stage runs on them with
+   periodic checkpoints and an exactly-once file sink in S3;
+3. SIGKILL executor containers, one at a time: Spark replaces the executor and the
+   driver restarts the stage from the latest completed checkpoint (checkpoints move on);
+4. SIGKILL the driver container: the operator restarts the driver pod from the latest
+   completed checkpoint (checkpoints move on);
+5. ``kubectl get cjob`` shows the job Running with its checkpoint age;
+6. suspend: a final savepoint, then no driver and no executor pods;
+7. resume: the new driver restores that savepoint;
+8. the bounded source ends, the job finishes (phase Finished);
+9. the checker reads the sink and compares with the crash-free output;
+10. delete the job, ``helm uninstall``: nothing of ours is left.
+
+The same steps run on the local Kubernetes (tests/e2e_k8s) and on a real cluster
+(tests/e2e_cluster); only the :class:`~cluster.ContainerKiller` differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+from cluster import Cluster, ContainerKiller, Obj, ScenarioError, names, wait_until
+
+ROLE = "checkpointed.dev/role"
+JOB_LABEL = "checkpointed.dev/job"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    namespace: str = "streaming"
+    operator_namespace: str = "cjob-system"
+    release: str = "cjob"
+    job: str = "counts"
+    runtime_image: str = "cjob-runtime:dev"
+    operator_image: str = "cjob-operator:dev"
+    chart: str = "charts/checkpointed-operator"
+    storage_endpoint: str = "http://minio.minio.svc:9000"
+    bucket: str = "e2e"
+    credentials_secret: str = "minio-credentials"
+    parallelism: int = 3
+    keys: int = 300
+    events_per_key: int = 200
+    rate: float = 500.0
+    executor_kills: int = 2
+    driver_kills: int = 1
+    step_timeout: float = 180.0
+
+    @property
+    def output_url(self) -> str:
+        return f"s3://{self.bucket}/{self.job}-out?endpoint={self.storage_endpoint}"
+
+
+def job_manifest(s: Settings) -> Obj:
+    return {
+        "apiVersion": "checkpointed.dev/v1alpha1", "kind": "CheckpointedJob",
+        "metadata": {"name": s.job, "namespace": s.namespace},
+        "spec": {
+            "image": s.runtime_image, "imagePullPolicy": "Never",
+            "pipeline": {"module": "barrier_runtime.demo", "args": [
+                "--out", s.output_url, "--keys", str(s.keys),
+                "--events-per-key", str(s.events_per_key), "--rate", str(s.rate)]},
+            "parallelism": s.parallelism,
+            "driver": {"cores": 1, "memory": "512Mi", "terminationGracePeriodSeconds": 30},
+            "executor": {"cores": 1, "memory": "512Mi", "instances": s.parallelism},
+            "checkpointing": {"interval": "2s", "timeout": "60s", "retained": 3},
+            "storage": {"endpoint": s.storage_endpoint, "bucket": s.bucket,
+                        "credentialsSecret": {"name": s.credentials_secret}},
+            "restartPolicy": {"type": "OnFailure", "maxRestarts": 10,
+                              "backoff": {"initial": "1s", "max": "5s"}},
+        },
+    }
+
+
+class Recorder:
+    """Samples pods and the job's status every second while the scenario runs."""
+
+    def __init__(self, cluster: Cluster, s: Settings) -> None:
+        self.cluster, self.s = cluster, s
+        self.executor_pods: set[str] = set()
+        self.driver_uids: set[str] = set()
+        self.completed_ids: set[int] = set()
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="e2e-recorder")
+
+    def __enter__(self) -> Recorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def sample(self) -> None:
+        for pod in self.cluster.pods(self.s.namespace, f"{JOB_LABEL}={self.s.job}"):
+            role = pod["metadata"].get("labels", {}).get(ROLE)
+            if role == "executor":
+                self.executor_pods.add(pod["metadata"]["name"])
+            elif role == "driver":
+                self.driver_uids.add(pod["metadata"]["uid"])
+        job = self.cluster.cjob(self.s.namespace, self.s.job)
+        completed = (((job or {}).get("status") or {}).get("checkpoints") or {}).get(
+            "lastCompleted") or {}
+        if isinstance(completed.get("id"), int):
+            self.completed_ids.add(completed["id"])
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self.sample()
+            except Exception as exc:  # the API may be briefly busy; keep sampling
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+class Scenario:
+    def __init__(self, cluster: Cluster, killer: ContainerKiller, s: Settings,
+                 log: Callable[[str], None] = print) -> None:
+        self.cluster, self.killer, self.s, self.log = cluster, killer, s, log
+        self.summary: dict[str, Any] = {}
+
+    # -- reads -------------------------------------------------------------------------
+
+    def status(self) -> Obj:
+        job = self.cluster.cjob(self.s.namespace, self.s.job)
+        return dict((job or {}).get("status") or {})
+
+    def last_completed(self) -> int:
+        completed = (self.status().get("checkpoints") or {}).get("lastCompleted") or {}
+        value = completed.get("id")
+        return value if isinstance(value, int) else -1
+
+    def job_pods(self, role: str) -> list[Obj]:
+        selector = f"{JOB_LABEL}={self.s.job},{ROLE}={role}"
+        return self.cluster.pods(self.s.namespace, selector)
+
+    def running(self, role: str) -> list[Obj]:
+        return [p for p in self.job_pods(role)
+                if (p.get("status") or {}).get("phase") == "Running"
+                and not p["metadata"].get("deletionTimestamp")]
+
+    def seen(self) -> str:
+        st = self.status()
+        pods = {p["metadata"]["name"]: (p.get("status") or {}).get("phase")
+                for p in self.cluster.pods(self.s.namespace)}
+        return (f"phase={st.get('phase')} error={st.get('error')!r} "
+                f"lastCompleted={self.last_completed()} pods={pods}")
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float | None = None) -> Any:
+        started = time.monotonic()
+        value = wait_until(what, check, timeout or self.s.step_timeout, self.seen)
+        self.log(f"  ok: {what} ({time.monotonic() - started:.0f}s)")
+        return value
+
+    def checkpoints_after(self, checkpoint: int) -> Callable[[], bool]:
+        return lambda: self.last_completed() > checkpoint
+
+    # -- steps -------------------------------------------------------------------------
+
+    def install(self, values: Mapping[str, str]) -> None:
+        self.log("helm install the chart (cluster-wide, driver account in the job namespace)")
+        args = ["install", self.s.release, self.s.chart, "--namespace",
+                self.s.operator_namespace, "--set", f"driver.namespaces={{{self.s.namespace}}}"]
+        for key, value in values.items():
+            args += ["--set", f"{key}={value}"]
+        self.cluster.helm_run(*args)
+        self.wait("the operator pod Running", lambda: [
+            p for p in self.cluster.pods(self.s.operator_namespace)
+            if (p.get("status") or {}).get("phase") == "Running"])
+
+    def submit(self) -> None:
+        self.log(f"kubectl apply the CheckpointedJob (P={self.s.parallelism})")
+        manifest = yaml.safe_dump(job_manifest(self.s))
+        self.cluster.kubectl_run("apply", "-f", "-", stdin=manifest)
+        self.wait(f"{self.s.parallelism} executor pods Running",
+                  lambda: len(self.running("executor")) >= self.s.parallelism, 300)
+        self.wait("phase Running and a completed checkpoint", lambda: (
+            self.status().get("phase") == "Running" and self.last_completed() >= 0))
+
+    def kill_executors(self) -> int:
+        for n in range(self.s.executor_kills):
+            before = self.last_completed()
+            victim = self.running("executor")[0]
+            self.log(f"SIGKILL executor container {victim['metadata']['name']} "
+                     f"(#{n + 1}, last checkpoint {before})")
+            self.killer.kill(self.cluster, victim)
+            self.wait("Spark replaced the executor", self._replaced(victim["metadata"]["uid"]))
+            self.wait(f"a checkpoint after {before} (the stage restarted)",
+                      self.checkpoints_after(before))
+        return self.s.executor_kills
+
+    def kill_driver(self) -> int:
+        for n in range(self.s.driver_kills):
+            before = self.last_completed()
+            restarts = int((self.status().get("restarts") or {}).get("count") or 0)
+            (driver,) = self.running("driver")
+            self.log(f"SIGKILL the driver container (#{n + 1}, last checkpoint {before})")
+            self.killer.kill(self.cluster, driver)
+            self.wait("the operator restarted the driver pod",
+                      self._driver_restarted(driver["metadata"]["uid"], restarts))
+            (new,) = self.running("driver")
+            restore = new["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from")
+            if not restore:
+                raise ScenarioError("the new driver pod restores nothing: "
+                                    f"{new['metadata'].get('annotations')}")
+            self.log(f"  the new driver restores {restore}")
+            self.wait(f"a checkpoint after {before}", self.checkpoints_after(before))
+        return self.s.driver_kills
+
+    def _replaced(self, gone: str) -> Callable[[], bool]:
+        def check() -> bool:
+            running = self.running("executor")
+            return (gone not in {p["metadata"]["uid"] for p in running}
+                    and len(running) >= self.s.parallelism)
+        return check
+
+    def _driver_restarted(self, old: str, restarts: int) -> Callable[[], bool]:
+        def check() -> bool:
+            count = int((self.status().get("restarts") or {}).get("count") or 0)
+            return count > restarts and any(
+                p["metadata"]["uid"] != old for p in self.running("driver"))
+        return check
+
+    def get_cjob(self) -> str:
+        table = self.cluster.kubectl_run("-n", self.s.namespace, "get", "cjob", self.s.job)
+        self.log(table.rstrip())
+        header, row = table.splitlines()[:2]
+        for column in ("PHASE", "LAST CHECKPOINT", "CHECKPOINT AGE", "RESTARTS"):
+            if column not in header:
+                raise ScenarioError(f"`kubectl get cjob` has no {column} column: {header}")
+        if " Running " not in f" {row} ":
+            raise ScenarioError(f"`kubectl get cjob` does not show Running: {row}")
+        return table
+
+    def suspend_and_resume(self) -> str:
+        self.log("suspend: final savepoint, then no pods")
+        self._set_state("suspended")
+        self.wait("phase Suspended and no job pods", lambda: (
+            self.status().get("phase") == "Suspended"
+            and not self.job_pods("driver") and not self.job_pods("executor")))
+        savepoint = (self.status().get("lastSavepoint") or {}).get("path")
+        if not savepoint:
+            raise ScenarioError(f"suspended without a savepoint: {self.status()}")
+        self.log(f"  savepoint {savepoint}; resume")
+        self._set_state("running")
+        driver = self.wait("a driver pod restoring the savepoint", lambda: [
+            p for p in self.job_pods("driver")
+            if p["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from")])
+        restore = driver[0]["metadata"]["annotations"]["checkpointed.dev/restore-from"]
+        if restore.rstrip("/").rsplit("/", 1)[-1] not in savepoint:
+            raise ScenarioError(f"resumed from {restore}, not the savepoint {savepoint}")
+        return str(savepoint)
+
+    def _set_state(self, state: str) -> None:
+        patch = json.dumps({"spec": {"state": state}})
+        self.cluster.kubectl_run("-n", self.s.namespace, "patch", "cjob", self.s.job,
+                                 "--type", "merge", "-p", patch)
+
+    def finish(self) -> None:
+        self.wait("phase Finished (the bounded source ended)",
+                  lambda: self.status().get("phase") == "Finished", 420)
+
+    def uninstall(self) -> list[str]:
+        self.log("delete the job, helm uninstall")
+        self.cluster.kubectl_run("-n", self.s.namespace, "delete", "cjob", self.s.job,
+                                 "--timeout=120s")
+        self.cluster.helm_run("uninstall", self.s.release, "--namespace",
+                              self.s.operator_namespace, "--wait")
+        ours = "app.kubernetes.io/managed-by"
+        self.wait("no pods left", lambda: not self.cluster.pods(self.s.namespace)
+                  and not self.cluster.pods(self.s.operator_namespace))
+        left = []
+        for ns in (self.s.namespace, self.s.operator_namespace):
+            for kind in ("configmaps", "secrets", "services", "serviceaccounts",
+                         "roles", "rolebindings", "deployments"):
+                out = self.cluster.kubectl_run("-n", ns, "get", kind, "-o", "name",
+                                               "-l", ours)
+                left += [f"{ns}/{line}" for line in out.split()]
+        for kind in ("clusterroles", "clusterrolebindings"):
+            out = self.cluster.kubectl_run("get", kind, "-o", "name", "-l",
+                                           f"app.kubernetes.io/instance={self.s.release}")
+            left += out.split()
+        return left
+
+    def run(self, values: Mapping[str, str]) -> dict[str, Any]:
+        with Recorder(self.cluster, self.s) as recorder:
+            self.install(values)
+            self.submit()
+            executor_kills = self.kill_executors()
+            driver_kills = self.kill_driver()
+            self.get_cjob()
+            self.suspend_and_resume()
+            self.finish()
+            recorder.sample()
+            status = self.status()
+        left = self.uninstall()
+        self.summary = {
+            "executor_pods_created": len(recorder.executor_pods),
+            "executor_kills": executor_kills,
+            "driver_kills": driver_kills,
+            "driver_pods_created": len(recorder.driver_uids),
+            "operator_restarts": int((status.get("restarts") or {}).get("count") or 0),
+            "checkpoints_completed": len(recorder.completed_ids),
+            "last_checkpoint": self.last_completed_of(status),
+            "left_after_uninstall": left,
+            "executor_pod_names": sorted(recorder.executor_pods),
+        }
+        return self.summary
+
+    @staticmethod
+    def last_completed_of(status: Mapping[str, Any]) -> int:
+        completed = (status.get("checkpoints") or {}).get("lastCompleted") or {}
+        value = completed.get("id")
+        return value if isinstance(value, int) else -1
+
+
+__all__ = ["Scenario", "Settings", "job_manifest", "names"]
