@@ -10,9 +10,11 @@ and ``/apis/<group>/<version>/...``. Each resource request is authenticated
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp.web
@@ -46,6 +48,16 @@ class Target:
     namespace: str
     name: str
     subresource: str
+
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one watch event to a client (a JSON line, or a WebSocket message)."""
+
+
+async def _close(response: aiohttp.web.StreamResponse) -> None:
+    if isinstance(response, aiohttp.web.WebSocketResponse):
+        with contextlib.suppress(ConnectionResetError):
+            await response.close()
 
 
 def _json(body: Any, status: int = 200) -> aiohttp.web.Response:
@@ -261,27 +273,44 @@ class ApiServer:
 
     async def _watch(self, request: aiohttp.web.Request, target: Target,
                      selector: selectors.Selector) -> aiohttp.web.StreamResponse:
+        """Stream events as newline-delimited JSON, or one per message over a WebSocket when
+        the client asks to upgrade (fabric8, the Java client inside Spark, does)."""
         wanted = request.query.get("resourceVersion", "")
         initial = request.query.get("sendInitialEvents") == "true"
         since = None if wanted in ("", "0") or initial else int(wanted)
         timeout = float(request.query.get("timeoutSeconds", "1800"))
-        response = aiohttp.web.StreamResponse()
-        response.content_type = "application/json"
+        response: aiohttp.web.StreamResponse
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            socket = aiohttp.web.WebSocketResponse(
+                protocols=[p.strip() for p in
+                           request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+                           if p.strip()])
+            response = socket
+
+            async def emit(event: dict[str, Any]) -> None:
+                await socket.send_str(json.dumps(event))
+        else:
+            stream = aiohttp.web.StreamResponse()
+            stream.content_type = "application/json"
+            response = stream
+
+            async def emit(event: dict[str, Any]) -> None:
+                await stream.write(json.dumps(event).encode() + b"\n")
         try:
             queue, backlog = self.store.subscribe(target.type, since)
         except errors.ApiError as failure:
             await response.prepare(request)
-            await response.write(json.dumps({"type": "ERROR",
-                                             "object": failure.status()}).encode() + b"\n")
+            await emit({"type": "ERROR", "object": failure.status()})
+            await _close(response)
             return response
         await response.prepare(request)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
             for event in backlog:
-                await self._send(response, target, selector, event)
+                await self._send(emit, target, selector, event)
             if initial:
-                await self._bookmark(response, target)
+                await self._bookmark(emit, target)
             while loop.time() < deadline:
                 transport = request.transport
                 if transport is None or transport.is_closing():
@@ -291,24 +320,24 @@ class ApiServer:
                                                    min(1.0, deadline - loop.time()))
                 except TimeoutError:
                     continue
-                await self._send(response, target, selector, event)
+                await self._send(emit, target, selector, event)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
             self.store.unsubscribe(target.type, queue)
+        await _close(response)
         return response
 
-    async def _bookmark(self, response: aiohttp.web.StreamResponse, target: Target) -> None:
+    async def _bookmark(self, emit: Emit, target: Target) -> None:
         """The end of the initial events of a watch-list (``sendInitialEvents=true``)."""
         t = target.type
         marker = {"kind": t.kind, "apiVersion": t.api_version(target.version), "metadata": {
             "resourceVersion": str(self.store.version),
             "annotations": {"k8s.io/initial-events-end": "true"}}}
-        await response.write(json.dumps({"type": "BOOKMARK", "object": marker}).encode()
-                             + b"\n")
+        await emit({"type": "BOOKMARK", "object": marker})
 
     @staticmethod
-    async def _send(response: aiohttp.web.StreamResponse, target: Target,
+    async def _send(emit: Emit, target: Target,
                     selector: selectors.Selector, event: store.Event) -> None:
         obj, previous = event.object, event.previous
         if target.namespace and obj["metadata"].get("namespace") != target.namespace:
@@ -323,4 +352,4 @@ class ApiServer:
         if not (now_matches or (kind == "DELETED" and before)):
             return
         obj = dict(obj, apiVersion=target.type.api_version(target.version))
-        await response.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+        await emit({"type": kind, "object": obj})

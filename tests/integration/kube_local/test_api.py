@@ -175,3 +175,31 @@ def test_deleting_a_namespace_deletes_its_objects(kube: Kube, core: Any, ns: str
     assert missing.value.status == 404
     assert not [c for c in core.list_config_map_for_all_namespaces().items
                 if c.metadata.namespace == ns]
+
+
+def test_a_websocket_watch_gets_one_event_per_message(kube: Any, core: Any, ns: str) -> None:
+    """fabric8 (the Java client inside Spark) watches over a WebSocket, not a JSON stream."""
+    import asyncio
+    import json
+    import ssl
+
+    import aiohttp
+
+    start = core.create_namespaced_config_map(ns, _cm("ws1")).metadata.resource_version
+    core.create_namespaced_config_map(ns, _cm("ws2"))
+    core.delete_namespaced_config_map("ws1", ns)
+
+    async def watch() -> list[tuple[str, str]]:
+        context = ssl.create_default_context(cafile=str(kube.ca))
+        url = f"{kube.url}/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={start}"
+        headers = {"Authorization": f"Bearer {kube.admin_token}"}
+        seen: list[tuple[str, str]] = []
+        async with aiohttp.ClientSession() as session, session.ws_connect(
+                url, headers=headers, ssl=context) as socket:
+            while len(seen) < 2:
+                message = await asyncio.wait_for(socket.receive(), 10)
+                event = json.loads(message.data)
+                seen.append((event["type"], event["object"]["metadata"]["name"]))
+        return seen
+
+    assert asyncio.run(watch()) == [("ADDED", "ws2"), ("DELETED", "ws1")]
