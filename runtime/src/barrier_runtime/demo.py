@@ -86,7 +86,9 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser = argparse.ArgumentParser(prog="barrier_runtime.demo")
     parser.add_argument("--out", required=True, help="output directory or s3:// URL")
     parser.add_argument("--keys", type=int, default=1000)
-    parser.add_argument("--events-per-key", type=int, default=300)
+    parser.add_argument(
+        "--events-per-key", type=int, default=300, help="0: endless (a job that never finishes)"
+    )
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=200)
     parser.add_argument(
@@ -96,7 +98,7 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     return running_count_flow(
         FileSink(ns.out),
         keys=ns.keys,
-        events_per_key=ns.events_per_key,
+        events_per_key=ns.events_per_key or None,
         partitions=ns.partitions,
         batch_size=ns.batch_size,
         rate_per_partition=None if ns.rate is None else ns.rate / ns.partitions,

@@ -27,19 +27,19 @@ def test_a_crd_is_served_and_kubectl_get_prints_its_columns(kube: Kube) -> None:
              what="the CRD in discovery")
     _namespace(kube, "streaming")
     applied = kube.kubectl("-n", "streaming", "apply", "-f", str(MINIMAL))
-    assert applied.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount created"
+    assert applied.stdout.strip() == "checkpointedjob.checkpointed.dev/running-count created"
     again = kube.kubectl("-n", "streaming", "apply", "-f", str(MINIMAL))
-    assert again.stdout.strip() == "checkpointedjob.checkpointed.dev/wordcount unchanged"
+    assert again.stdout.strip() == "checkpointedjob.checkpointed.dev/running-count unchanged"
     custom = kubernetes.client.CustomObjectsApi(kube.client())
     custom.patch_namespaced_custom_object_status(
-        "checkpointed.dev", "v1alpha1", "streaming", "checkpointedjobs", "wordcount",
+        "checkpointed.dev", "v1alpha1", "streaming", "checkpointedjobs", "running-count",
         {"status": {"phase": "Running", "restarts": {"count": 3},
                     "checkpoints": {"lastCompleted": {"id": 7}}}})
     header, row = kube.kubectl("-n", "streaming", "get", "cjob").stdout.splitlines()
     assert header.split() == ["NAME", "PHASE", "PARALLELISM", "LAST", "CHECKPOINT",
                               "CHECKPOINT", "AGE", "RESTARTS", "AGE"]
     cells = row.split()
-    assert cells[:4] == ["wordcount", "Running", "2", "7"]  # parallelism: the CRD default
+    assert cells[:4] == ["running-count", "Running", "2", "7"]  # parallelism: the CRD default
     assert cells[4] == "3" and cells[5].endswith("s")
 
 
