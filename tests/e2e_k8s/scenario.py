@@ -124,7 +124,7 @@ class Recorder:
 
 
 class Scenario:
-    def __init__(self, cluster: Cluster, killer: ContainerKiller, s: Settings,
+    def __init__(self, cluster: Cluster, killer: ContainerKiller | None, s: Settings,
                  log: Callable[[str], None] = print) -> None:
         self.cluster, self.killer, self.s, self.log = cluster, killer, s, log
         self.summary: dict[str, Any] = {}
@@ -193,7 +193,7 @@ class Scenario:
             victim = self.running("executor")[0]
             self.log(f"SIGKILL executor container {victim['metadata']['name']} "
                      f"(#{n + 1}, last checkpoint {before})")
-            self.killer.kill(self.cluster, victim)
+            self._killer().kill(self.cluster, victim)
             self.wait("Spark replaced the executor", self._replaced(victim["metadata"]["uid"]))
             self.wait(f"a checkpoint after {before} (the stage restarted)",
                       self.checkpoints_after(before))
@@ -205,7 +205,7 @@ class Scenario:
             restarts = int((self.status().get("restarts") or {}).get("count") or 0)
             (driver,) = self.running("driver")
             self.log(f"SIGKILL the driver container (#{n + 1}, last checkpoint {before})")
-            self.killer.kill(self.cluster, driver)
+            self._killer().kill(self.cluster, driver)
             self.wait("the operator restarted the driver pod",
                       self._driver_restarted(driver["metadata"]["uid"], restarts))
             (new,) = self.running("driver")
@@ -216,6 +216,11 @@ class Scenario:
             self.log(f"  the new driver restores {restore}")
             self.wait(f"a checkpoint after {before}", self.checkpoints_after(before))
         return self.s.driver_kills
+
+    def _killer(self) -> ContainerKiller:
+        if self.killer is None:
+            raise ScenarioError("this scenario was set up without a way to kill containers")
+        return self.killer
 
     def _replaced(self, gone: str) -> Callable[[], bool]:
         def check() -> bool:

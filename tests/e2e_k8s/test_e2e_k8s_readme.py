@@ -1,0 +1,97 @@
+"""The README's cluster path on the local Kubernetes, and a driver without its Role.
+
+* The README's cluster-wide install and ``kubectl apply -f examples/manifests/minimal.yaml``
+  with only the image name changed reach phase Running with completed checkpoints.
+* A driver whose service account has no Role is refused with 403 by the API server
+  (RBAC is enforced by the emulation), and the operator shows that reason in the job's
+  status and in a Warning Event.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from cluster import Cluster, wait_until
+from scenario import Scenario, Settings
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
+
+
+def _say(line: str) -> None:
+    print(f"[e2e-k8s {time.strftime('%H:%M:%S')}] {line}", file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[Scenario]:
+    """The chart installed as the README does (cluster-wide, driver account in streaming)."""
+    settings = Settings(runtime_image=images["runtime"], release="readme")
+    s3_server.create_bucket("checkpoints")
+    scenario = Scenario(cluster, killer=None, s=settings, log=_say)
+    repository, tag = images["operator"].split(":")
+    scenario.install({"image.repository": repository, "image.tag": tag,
+                      "image.pullPolicy": "Never"})
+    try:
+        yield scenario
+    finally:
+        cluster.kubectl_run("delete", "cjob", "--all", "-A", "--timeout=120s")
+        cluster.helm_run("uninstall", settings.release, "--namespace",
+                         settings.operator_namespace, "--wait")
+
+
+def _status(cluster: Cluster, namespace: str, name: str) -> dict[str, object]:
+    return dict((cluster.cjob(namespace, name) or {}).get("status") or {})
+
+
+def test_the_minimal_example_reaches_running_with_checkpoints(
+    installed: Scenario, images: dict[str, str]
+) -> None:
+    cluster = installed.cluster
+    manifest = yaml.safe_load(MINIMAL.read_text())
+    manifest["spec"]["image"] = images["runtime"]  # the only change: where the image is
+    cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+    name = manifest["metadata"]["name"]
+
+    def running_with_checkpoint() -> bool:
+        st = _status(cluster, "streaming", name)
+        last = ((st.get("checkpoints") or {}).get("lastCompleted") or {})  # type: ignore[attr-defined]
+        return st.get("phase") == "Running" and isinstance(last.get("id"), int)
+
+    wait_until("the minimal job Running with a completed checkpoint", running_with_checkpoint,
+               300, lambda: str(_status(cluster, "streaming", name)))
+    table = cluster.kubectl_run("-n", "streaming", "get", "cjob", name)
+    assert " Running " in table, table
+    cluster.kubectl_run("-n", "streaming", "delete", "cjob", name, "--timeout=120s")
+
+
+def test_a_driver_without_its_role_is_refused_with_403_and_the_operator_says_so(
+    installed: Scenario, images: dict[str, str]
+) -> None:
+    cluster = installed.cluster
+    cluster.kubectl_run("-n", "streaming", "create", "serviceaccount", "no-rights")
+    manifest = yaml.safe_load(MINIMAL.read_text())
+    manifest["metadata"]["name"] = "unprivileged"
+    manifest["spec"]["image"] = images["runtime"]
+    manifest["spec"]["driver"] = {"serviceAccount": "no-rights"}
+    manifest["spec"]["restartPolicy"] = {"type": "Never"}
+    cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+
+    def refused() -> str | None:
+        error = _status(cluster, "streaming", "unprivileged").get("error")
+        return error if isinstance(error, str) and "403" in error else None
+
+    error = wait_until("the 403 in the job's status", refused, 240,
+                       lambda: str(_status(cluster, "streaming", "unprivileged")))
+    assert "forbidden" in error and "system:serviceaccount:streaming:no-rights" in error, error
+    assert "driver Role" in error, error  # what to do about it
+    warnings = [e for e in cluster.events("streaming")
+                if e.get("type") == "Warning"
+                and (e.get("involvedObject") or {}).get("name") == "unprivileged"
+                and "403" in str(e.get("message"))]
+    assert warnings, "no Warning Event carries the 403"
+    cluster.kubectl_run("-n", "streaming", "delete", "cjob", "unprivileged", "--timeout=120s")
