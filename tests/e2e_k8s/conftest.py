@@ -37,8 +37,10 @@ for folder in (HERE, ROOT / "tests" / "docker"):
 import docker_harness  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
+MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
 S3_HOST = "127.0.9.1"
-"""Outside the kubelet's pod range (127.1.0.0/16): the S3 server's own address."""
+"""Outside the kubelet's pod range (127.1.0.0/16): the S3 server's own address, as the
+Endpoints in ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh) name it."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
 
@@ -111,28 +113,10 @@ def cluster(kube_local: pathlib.Path, s3_server: object, e2e_dir: pathlib.Path) 
     cl = Cluster(kubeconfig=kube_local, helm=_helm())
     access = S3_ACCESS_KEY
     secret = s3_server.secret_key  # type: ignore[attr-defined]
-    cl.kubectl_run("create", "namespace", "minio")
-    cl.kubectl_run("apply", "-f", "-", stdin=_external_s3_service())
+    cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
     for ns in ("cjob-system", "streaming"):
         cl.kubectl_run("create", "namespace", ns)
     cl.kubectl_run("-n", "streaming", "create", "secret", "generic", "minio-credentials",
                    f"--from-literal=AWS_ACCESS_KEY_ID={access}",
                    f"--from-literal=AWS_SECRET_ACCESS_KEY={secret}")
     return cl
-
-
-def _external_s3_service() -> str:
-    return f"""\
-apiVersion: v1
-kind: Service
-metadata: {{name: minio, namespace: minio}}
-spec:
-  ports: [{{name: s3, port: {S3_PORT}, targetPort: {S3_PORT}}}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {{name: minio, namespace: minio}}
-subsets:
-  - addresses: [{{ip: "{S3_HOST}"}}]
-    ports: [{{name: s3, port: {S3_PORT}}}]
-"""

@@ -321,3 +321,53 @@ def _free_ports(host: str, count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m barrier_runtime.storage.embedded``: serve S3 until SIGTERM or SIGINT.
+
+    For trying things by hand (``scripts/try-kubernetes.sh`` runs it where a cluster
+    would have MinIO). ``--secret-key-file`` holds the secret key: read when it exists,
+    else made and written there (mode 0600); ``--ready-file`` gets the endpoint once S3
+    answers, and is removed on stop.
+    """
+    import argparse  # noqa: PLC0415 (only the command needs it)
+
+    parser = argparse.ArgumentParser(prog="python -m barrier_runtime.storage.embedded")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--s3-port", type=int, default=None)
+    parser.add_argument("--data-dir", type=pathlib.Path, default=None)
+    parser.add_argument("--access-key", default="cjob")
+    parser.add_argument("--secret-key-file", type=pathlib.Path, required=True)
+    parser.add_argument("--bucket", action="append", default=[], help="create it (repeatable)")
+    parser.add_argument("--ready-file", type=pathlib.Path, default=None)
+    args = parser.parse_args(argv)
+    if not args.secret_key_file.exists():
+        args.secret_key_file.touch(mode=0o600)
+        args.secret_key_file.write_text(secrets.token_urlsafe(24) + "\n")
+    server = EmbeddedS3Server(
+        access_key=args.access_key, secret_key=args.secret_key_file.read_text().strip(),
+        data_dir=args.data_dir, buckets=args.bucket, host=args.host, s3_port=args.s3_port,
+    )  # fmt: skip
+    stopped = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopped
+        stopped = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    with server:
+        if args.ready_file is not None:
+            args.ready_file.write_text(server.endpoint + "\n")
+        try:
+            while not stopped and server.running:
+                time.sleep(0.5)
+        finally:
+            if args.ready_file is not None:
+                args.ready_file.unlink(missing_ok=True)
+    return 0 if stopped else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
