@@ -13,7 +13,12 @@
 #
 # State (CA, serving certificate, admin token, kubeconfig, log, pidfile) lives in
 # $CJOB_KUBE_LOCAL_DIR, default build/kube-local. The CA and token survive restarts;
-# objects do not (storage is in memory). No Docker needed yet: Pods are stored, not run.
+# objects do not (storage is in memory).
+#
+# Pods run as containers on the local Docker engine (the kubelet, devtools/kube_local/
+# kube_local/node) when one answers (`docker info`); otherwise they are only stored, and
+# `up` says so. CJOB_KUBE_LOCAL_KUBELET=1 requires the kubelet (fails without an
+# engine), =0 never starts it. `down` removes every container the kubelet ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,9 +42,28 @@ up() {
     [ -x "$python" ] || bash scripts/bootstrap.sh >&2
     mkdir -p "$state"
     rm -f "$state/ready"
+    local kubelet=()
+    case "${CJOB_KUBE_LOCAL_KUBELET:-auto}" in
+        0) ;;
+        1)
+            if ! "${DOCKER:-docker}" info >/dev/null 2>&1; then
+                echo "kube-local: CJOB_KUBE_LOCAL_KUBELET=1 but no Docker engine answers" \
+                    "(start one: scripts/docker-smoke.sh --build-only starts and keeps it)" >&2
+                return 1
+            fi
+            kubelet=(--kubelet --docker "${DOCKER:-docker}")
+            ;;
+        *)
+            if "${DOCKER:-docker}" info >/dev/null 2>&1; then
+                kubelet=(--kubelet --docker "${DOCKER:-docker}")
+            else
+                echo "kube-local: no Docker engine answers: pods will be stored, not run" >&2
+            fi
+            ;;
+    esac
     PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}" \
         nohup "$python" -m kube_local serve --state-dir "$state" \
-        --port "${CJOB_KUBE_LOCAL_PORT:-0}" >"$state/server.log" 2>&1 &
+        --port "${CJOB_KUBE_LOCAL_PORT:-0}" "${kubelet[@]}" >"$state/server.log" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 300); do
         [ -f "$state/ready" ] && break
@@ -63,7 +87,7 @@ down() {
     if running; then
         pid=$(cat "$pidfile")
         kill "$pid"
-        for _ in $(seq 100); do
+        for _ in $(seq 600); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
@@ -71,6 +95,18 @@ down() {
             kill -9 "$pid"
         fi
         echo "kube-local: stopped (pid $pid)" >&2
+    fi
+    # The server removes its containers as it stops; this catches a server that was
+    # killed (the label is the state directory's identity, as kube_local.node.engine sets it).
+    if [ -d "$state" ] && command -v "${DOCKER:-docker}" >/dev/null 2>&1; then
+        local id left
+        id=$(printf %s "$(cd "$state" && pwd -P)" | sha256sum | cut -c1-12)
+        left=$("${DOCKER:-docker}" ps --all --quiet --filter "label=kube-local.state=$id" \
+            2>/dev/null || true)
+        if [ -n "$left" ]; then
+            # shellcheck disable=SC2086 # one id per word
+            "${DOCKER:-docker}" rm --force $left >/dev/null 2>&1 || true
+        fi
     fi
     rm -f "$pidfile" "$state/ready"
 }

@@ -1,4 +1,7 @@
-"""``python -m kube_local serve --state-dir DIR [--host H] [--port P]``.
+"""``python -m kube_local serve --state-dir DIR [--host H] [--port P] [--kubelet [--docker D]]``.
+
+``--kubelet`` runs stored Pods as containers on the local Docker engine
+(:mod:`kube_local.node`); without it Pods are stored and never run.
 
 Serves until SIGTERM/SIGINT. Once listening it writes ``DIR/kubeconfig`` (with the
 bound port) and then ``DIR/ready`` containing the URL; both are removed on stop.
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import socket
 from pathlib import Path
@@ -17,7 +21,8 @@ import aiohttp.web
 from kube_local import pki, server
 
 
-async def _serve(state: Path, host: str, port: int, history: int) -> None:
+async def _serve(state: Path, host: str, port: int, history: int,
+                 docker: str | None) -> None:
     pki.ensure(state)
     api = server.ApiServer((state / "admin-token").read_text().strip(),
                            (state / "ca.crt").read_text(), history)
@@ -29,6 +34,8 @@ async def _serve(state: Path, host: str, port: int, history: int) -> None:
     site = aiohttp.web.SockSite(runner, sock, ssl_context=pki.server_context(state))
     await site.start()
     url = f"https://{host}:{sock.getsockname()[1]}"
+    kubelet = None if docker is None else api.start_kubelet(
+        state, docker, host, sock.getsockname()[1])
     pki.write_kubeconfig(state, url)
     (state / "ready").write_text(url + "\n")
     stop = asyncio.Event()
@@ -39,6 +46,8 @@ async def _serve(state: Path, host: str, port: int, history: int) -> None:
         await stop.wait()
     finally:
         (state / "ready").unlink(missing_ok=True)
+        if kubelet is not None:
+            kubelet.detach()
         await runner.cleanup()
 
 
@@ -51,8 +60,13 @@ def main() -> None:
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--history", type=int, default=1000,
                        help="events kept per resource for watches (older: 410 Gone)")
+    serve.add_argument("--kubelet", action="store_true",
+                       help="run Pods as containers on the local Docker engine")
+    serve.add_argument("--docker", default="docker", help="the docker client (with --kubelet)")
     args = parser.parse_args()
-    asyncio.run(_serve(args.state_dir, args.host, args.port, args.history))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    asyncio.run(_serve(args.state_dir, args.host, args.port, args.history,
+                       args.docker if args.kubelet else None))
 
 
 if __name__ == "__main__":

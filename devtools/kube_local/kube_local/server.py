@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import pathlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,6 +33,8 @@ from kube_local import (
     tables,
     verbs,
 )
+from kube_local.node import deployments
+from kube_local.node import kubelet as kubelet_mod
 
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kube-local",
@@ -72,7 +75,18 @@ class ApiServer:
         self.store = store.Store(history_size)
         self.tokens = auth.Tokens(admin_token)
         self.store.listeners.append(controllers.Controllers(self.tokens, ca_pem))
+        self.ca_pem = ca_pem
+        self.kubelet: kubelet_mod.Kubelet | None = None
         self._bootstrap()
+
+    def start_kubelet(self, state_dir: pathlib.Path, docker: str, api_host: str,
+                      api_port: int) -> kubelet_mod.Kubelet:
+        """Run pods as containers on the Docker engine (call on the running event loop)."""
+        self.kubelet = kubelet_mod.Kubelet(self.store, self.tokens, self.ca_pem, state_dir,
+                                           docker, api_host, api_port)
+        self.kubelet.attach()
+        deployments.DeploymentController(self.store).attach()
+        return self.kubelet
 
     def _bootstrap(self) -> None:
         namespaces = self.store.type_of("", "namespaces")
@@ -102,6 +116,26 @@ class ApiServer:
             return await self._resource(request, user, target)
         except errors.ApiError as failure:
             return _json(failure.status(), failure.code)
+
+    def _admit_pod(self, namespace: str, pod: Any) -> None:
+        """The ServiceAccount admission plugin: a pod's account must exist."""
+        if not isinstance(pod, dict):
+            return
+        account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        if self._sa_uid(namespace, account) is None:
+            name = (pod.get("metadata") or {}).get("name") or ""
+            raise errors.ApiError(
+                403, "Forbidden", f'pods "{name}" is forbidden: error looking up service '
+                f'account {namespace}/{account}: serviceaccount "{account}" not found')
+
+    async def _log(self, target: Target, query: Any) -> str:
+        """``pods/log`` from the container engine, when a kubelet runs the pod."""
+        pod = self.store.get(target.type, target.namespace, target.name)
+        if self.kubelet is None:
+            return ""
+        tail = query.get("tailLines")
+        return await self.kubelet.logs(pod, query.get("container"),
+                                       None if tail is None else int(tail))
 
     def _sa_uid(self, namespace: str, name: str) -> str | None:
         account = self.store.find(self.store.type_of("", "serviceaccounts"), namespace, name)
@@ -198,7 +232,8 @@ class ApiServer:
                                 self.store.select(t, scope, selector), listing=True)
         if verb == "get":
             if target.subresource == "log":
-                return aiohttp.web.Response(text="", content_type="text/plain")
+                return aiohttp.web.Response(text=await self._log(target, query),
+                                            content_type="text/plain")
             return self._answer(request, target,
                                 [self.store.get(t, target.namespace, target.name)])
         body = await self._body(request)
@@ -212,6 +247,8 @@ class ApiServer:
             return _json(review, 201)
         if verb == "create" and target.subresource == "token":
             return _json(self._token(target, body), 201)
+        if verb == "create" and t.plural == "pods" and not t.group:
+            self._admit_pod(target.namespace, body)
         if verb == "create":
             return self._answer(request, target,
                                 [verbs.create(self.store, t, target.namespace, body)], status=201)
@@ -224,11 +261,13 @@ class ApiServer:
                 self.store, t, target.namespace, target.name,
                 request.content_type, body, target.subresource)])
         policy = query.get("propagationPolicy") or (body or {}).get("propagationPolicy")
+        grace_given = query.get("gracePeriodSeconds", (body or {}).get("gracePeriodSeconds"))
+        grace = None if grace_given is None else int(grace_given)
         if verb == "delete":
             return self._answer(request, target, [verbs.delete(
-                self.store, t, target.namespace, target.name, policy)])
+                self.store, t, target.namespace, target.name, policy, grace)])
         gone = [verbs.delete(self.store, t, o["metadata"].get("namespace", ""),
-                             o["metadata"]["name"], policy)
+                             o["metadata"]["name"], policy, grace)
                 for o in self.store.select(t, scope, selector)]
         return self._answer(request, target, gone, listing=True)
 

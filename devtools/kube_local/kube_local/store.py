@@ -44,6 +44,9 @@ class Event:
 
 
 Listener = Callable[["Store", resources.ResourceType, Event], None]
+Graceful = Callable[[resources.ResourceType, "Obj"], "int | None"]
+"""A kubelet's say on a deletion: the grace period (seconds) of an object it must stop
+first (a pod it runs), else ``None`` (delete at once)."""
 
 
 def now() -> str:
@@ -68,6 +71,7 @@ class Store:
         self._compacted: dict[Key, int] = collections.defaultdict(int)
         self._watchers: dict[Key, set[asyncio.Queue[Event]]] = collections.defaultdict(set)
         self.listeners: list[Listener] = []
+        self.graceful: Graceful | None = None
 
     # -- types -------------------------------------------------------------------
 
@@ -165,7 +169,7 @@ class Store:
         version = self._next()
         obj = copy.deepcopy(obj)
         meta(obj)["resourceVersion"] = str(version)
-        if m.get("deletionTimestamp") and not m.get("finalizers"):
+        if m.get("deletionTimestamp") and not m.get("finalizers") and not self._held(t, obj):
             del self._objects[t.key][slot]
             self._emit(t, "DELETED", obj, previous, version)
         else:
@@ -173,10 +177,27 @@ class Store:
             self._emit(t, "MODIFIED", obj, previous, version)
         return copy.deepcopy(obj)
 
-    def remove(self, t: resources.ResourceType, namespace: str, name: str) -> Obj:
-        """Delete now, or mark for deletion while finalizers remain."""
+    def _held(self, t: resources.ResourceType, obj: Obj) -> bool:
+        """Is ``obj`` terminating gracefully (a kubelet stops it, then removes it)?"""
+        return (self.graceful is not None and self.graceful(t, obj) is not None
+                and int(meta(obj).get("deletionGracePeriodSeconds") or 0) > 0)
+
+    def remove(self, t: resources.ResourceType, namespace: str, name: str,
+               grace: int | None = None, *, force: bool = False) -> Obj:
+        """Delete now, or mark for deletion while finalizers remain or a kubelet stops it.
+
+        ``grace``: the DeleteOptions' ``gracePeriodSeconds`` (0: at once); ``force``: the
+        kubelet's final removal of an object it stopped.
+        """
         current = self.get(t, namespace, name)
         m = meta(current)
+        seconds = None if force or self.graceful is None else self.graceful(t, current)
+        if seconds is not None and grace != 0:
+            if not m.get("deletionTimestamp"):
+                m["deletionTimestamp"] = now()
+                m["deletionGracePeriodSeconds"] = max(1, seconds if grace is None else grace)
+                return self.replace(t, current)
+            return current
         if m.get("finalizers"):
             if not m.get("deletionTimestamp"):
                 m["deletionTimestamp"], m["deletionGracePeriodSeconds"] = now(), 0

@@ -106,7 +106,7 @@ def patch(data: store.Store, t: resources.ResourceType, namespace: str, name: st
 
 
 def delete(data: store.Store, t: resources.ResourceType, namespace: str, name: str,
-           propagation: str | None) -> Obj:
+           propagation: str | None, grace: int | None = None) -> Obj:
     current = data.get(t, namespace, name)
     uid = current["metadata"]["uid"]
     dependents = controllers.Controllers._dependents(data, uid)
@@ -121,7 +121,7 @@ def delete(data: store.Store, t: resources.ResourceType, namespace: str, name: s
         m["finalizers"] = [*(m.get("finalizers") or []), controllers.FOREGROUND]
         m["deletionTimestamp"], m["deletionGracePeriodSeconds"] = store.now(), 0
         return data.replace(t, marked)
-    return data.remove(t, namespace, name)
+    return data.remove(t, namespace, name, grace)
 
 
 def list_kind(t: resources.ResourceType, version: str, items: list[Obj],

@@ -1,0 +1,68 @@
+"""Cluster DNS as one hosts file that every container mounts at ``/etc/hosts``.
+
+Names, as a cluster's DNS would answer them:
+
+* the API server: ``kubernetes``, ``kubernetes.default``, ``kubernetes.default.svc``
+  and ``….cluster.local``;
+* every running pod: its name (its hostname);
+* every Service with a selector: ``<svc>.<ns>.svc.cluster.local``, ``<svc>.<ns>.svc``
+  and ``<svc>.<ns>``, one line per ready-or-running matching pod (headless semantics;
+  a ClusterIP Service resolves to its pods too: there is no proxy, so its ``port``
+  must equal the ``targetPort``);
+* a Service without a selector: the addresses of its Endpoints (how Kubernetes names
+  a server it does not run).
+
+The file is rewritten in place (same inode), because Docker bind-mounts it by inode.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterable
+from typing import Any
+
+Obj = dict[str, Any]
+API_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local")
+
+
+def _matches(selector: dict[str, str], pod: Obj) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _service_names(service: Obj) -> str:
+    name, ns = service["metadata"]["name"], service["metadata"]["namespace"]
+    return f"{name}.{ns}.svc.cluster.local {name}.{ns}.svc {name}.{ns}"
+
+
+def render(api_host: str, pods: Iterable[Obj], services: Iterable[Obj],
+           endpoints: Iterable[Obj]) -> str:
+    live = [p for p in pods if (p.get("status") or {}).get("podIP")
+            and (p.get("status") or {}).get("phase") in ("Pending", "Running")
+            and not p["metadata"].get("deletionTimestamp")]
+    lines = ["127.0.0.1 localhost", f"{api_host} {' '.join(API_NAMES)}"]
+    lines += [f"{p['status']['podIP']} {p['metadata']['name']}" for p in live]
+    by_name = {(e["metadata"]["namespace"], e["metadata"]["name"]): e for e in endpoints}
+    for service in services:
+        selector = (service.get("spec") or {}).get("selector")
+        names = _service_names(service)
+        if selector:
+            ns = service["metadata"]["namespace"]
+            lines += [f"{p['status']['podIP']} {names}" for p in live
+                      if p["metadata"]["namespace"] == ns and _matches(selector, p)]
+        else:
+            found = by_name.get((service["metadata"]["namespace"], service["metadata"]["name"]))
+            for subset in (found or {}).get("subsets") or ():
+                lines += [f"{a['ip']} {names}" for a in subset.get("addresses") or ()]
+    return "\n".join(lines) + "\n"
+
+
+def write_in_place(path: pathlib.Path, text: str) -> None:
+    """Replace the content of ``path`` without replacing the file (bind mounts keep it)."""
+    with path.open("r+" if path.exists() else "w") as f:
+        if f.read() == text:
+            return
+        f.seek(0)
+        f.write(text)
+        f.truncate()
