@@ -18,6 +18,7 @@ The file is rewritten in place (same inode), because Docker bind-mounts it by in
 from __future__ import annotations
 
 import pathlib
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,7 +42,8 @@ def render(api_host: str, pods: Iterable[Obj], services: Iterable[Obj],
     live = [p for p in pods if (p.get("status") or {}).get("podIP")
             and (p.get("status") or {}).get("phase") in ("Pending", "Running")
             and not p["metadata"].get("deletionTimestamp")]
-    lines = ["127.0.0.1 localhost", f"{api_host} {' '.join(API_NAMES)}"]
+    # Host networking shares the machine's hostname: it must resolve too (the JVM asks).
+    lines = [f"127.0.0.1 localhost {socket.gethostname()}", f"{api_host} {' '.join(API_NAMES)}"]
     lines += [f"{p['status']['podIP']} {p['metadata']['name']}" for p in live]
     by_name = {(e["metadata"]["namespace"], e["metadata"]["name"]): e for e in endpoints}
     for service in services:
@@ -60,7 +62,10 @@ def render(api_host: str, pods: Iterable[Obj], services: Iterable[Obj],
 
 def write_in_place(path: pathlib.Path, text: str) -> None:
     """Replace the content of ``path`` without replacing the file (bind mounts keep it)."""
-    with path.open("r+" if path.exists() else "w") as f:
+    if not path.exists():
+        path.write_text(text)
+        return
+    with path.open("r+") as f:
         if f.read() == text:
             return
         f.seek(0)
