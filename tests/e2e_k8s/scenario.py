@@ -253,7 +253,8 @@ class Scenario:
         self.wait("phase Suspended and no job pods", lambda: (
             self.status().get("phase") == "Suspended"
             and not self.job_pods("driver") and not self.job_pods("executor")))
-        savepoint = (self.status().get("lastSavepoint") or {}).get("path")
+        savepoint = ((self.status().get("checkpoints") or {}).get("lastSavepoint") or {}).get(
+            "path")
         if not savepoint:
             raise ScenarioError(f"suspended without a savepoint: {self.status()}")
         self.log(f"  savepoint {savepoint}; resume")
