@@ -83,12 +83,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
         time.sleep(0.05)
 
 
-def start_server(state: Path, history: int = HISTORY) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(state: Path, history: int = HISTORY,
+                 kubelet: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
+    extra = ["--kubelet"] if kubelet else []
     with (state.parent / f"{state.name}.log").open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "kube_local", "serve", "--state-dir", str(state),
-             "--history", str(history)], env=env, stdout=log, stderr=subprocess.STDOUT)
+             "--history", str(history), *extra], env=env, stdout=log, stderr=subprocess.STDOUT)
     ready = state / "ready"
 
     def started() -> bool:
