@@ -264,6 +264,11 @@ def _storage_env(spec: spec_model.JobSpec) -> list[Obj]:
     ]
 
 
+def _user_env(spec: spec_model.JobSpec) -> list[Obj]:
+    """``spec.env``, after the operator's own variables (validation keeps them apart)."""
+    return [json.loads(json.dumps(entry)) for entry in spec.env]
+
+
 def driver_args(restore: RestorePoint | None) -> list[str]:
     args = ["driver", "--config", CONFIG_FILE]
     if restore is not None:
@@ -302,6 +307,7 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
             {"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {
                 "name": job.token_secret(), "key": TOKEN_KEY}}},
             *_storage_env(spec),
+            *_user_env(spec),
         ],
         "resources": {
             "requests": {"cpu": str(spec.driver.cores), "memory": f"{driver_memory.pod}Mi"},
@@ -349,7 +355,8 @@ def executor_pod_template(job: JobRef, spec: spec_model.JobSpec) -> Obj:
             "containers": [{
                 "name": "executor",
                 "securityContext": dict(CONTAINER_SECURITY),
-                "env": [{"name": "HOME", "value": "/tmp"}, *_storage_env(spec)],
+                "env": [{"name": "HOME", "value": "/tmp"}, *_storage_env(spec),
+                        *_user_env(spec)],
                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
             }],
             "volumes": [{"name": "tmp", "emptyDir": {}}],

@@ -14,7 +14,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cjob_operator.model import spec as spec_model
 
@@ -105,6 +106,31 @@ def validate(spec: spec_model.JobSpec) -> list[str]:
     problems.extend(_storage_problems(spec.storage))
     problems.extend(_restore_problems(spec))
     problems.extend(problems_in_spark_conf(spec.spark_conf))
+    problems.extend(problems_in_env(spec.env))
+    return problems
+
+
+OPERATOR_ENV = ("POD_IP", "HOME", "SPARK_LOCAL_DIRS", "CJOB_CONTROL_TOKEN",
+                "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+"""What the operator sets in job pods (and the CRD's CEL rule refuses in ``spec.env``)."""
+
+
+def problems_in_env(env: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One sentence per ``spec.env`` entry the operator cannot apply.
+
+    >>> for problem in problems_in_env([{"name": "REGION", "value": "eu"},
+    ...                                 {"name": "HOME", "value": "/"}]):
+    ...     print(problem)
+    spec.env sets HOME, which the operator sets itself (the pod's own settings): remove it
+    """
+    problems = []
+    for entry in env:
+        name = str(entry.get("name", ""))
+        if name in OPERATOR_ENV:
+            problems.append(f"spec.env sets {name}, which the operator sets itself "
+                            "(the pod's own settings): remove it")
+        elif ("value" in entry) == ("valueFrom" in entry):
+            problems.append(f"spec.env entry {name!r} needs exactly one of value or valueFrom")
     return problems
 
 

@@ -46,6 +46,7 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "executor.instances": ((JOB_JSON, "sparkConf.spark.executor.instances"),),
     "executor.podTemplate": ((MANIFEST, "executor pod template in the ConfigMap"),),
     "sparkConf": ((JOB_JSON, "sparkConf"),),
+    "env": ((MANIFEST, "driver container env"), (MANIFEST, "executor template env")),
     "checkpointing.interval": ((JOB_JSON, "checkpointing.intervalSeconds"),),
     "checkpointing.timeout": ((JOB_JSON, "checkpointing.timeoutSeconds"),),
     "checkpointing.minPause": ((JOB_JSON, "checkpointing.minPauseSeconds"),),

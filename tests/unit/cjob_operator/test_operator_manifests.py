@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from cjob_operator import manifests, quantities
+from cjob_operator import manifests, quantities, validate
 from cjob_operator.model import spec
 from cjob_operator.model.action import RestorePoint
 from cjob_operator.model.enums import SnapshotKind
@@ -193,3 +193,21 @@ def test_executors_run_without_an_api_token() -> None:
     assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "default"
     assert manifests.executor_pod_template(JOB, make_spec())["spec"][
         "automountServiceAccountToken"] is False
+
+
+def test_spec_env_reaches_the_driver_and_every_executor_after_the_operators_own() -> None:
+    user_env = [{"name": "REGION", "value": "eu"},
+                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "v"}}}]
+    sp = make_spec(env=user_env)
+    driver = manifests.driver_pod(JOB, sp, "d-1", None)["spec"]["containers"][0]["env"]
+    executor = manifests.executor_pod_template(JOB, sp)["spec"]["containers"][0]["env"]
+    for env in (driver, executor):
+        assert env[-2:] == user_env
+        names = [e["name"] for e in env]
+        assert names.index("AWS_ACCESS_KEY_ID") < names.index("REGION")
+
+
+def test_spec_env_may_not_override_what_the_operator_sets() -> None:
+    problems = validate.validate(make_spec(env=[{"name": "POD_IP", "value": "1.2.3.4"}]))
+    assert problems == ["spec.env sets POD_IP, which the operator sets itself "
+                        "(the pod's own settings): remove it"]

@@ -25,12 +25,13 @@ def _stored(validator: crdcheck.CustomResourceValidator, name: str) -> dict[str,
     return spec
 
 
-def test_the_four_documented_examples_exist() -> None:
+def test_the_documented_examples_exist() -> None:
     assert [p.name for p in EXAMPLE_FILES] == [
         "minimal.yaml",
         "production.yaml",
         "restore-from-checkpoint.yaml",
         "suspended.yaml",
+        "wordcount.yaml",
     ]
 
 

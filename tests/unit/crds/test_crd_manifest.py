@@ -167,6 +167,12 @@ image imagePullPolicy pipeline pipeline.module pipeline.file pipeline.args paral
 maxParallelism driver driver.cores driver.memory driver.serviceAccount driver.podTemplate
 driver.terminationGracePeriodSeconds
 executor executor.cores executor.memory executor.instances executor.podTemplate sparkConf
+env env[*] env[*].name env[*].value env[*].valueFrom env[*].valueFrom.secretKeyRef
+env[*].valueFrom.secretKeyRef.name env[*].valueFrom.secretKeyRef.key
+env[*].valueFrom.secretKeyRef.optional env[*].valueFrom.configMapKeyRef
+env[*].valueFrom.configMapKeyRef.name env[*].valueFrom.configMapKeyRef.key
+env[*].valueFrom.configMapKeyRef.optional env[*].valueFrom.fieldRef
+env[*].valueFrom.fieldRef.fieldPath
 checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
 checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout

@@ -211,6 +211,8 @@ class JobSpec:
     driver: PodSpec
     executor: PodSpec
     spark_conf: Mapping[str, str]
+    env: tuple[Mapping[str, Any], ...]
+    """``spec.env``: EnvVar objects for the driver and every executor, as stored."""
     checkpointing: CheckpointingSpec
     storage: StorageSpec
     restart_policy: RestartPolicySpec
@@ -240,6 +242,7 @@ class JobSpec:
                 driver=PodSpec.from_storage(raw.get("driver") or {}),
                 executor=PodSpec.from_storage(raw.get("executor") or {}),
                 spark_conf={str(k): str(v) for k, v in (raw.get("sparkConf") or {}).items()},
+                env=tuple(_thaw(e) for e in raw.get("env") or ()),
                 checkpointing=CheckpointingSpec.from_storage(raw.get("checkpointing") or {}),
                 storage=StorageSpec.from_storage(raw.get("storage") or {}),
                 restart_policy=RestartPolicySpec.from_storage(raw.get("restartPolicy") or {}),
