@@ -32,6 +32,9 @@ from typing import Any
 import yaml
 from cluster import Cluster, ContainerKiller, Obj, ScenarioError, names, wait_until
 
+from barrier_runtime import demo, testing
+from barrier_runtime.connectors import files
+
 ROLE = "checkpointed.dev/role"
 JOB_LABEL = "checkpointed.dev/job"
 
@@ -330,4 +333,18 @@ class Scenario:
         return value if isinstance(value, int) else -1
 
 
-__all__ = ["Scenario", "Settings", "job_manifest", "names"]
+def check_output(s: Settings, host_endpoint: str) -> dict[str, int]:
+    """Read the sink's committed output (through ``host_endpoint``, where the test process
+    reaches the S3 server; credentials from ``AWS_*`` in the environment) and count lost,
+    duplicated and out-of-order records against the crash-free output."""
+    url = s.output_url.replace(s.storage_endpoint, host_endpoint)
+    output = list(files.FileSink(url).read_committed())
+    report = testing.check_exactly_once(demo.expected_output(s.keys, s.events_per_key), output)
+    return {"records": len(output), **report.as_dict()}
+
+
+def summary_line(summary: Mapping[str, Any]) -> str:
+    return "E2E_K8S_SUMMARY " + json.dumps(summary, sort_keys=True)
+
+
+__all__ = ["Scenario", "Settings", "check_output", "job_manifest", "names", "summary_line"]

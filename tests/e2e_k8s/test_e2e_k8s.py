@@ -16,10 +16,7 @@ import time
 
 import pytest
 from cluster import DockerKiller
-from scenario import Scenario, Settings
-
-from barrier_runtime import demo, testing
-from barrier_runtime.connectors import files
+from scenario import Scenario, Settings, check_output, summary_line
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -45,13 +42,8 @@ def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
     # The checker: the sink's committed output against the crash-free output.
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
-    host_url = settings.output_url.replace(settings.storage_endpoint, host_s3_endpoint)
-    output = list(files.FileSink(host_url).read_committed())
-    report = testing.check_exactly_once(
-        demo.expected_output(settings.keys, settings.events_per_key), output)
-    summary |= {"records": len(output), **report.as_dict()}
-
-    line = "E2E_K8S_SUMMARY " + json.dumps(summary, sort_keys=True)
+    summary |= check_output(settings, host_s3_endpoint)
+    line = summary_line(summary)
     with capsys.disabled():  # on the terminal (and in CI's log), not in a capture
         print(f"\n{line}", flush=True)
     out = ROOT / "build" / "e2e_k8s"
@@ -62,5 +54,5 @@ def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
     assert summary["executor_kills"] >= 2 and summary["driver_kills"] >= 1
     assert summary["operator_restarts"] >= 1
     assert summary["checkpoints_completed"] >= 3
-    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), summary
+    assert (summary["lost"], summary["duplicated"], summary["out_of_order"]) == (0, 0, 0), summary
     assert summary["left_after_uninstall"] == [], summary
