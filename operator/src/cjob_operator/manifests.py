@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime import job_document as jobdoc
 from cjob_operator import API_VERSION, KIND, quantities
 from cjob_operator.model import spec as spec_model
 from cjob_operator.model.action import RestorePoint
@@ -30,9 +31,9 @@ CONFIG_DIR = "/etc/cjob"
 CONFIG_FILE = f"{CONFIG_DIR}/job.json"
 EXECUTOR_TEMPLATE_FILE = f"{CONFIG_DIR}/executor-pod-template.yaml"
 TOKEN_KEY = "token"
-TOKEN_ENV = "CJOB_CONTROL_TOKEN"
-ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
-SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
+TOKEN_ENV = jobdoc.TOKEN_ENV
+ACCESS_KEY_ENV = jobdoc.ACCESS_KEY_ENV
+SECRET_KEY_ENV = jobdoc.SECRET_KEY_ENV
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 LABEL_JOB = "checkpointed.dev/job"
@@ -163,43 +164,40 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
     return {**dict(spec.spark_conf), **managed}
 
 
-def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
-    """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
+def job_document(job: JobRef, spec: spec_model.JobSpec,
+                 deployment_id: str = "") -> jobdoc.JobDocument:
+    """The driver's configuration, typed: the runtime reads it with the same class."""
     cp = spec.checkpointing
     rp = spec.restart_policy
-    return {
-        "formatVersion": 1,
-        "job": {"namespace": job.namespace, "name": job.name, "uid": job.uid},
-        "pipeline": {k: v for k, v in (("module", spec.pipeline.module),
-                                       ("file", spec.pipeline.file)) if v}
-        | {"args": list(spec.pipeline.args)},
-        "parallelism": spec.parallelism,
-        "maxParallelism": spec.max_parallelism,
-        "checkpointing": {
-            "intervalSeconds": cp.interval, "timeoutSeconds": cp.timeout,
-            "minPauseSeconds": cp.min_pause, "maxConcurrent": cp.max_concurrent,
-            "tolerableFailures": cp.tolerable_failures, "mode": cp.mode.value,
-            "unaligned": cp.unaligned, "alignedTimeoutSeconds": cp.aligned_timeout,
-            "retained": cp.retained, "incremental": cp.incremental,
-            "triggeredBy": "driver",
-        },
-        "storage": {
-            "endpoint": spec.storage.endpoint, "bucket": spec.storage.bucket,
-            "prefix": spec.storage.prefix,
-            "root": spec.storage.job_root(job.namespace, job.name),
-            "accessKeyEnv": ACCESS_KEY_ENV, "secretKeyEnv": SECRET_KEY_ENV,
-        },
-        "restartPolicy": {
-            "maxRestarts": rp.max_restarts, "windowSeconds": rp.window,
-            "backoff": {"initialSeconds": rp.backoff.initial, "maxSeconds": rp.backoff.max,
-                        "multiplier": rp.backoff.multiplier, "jitter": rp.backoff.jitter},
-            "resetAfterSeconds": rp.reset_after,
-        },
-        "allowFreshStart": spec.allow_fresh_start,
-        "control": {"port": CONTROL_PORT, "tokenEnv": TOKEN_ENV},
-        "driver": {"terminationGracePeriodSeconds": spec.driver.termination_grace_period},
-        "sparkConf": spark_conf(job, spec, deployment_id),
-    }
+    return jobdoc.JobDocument(
+        job=jobdoc.JobIdentity(job.namespace, job.name, job.uid),
+        pipeline=jobdoc.PipelineSection(spec.pipeline.module or None,
+                                        spec.pipeline.file or None, tuple(spec.pipeline.args)),
+        parallelism=spec.parallelism,
+        max_parallelism=spec.max_parallelism,
+        checkpointing=jobdoc.CheckpointingSection(
+            interval=cp.interval, timeout=cp.timeout, min_pause=cp.min_pause,
+            max_concurrent=cp.max_concurrent, tolerable_failures=cp.tolerable_failures,
+            mode=cp.mode.value, unaligned=cp.unaligned, aligned_timeout=cp.aligned_timeout,
+            retained=cp.retained, incremental=cp.incremental, triggered_by="driver"),
+        storage=jobdoc.StorageSection(
+            endpoint=spec.storage.endpoint, bucket=spec.storage.bucket,
+            prefix=spec.storage.prefix, root=spec.storage.job_root(job.namespace, job.name),
+            access_key_env=ACCESS_KEY_ENV, secret_key_env=SECRET_KEY_ENV),
+        restart_policy=jobdoc.RestartSection(
+            max_restarts=rp.max_restarts, window=rp.window, initial=rp.backoff.initial,
+            max=rp.backoff.max, multiplier=rp.backoff.multiplier, jitter=rp.backoff.jitter,
+            reset_after=rp.reset_after),
+        allow_fresh_start=spec.allow_fresh_start,
+        control=jobdoc.ControlSection(CONTROL_PORT, TOKEN_ENV),
+        grace_period=spec.driver.termination_grace_period,
+        spark_conf=spark_conf(job, spec, deployment_id),
+    )
+
+
+def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
+    """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
+    return job_document(job, spec, deployment_id).for_storage()
 
 
 # -- objects ----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The job configuration ``cjob driver --config job.json`` runs (written by the operator).
 
-The document is built by ``cjob_operator.manifests.job_config``; this module
-is the runtime's half of that contract. It holds no secret values, only the
+The document is one typed definition, :class:`barrier_runtime.job_document.JobDocument`,
+that ``cjob_operator.manifests.job_config`` writes and this module reads, checks and
+turns into the driver's :class:`~.driver.SparkJobSpec`. It holds no secret values, only the
 *names* of the environment variables that do (``storage.accessKeyEnv``,
 ``storage.secretKeyEnv``, ``control.tokenEnv``)::
 
@@ -45,16 +46,17 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.checkpoint import types
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver, pipeline
 from barrier_runtime.storage import object_store
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = job_document.FORMAT_VERSION
 ANY_ADDRESS = "0.0.0.0"
 """In a pod without ``POD_IP``: listen on every interface (probes, the operator, executors)."""
 POD_IP_ENV = "POD_IP"
@@ -73,14 +75,7 @@ _MODES = {
 }
 
 
-_T = TypeVar("_T")
-_REQUIRED: Any = object()
-_KINDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string"}
-_FIX = "fix the CheckpointedJob spec (or the file) and start the driver again"
-
-
-class JobConfigError(ValueError):
-    """The job configuration is missing something or has a wrong value; the message says where."""
+JobConfigError = job_document.JobConfigError
 
 
 def read(path: str | pathlib.Path) -> dict[str, Any]:
@@ -115,59 +110,17 @@ def to_spec(
 
 def max_parallelism(doc: Mapping[str, Any]) -> int | None:
     """``maxParallelism`` if the configuration fixes it (the pipeline must agree)."""
-    value: int | None = _field(doc, "", "maxParallelism", int, None)
-    return value
-
-
-def _section(doc: Mapping[str, Any], name: str, *, required: bool = False) -> dict[str, Any]:
-    """``doc[name]`` as an object (``{}`` when optional and absent)."""
-    value = doc.get(name)
-    if value is None:
-        if required:
-            raise JobConfigError(f"the job configuration lacks `{name}`: {_FIX}")
-        return {}
-    if not isinstance(value, dict):
-        raise JobConfigError(
-            f"`{name}` in the job configuration must be a JSON object, not "
-            f"{type(value).__name__}: {_FIX}"
-        )
-    return value
-
-
-def _field(
-    raw: Mapping[str, Any],
-    where: str,
-    key: str,
-    kind: Callable[[Any], _T],
-    default: _T = _REQUIRED,
-) -> _T:
-    """``raw[key]`` converted by ``kind``; the error names ``where.key`` and its value."""
-    name = f"{where}.{key}" if where else key
-    if key not in raw or raw[key] is None:
-        if default is _REQUIRED:
-            raise JobConfigError(f"the job configuration lacks `{name}`: {_FIX}")
-        return default
-    value = raw[key]
-    try:
-        if isinstance(value, bool | dict | list):
-            raise TypeError(type(value).__name__)
-        return kind(value)
-    except (TypeError, ValueError) as exc:
-        raise JobConfigError(
-            f"`{name}` in the job configuration is {value!r}, not {_KINDS.get(kind, kind)}: {_FIX}"
-        ) from exc
+    return job_document.JobDocument.from_storage(doc).max_parallelism
 
 
 def _spec(
-    doc: Mapping[str, Any],
+    raw: Mapping[str, Any],
     environ: Mapping[str, str],
     restore_from: int | str | None,
     master: str | None,
 ) -> driver.SparkJobSpec:
-    version = doc.get("formatVersion", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise JobConfigError(f"unsupported job configuration formatVersion {version}")
-    spark_conf = {str(k): str(v) for k, v in _section(doc, "sparkConf").items()}
+    doc = job_document.JobDocument.from_storage(raw)
+    spark_conf = dict(doc.spark_conf)
     master = master or spark_conf.pop("spark.master", None)
     spark_conf.pop("spark.master", None)
     local = master is None or master.startswith("local")
@@ -175,25 +128,22 @@ def _spec(
     if not local:
         master = in_cluster_master(master, environ)
         spark_conf["spark.driver.bindAddress"] = bind
-    parallelism = _field(doc, "", "parallelism", int)
-    if parallelism < 1:
-        raise JobConfigError(f"`parallelism` in the job configuration is {parallelism}: {_FIX}")
-    control = _section(doc, "control")
     return driver.SparkJobSpec(
-        pipeline=_pipeline(_section(doc, "pipeline", required=True)),
-        parallelism=parallelism,
-        store=_store(_section(doc, "storage", required=True)),
-        checkpoint=_checkpointing(_section(doc, "checkpointing")),
+        pipeline=pipeline.PipelineRef(module=doc.pipeline.module, file=doc.pipeline.file,
+                                      args=doc.pipeline.args),
+        parallelism=doc.parallelism,
+        store=_store(doc.storage),
+        checkpoint=_checkpointing(doc.checkpointing),
         master=master,
         spark_conf=_local_conf(spark_conf) if local else spark_conf,
-        restart=_restart(_section(doc, "restartPolicy")),
+        restart=_restart(doc.restart_policy),
         restore_from=restore_from,
-        allow_fresh_start=_flag(doc, "allowFreshStart"),
-        control=_control(control, _section(doc, "job"), environ, bind),
+        allow_fresh_start=doc.allow_fresh_start,
+        control=_control(doc, environ, bind),
         coordinator_bind=bind,
-        coordinator_port=_field(_section(doc, "coordinator"), "coordinator", "port", int, 0),
+        coordinator_port=doc.coordinator_port,
         coordinator_host=None if local else spark_conf.get("spark.driver.host"),
-        stop_grace_period=_grace_period(_section(doc, "driver")),
+        stop_grace_period=doc.grace_period,
     )
 
 
@@ -211,104 +161,53 @@ def in_cluster_master(master: str | None, environ: Mapping[str, str]) -> str | N
     return f"{master}:{port}"
 
 
-def _grace_period(raw: dict[str, Any]) -> float:
-    where, key = "driver", "terminationGracePeriodSeconds"
-    value = _field(raw, where, key, float, driver.DEFAULT_STOP_GRACE_PERIOD)
-    if value <= 0:
-        raise JobConfigError(f"`{where}.{key}` in the job configuration is {value:g}: {_FIX}")
-    return value
+def _store(raw: job_document.StorageSection) -> config_mod.StoreRef:
+    url = object_store.store_url(raw.endpoint, raw.bucket)
+    return config_mod.StoreRef(url, raw.root, access_key_env=raw.access_key_env,
+                               secret_key_env=raw.secret_key_env)
 
 
-def _flag(raw: Mapping[str, Any], key: str) -> bool:
-    """An optional boolean (``false`` when absent)."""
-    value = raw.get(key, False)
-    if not isinstance(value, bool):
-        raise JobConfigError(
-            f"`{key}` in the job configuration is {value!r}, not true or false: {_FIX}"
-        )
-    return value
-
-
-def _pipeline(raw: dict[str, Any]) -> pipeline.PipelineRef:
-    args = raw.get("args") or []
-    if not isinstance(args, list):
-        raise JobConfigError(f"`pipeline.args` in the job configuration must be a list: {_FIX}")
-    if raw.get("file"):
-        return pipeline.PipelineRef(file=str(raw["file"]), args=tuple(map(str, args)))
-    if raw.get("module"):
-        return pipeline.PipelineRef(module=str(raw["module"]), args=tuple(map(str, args)))
-    raise JobConfigError(
-        f"`pipeline` in the job configuration needs a `module` or a `file`: {_FIX}"
-    )
-
-
-def _store(raw: dict[str, Any]) -> config_mod.StoreRef:
-    endpoint = str(raw.get("endpoint") or "")
-    bucket = _field(raw, "storage", "bucket", str)
-    root = str(raw.get("root") or "").strip("/")
-    access = str(raw.get("accessKeyEnv") or config_mod.ACCESS_KEY_ENV)
-    secret = str(raw.get("secretKeyEnv") or config_mod.SECRET_KEY_ENV)
-    url = object_store.store_url(endpoint, bucket)
-    return config_mod.StoreRef(url, root, access_key_env=access, secret_key_env=secret)
-
-
-def _checkpointing(raw: dict[str, Any]) -> types.CheckpointConfig:
-    mode = str(raw.get("mode", "ExactlyOnce"))
-    if mode not in _MODES:
-        raise JobConfigError(
-            f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {_FIX}"
-        )
-    by_operator = raw.get("triggeredBy") == "operator"
-
-    def number(key: str, kind: Callable[[Any], _T], default: _T) -> _T:
-        return _field(raw, "checkpointing", key, kind, default)
-
+def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointConfig:
     return types.CheckpointConfig(
-        interval=NO_PERIODIC_INTERVAL if by_operator else number("intervalSeconds", float, 30.0),
-        timeout=number("timeoutSeconds", float, 600.0),
-        min_pause=number("minPauseSeconds", float, 0.0),
-        max_concurrent=number("maxConcurrent", int, 1),
-        tolerable_failures=number("tolerableFailures", int, 3),
-        mode=_MODES[mode],
-        unaligned=bool(raw.get("unaligned", False)),
-        aligned_timeout=number("alignedTimeoutSeconds", float, 0.0),
-        retained=number("retained", int, 3),
+        interval=NO_PERIODIC_INTERVAL if raw.triggered_by == "operator" else raw.interval,
+        timeout=raw.timeout,
+        min_pause=raw.min_pause,
+        max_concurrent=raw.max_concurrent,
+        tolerable_failures=raw.tolerable_failures,
+        mode=_MODES[raw.mode],
+        unaligned=raw.unaligned,
+        aligned_timeout=raw.aligned_timeout,
+        retained=raw.retained,
     )
 
 
-def _restart(raw: dict[str, Any]) -> driver.RestartSettings:
-    b = _section(raw, "backoff")
-    where = "restartPolicy"
+def _restart(raw: job_document.RestartSection) -> driver.RestartSettings:
     return driver.RestartSettings(
-        max_restarts=_field(raw, where, "maxRestarts", int, 10),
-        window=_field(raw, where, "windowSeconds", float, 3600.0),
-        backoff=restart.Backoff(
-            initial=_field(b, f"{where}.backoff", "initialSeconds", float, 10.0),
-            max=_field(b, f"{where}.backoff", "maxSeconds", float, 300.0),
-            multiplier=_field(b, f"{where}.backoff", "multiplier", float, 2.0),
-            jitter=_field(b, f"{where}.backoff", "jitter", float, 0.2),
-        ),
-        reset_after=_field(raw, where, "resetAfterSeconds", float, 600.0),
+        max_restarts=raw.max_restarts,
+        window=raw.window,
+        backoff=restart.Backoff(initial=raw.initial, max=raw.max,
+                                multiplier=raw.multiplier, jitter=raw.jitter),
+        reset_after=raw.reset_after,
     )
 
 
 def _control(
-    raw: dict[str, Any], job: dict[str, Any], environ: Mapping[str, str], bind: str
+    doc: job_document.JobDocument, environ: Mapping[str, str], bind: str
 ) -> driver.ControlSettings | None:
-    if "port" not in raw:
+    if doc.control is None:
         return None
-    token_env = str(raw.get("tokenEnv") or "CJOB_CONTROL_TOKEN")
-    token = environ.get(token_env)
+    token = environ.get(doc.control.token_env)
     if not token:
         raise JobConfigError(
-            f"the control API token is missing: set the environment variable {token_env}"
+            f"the control API token is missing: set the environment variable "
+            f"{doc.control.token_env}"
         )
     return driver.ControlSettings(
         host=bind,
-        port=_field(raw, "control", "port", int),
+        port=doc.control.port,
         token=token,
-        namespace=job.get("namespace"),
-        job_name=job.get("name"),
+        namespace=doc.job.namespace or None,
+        job_name=doc.job.name or None,
     )
 
 
