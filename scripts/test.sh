@@ -10,4 +10,6 @@ echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
 .venv/bin/mypy devtools/kube_local/kube_local tests/integration/kube_local
 echo "==> pytest"
+# helm (and kubectl where none is installed) live in .venv/bin: scripts/get-helm.sh
+export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/python -m pytest -p no:cacheprovider "$@"

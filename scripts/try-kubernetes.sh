@@ -20,7 +20,8 @@
 #      cjob-runtime:dev, then waits for phase Running and a completed checkpoint.
 # It ends by printing the KUBECONFIG to export and what to try next. Idempotent.
 #
-# State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local). Needs kubectl on PATH.
+# State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local). Without a kubectl on PATH,
+# scripts/get-helm.sh puts one in .venv/bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,9 +64,9 @@ s3_down() {
 }
 
 up() {
-    command -v kubectl >/dev/null 2>&1 || die "kubectl is not installed (https://kubernetes.io/docs/tasks/tools/)"
     [ -x "$python" ] || bash scripts/bootstrap.sh
-    bash scripts/install-test-tools.sh >/dev/null
+    bash scripts/install-test-tools.sh >/dev/null  # helm, and kubectl when none is installed
+    export PATH="$PWD/.venv/bin:$PATH"
     say "building the images (cached after the first time)"
     bash scripts/docker-smoke.sh --build-only >&2
     mkdir -p "$state"
