@@ -29,9 +29,10 @@ def _docker_ready() -> None:
     import docker_harness  # type: ignore[import-not-found]  # tests/docker, put on sys.path above
 
     docker_harness.require_docker()
+    answers = subprocess.run(["docker", "info"], capture_output=True, check=False)
     present = subprocess.run(["docker", "image", "inspect", BASE, RUNTIME],
                              capture_output=True, check=False)
-    if present.returncode != 0:
+    if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
         subprocess.run(["bash", "scripts/docker-smoke.sh", "--build-only"], cwd=ROOT,
                        check=True, capture_output=True, timeout=1800)
 

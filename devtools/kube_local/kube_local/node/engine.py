@@ -49,11 +49,14 @@ class Engine:
         return out.decode(errors="replace")
 
     async def image_user(self, image: str) -> str | None:
-        """The image's ``User`` ("" for root), or ``None`` when the engine lacks the image."""
+        """The image's ``User`` ("" for root), or ``None`` when the engine lacks the image;
+        :class:`EngineError` when the engine does not answer."""
         try:
             return (await self._run("image", "inspect", "-f", "{{.Config.User}}", image)).strip()
-        except EngineError:
-            return None
+        except EngineError as exc:
+            if "no such image" in str(exc).lower():
+                return None
+            raise
 
     async def run(self, name: str, image: str, options: Sequence[str],
                   args: Sequence[str], labels: dict[str, str]) -> str:

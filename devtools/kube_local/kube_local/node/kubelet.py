@@ -61,8 +61,8 @@ class Kubelet:
     def __init__(self, data: store.Store, tokens: auth.Tokens, ca_pem: str,
                  state_dir: pathlib.Path, docker: str, api_host: str, api_port: int) -> None:
         self.data, self.tokens, self.ca_pem = data, tokens, ca_pem
-        self.state_dir = state_dir
-        state_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
+        self.state_dir = state_dir = state_dir.resolve()  # docker mounts need absolute paths
+        state_id = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
         self.engine = engine_mod.Engine(docker, state_id)
         self.facts_base = (api_host, api_port)
         self.pods_dir = state_dir / "pods"
@@ -350,7 +350,10 @@ class PodWorker:
         return name
 
     async def _prepare(self, c: Obj) -> tuple[list[str], list[str]]:
-        image_user = await self.k.engine.image_user(c["image"])
+        try:
+            image_user = await self.k.engine.image_user(c["image"])
+        except engine_mod.EngineError as exc:
+            raise podspec.ConfigError(f"the container engine does not answer: {exc}") from exc
         if image_user is None:
             raise podspec.ConfigError(
                 f'Container image "{c["image"]}" is not present with pull policy of Never '
