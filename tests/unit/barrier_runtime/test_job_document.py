@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from barrier_runtime import job_document
 from cjob_operator import manifests
 from cjob_operator.model import spec
-
-from barrier_runtime import job_document
 
 JOB = manifests.JobRef("team-a", "orders", "uid-7")
 
