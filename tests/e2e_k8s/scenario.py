@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -246,8 +247,11 @@ class Scenario:
         for column in ("PHASE", "LAST CHECKPOINT", "CHECKPOINT AGE", "RESTARTS"):
             if column not in header:
                 raise ScenarioError(f"`kubectl get cjob` has no {column} column: {header}")
-        if " Running " not in f" {row} ":
-            raise ScenarioError(f"`kubectl get cjob` does not show Running: {row}")
+        start = header.index("CHECKPOINT AGE")
+        checkpoint_age = row[start:].split()[0] if len(row) > start else ""
+        if " Running " not in f" {row} " or not re.fullmatch(r"\d+[smhd]", checkpoint_age):
+            raise ScenarioError(
+                f"`kubectl get cjob` does not show Running with a checkpoint age: {row}")
         return table
 
     def suspend_and_resume(self) -> str:

@@ -31,13 +31,19 @@ def json_path(obj: Any, path: str) -> Any:
 
 
 def age(timestamp: Any) -> str:
+    """An RFC 3339 time (with or without fractions of a second) as an age.
+
+    >>> age("2000-01-01T00:00:00.123Z").endswith("d")
+    True
+    """
     if not isinstance(timestamp, str):
         return "<unknown>" if timestamp is None else str(timestamp)
     try:
-        then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.UTC)
+        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
         return timestamp
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=datetime.UTC)
     seconds = int((datetime.datetime.now(datetime.UTC) - then).total_seconds())
     if seconds < 120:
         return f"{max(seconds, 0)}s"
