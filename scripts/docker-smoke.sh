@@ -4,7 +4,8 @@
 #   scripts/docker-smoke.sh [--report FILE] [--keep-daemon] [--rebuild-base] [--build-only]
 #
 # --build-only stops after step 4 and keeps the engine running (the local Kubernetes
-# runs pods as containers of these images: tests/e2e_k8s).
+# runs pods as containers of these images: tests/e2e_k8s); --stop-engine then stops a
+# dockerd these scripts started (and nothing else) and exits.
 #
 # Idempotent and CI-safe; every step is skipped when it is already done:
 #   1. installs docker.io (and debootstrap) with apt-get when they are missing (root);
@@ -38,12 +39,14 @@ report=""
 keep_daemon=""
 rebuild_base=""
 build_only=""
+stop_engine=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --report) report="$2"; shift 2 ;;
         --keep-daemon) keep_daemon=1; shift ;;
         --rebuild-base) rebuild_base=1; shift ;;
         --build-only) build_only=1; keep_daemon=1; shift ;;
+        --stop-engine) stop_engine=1; shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "docker-smoke: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -55,6 +58,10 @@ source scripts/lib/report.sh
 # shellcheck source=SCRIPTDIR/lib/docker-engine.sh
 source scripts/lib/docker-engine.sh
 report_init "${CJOB_DOCKER_WORKDIR:-build/docker-smoke}" "$report"
+if [ -n "$stop_engine" ]; then
+    stop_dockerd
+    exit 0
+fi
 tag=${CJOB_IMAGE_TAG:-dev}
 operator_image="cjob-operator:$tag"
 runtime_image="cjob-runtime:$tag"

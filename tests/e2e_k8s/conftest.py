@@ -60,12 +60,23 @@ def e2e_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def images(e2e_dir: pathlib.Path) -> dict[str, str]:
+def images(e2e_dir: pathlib.Path) -> Iterator[dict[str, str]]:
+    """Both images built from this checkout; an engine started for them stops at the end."""
     docker_harness.require_docker()
     tag = os.environ.get("CJOB_IMAGE_TAG", "dev")
     env = {**os.environ, "CJOB_IMAGE_TAG": tag, "CJOB_DOCKER_WORKDIR": str(e2e_dir / "build")}
+    was_running = engine_answers()
     _run(["bash", "scripts/docker-smoke.sh", "--build-only"], env, e2e_dir / "build.log", 1800)
-    return {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
+    try:
+        yield {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
+    finally:
+        if not was_running:
+            subprocess.run(["bash", "scripts/docker-smoke.sh", "--stop-engine"], cwd=ROOT,
+                           env=env, capture_output=True, timeout=120, check=False)
+
+
+def engine_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,8 @@ BASE = "cjob-base:bookworm"
 RUNTIME = "cjob-runtime:dev"
 
 
-def _docker_ready() -> None:
+def _docker_ready() -> bool:
+    """Make sure an engine answers and has the images; ``True`` when it had to start one."""
     sys.path.insert(0, str(ROOT / "tests" / "docker"))
     import docker_harness  # type: ignore[import-not-found]  # tests/docker, put on sys.path above
 
@@ -35,11 +36,12 @@ def _docker_ready() -> None:
     if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
         subprocess.run(["bash", "scripts/docker-smoke.sh", "--build-only"], cwd=ROOT,
                        check=True, capture_output=True, timeout=1800)
+    return answers.returncode != 0
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    _docker_ready()
+    started_engine = _docker_ready()
     state = tmp_path_factory.mktemp("kubelet") / "state"
     process, url = start_server(state, kubelet=True)
     try:
@@ -50,6 +52,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     label = hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=kube-local.state={label}"],
                           capture_output=True, text=True, check=False).stdout.split()
+    if started_engine:
+        subprocess.run(["bash", "scripts/docker-smoke.sh", "--stop-engine"], cwd=ROOT,
+                       capture_output=True, timeout=120, check=False)
     assert left == [], "the stopped server left containers behind"
 
 
