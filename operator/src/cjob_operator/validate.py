@@ -47,8 +47,8 @@ DENIED_PREFIXES: Mapping[str, str] = {
     "spark.kubernetes.executor.container.image": "use spec.image",
     "spark.kubernetes.driver.secrets.": "mounting secrets into job pods is not allowed",
     "spark.kubernetes.executor.secrets.": "mounting secrets into job pods is not allowed",
-    "spark.kubernetes.driver.secretKeyRef.": "reading secrets into job pods is not allowed",
-    "spark.kubernetes.executor.secretKeyRef.": "reading secrets into job pods is not allowed",
+    "spark.kubernetes.driver.secretKeyRef.": "give job pods Secret values with spec.env",
+    "spark.kubernetes.executor.secretKeyRef.": "give job pods Secret values with spec.env",
     "spark.kubernetes.driver.volumes.hostPath.": "hostPath volumes are not allowed",
     "spark.kubernetes.executor.volumes.hostPath.": "hostPath volumes are not allowed",
 }

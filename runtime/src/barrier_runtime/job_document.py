@@ -33,6 +33,7 @@ SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
 DEFAULT_GRACE_PERIOD = 60.0
 MODES = ("ExactlyOnce", "AtLeastOnce", "exactly-once", "at-least-once")
+TRIGGERS = ("driver", "operator")
 
 _T = TypeVar("_T")
 _REQUIRED: Any = object()
@@ -82,12 +83,13 @@ def value(raw: Raw, where: str, key: str, kind: Callable[[Any], _T],
         ) from exc
 
 
-def flag(raw: Raw, key: str) -> bool:
-    """An optional boolean (``false`` when absent)."""
+def flag(raw: Raw, key: str, where: str = "") -> bool:
+    """An optional boolean (``false`` when absent); ``"false"`` is not a boolean."""
     found = raw.get(key, False)
     if not isinstance(found, bool):
+        name = f"{where}.{key}" if where else key
         raise JobConfigError(
-            f"`{key}` in the job configuration is {found!r}, not true or false: {FIX}"
+            f"`{name}` in the job configuration is {found!r}, not true or false: {FIX}"
         )
     return found
 
@@ -146,6 +148,10 @@ class CheckpointingSection:
         if mode not in MODES:
             raise JobConfigError(
                 f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {FIX}")
+        trigger = str(raw.get("triggeredBy") or "driver")
+        if trigger not in TRIGGERS:
+            raise JobConfigError(
+                f"`checkpointing.triggeredBy` {trigger!r} is not driver or operator: {FIX}")
 
         def number(key: str, kind: Callable[[Any], _T], default: _T) -> _T:
             return value(raw, "checkpointing", key, kind, default)
@@ -156,10 +162,11 @@ class CheckpointingSection:
             min_pause=number("minPauseSeconds", float, 0.0),
             max_concurrent=number("maxConcurrent", int, 1),
             tolerable_failures=number("tolerableFailures", int, 3),
-            mode=mode, unaligned=bool(raw.get("unaligned", False)),
+            mode=mode, unaligned=flag(raw, "unaligned", "checkpointing"),
             aligned_timeout=number("alignedTimeoutSeconds", float, 0.0),
-            retained=number("retained", int, 3), incremental=bool(raw.get("incremental", False)),
-            triggered_by=str(raw.get("triggeredBy") or "driver"),
+            retained=number("retained", int, 3),
+            incremental=flag(raw, "incremental", "checkpointing"),
+            triggered_by=trigger,
         )
 
     def for_storage(self) -> dict[str, Any]:

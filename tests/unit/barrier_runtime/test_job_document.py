@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from barrier_runtime import job_document
 from cjob_operator import manifests
 from cjob_operator.model import spec
@@ -58,3 +60,13 @@ def test_a_document_written_before_the_typed_definition_still_reads() -> None:
     assert read.pipeline.args == ("--region", "eu") and read.max_parallelism == 128
     assert read.control == job_document.ControlSection(8080, "CJOB_CONTROL_TOKEN")
     assert read.for_storage() == WRITTEN_BEFORE
+
+
+def test_booleans_and_the_trigger_are_checked_not_coerced() -> None:
+    import pytest
+
+    for field, bad in (("unaligned", "false"), ("incremental", 1), ("triggeredBy", "operatr")):
+        doc = json.loads(json.dumps(WRITTEN_BEFORE))
+        doc["checkpointing"][field] = bad
+        with pytest.raises(job_document.JobConfigError, match=f"checkpointing.{field}"):
+            job_document.JobDocument.from_storage(doc)

@@ -138,3 +138,25 @@ def test_status_written_by_the_operator_fits_the_schema_unpruned(
 
     assert result.ok, result.message()
     assert result.object.get("status", {}) == _without_nulls(status.for_storage())
+
+
+@pytest.mark.parametrize("name", operator_validate.OPERATOR_ENV)
+def test_the_env_the_operator_sets_is_refused_by_the_crd_and_the_operator(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], name: str
+) -> None:
+    minimal["spec"]["env"] = [{"name": name, "value": "x"}]
+
+    assert not validator.validate_create(minimal).ok
+    assert operator_validate.problems_in_env(minimal["spec"]["env"])
+
+
+def test_the_refused_env_names_are_exactly_what_the_driver_pod_gets_from_the_operator(
+    minimal: dict[str, Any],
+) -> None:
+    from cjob_operator import manifests
+
+    minimal["spec"]["storage"]["credentialsSecret"] = {"name": "s3"}
+    sp = spec_model.JobSpec.from_storage(minimal["spec"])
+    pod = manifests.driver_pod(manifests.JobRef("ns", "job", "uid"), sp, "d-1", None)
+    set_by_operator = {e["name"] for e in pod["spec"]["containers"][0]["env"]}
+    assert set_by_operator == set(operator_validate.OPERATOR_ENV)

@@ -172,7 +172,7 @@ env[*].valueFrom.secretKeyRef.name env[*].valueFrom.secretKeyRef.key
 env[*].valueFrom.secretKeyRef.optional env[*].valueFrom.configMapKeyRef
 env[*].valueFrom.configMapKeyRef.name env[*].valueFrom.configMapKeyRef.key
 env[*].valueFrom.configMapKeyRef.optional env[*].valueFrom.fieldRef
-env[*].valueFrom.fieldRef.fieldPath
+env[*].valueFrom.fieldRef.fieldPath env[*].valueFrom.fieldRef.apiVersion
 checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
 checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout
