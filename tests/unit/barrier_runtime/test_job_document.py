@@ -63,8 +63,6 @@ def test_a_document_written_before_the_typed_definition_still_reads() -> None:
 
 
 def test_booleans_and_the_trigger_are_checked_not_coerced() -> None:
-    import pytest
-
     for field, bad in (("unaligned", "false"), ("incremental", 1), ("triggeredBy", "operatr")):
         doc = json.loads(json.dumps(WRITTEN_BEFORE))
         doc["checkpointing"][field] = bad
