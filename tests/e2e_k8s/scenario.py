@@ -306,17 +306,23 @@ class Scenario:
         return left
 
     def run(self, values: Mapping[str, str]) -> dict[str, Any]:
-        with Recorder(self.cluster, self.s) as recorder:
-            self.install(values)
-            self.submit()
-            executor_kills = self.kill_executors()
-            driver_kills = self.kill_driver()
-            self.get_cjob()
-            self.suspend_and_resume()
-            self.finish()
-            recorder.sample()
-            status = self.status()
-        left = self.uninstall()
+        left: list[str] | None = None
+        try:
+            with Recorder(self.cluster, self.s) as recorder:
+                self.install(values)
+                self.submit()
+                executor_kills = self.kill_executors()
+                driver_kills = self.kill_driver()
+                self.wait("`kubectl get cjob` shows Running with a checkpoint age",
+                          self._get_cjob_shows_running, 90)
+                self.suspend_and_resume()
+                self.finish()
+                recorder.sample()
+                status = self.status()
+            left = self.uninstall()
+        finally:
+            if left is None:  # a step failed: leave the cluster as we found it
+                self.cleanup()
         self.summary = {
             "executor_pods_created": len(recorder.executor_pods),
             "executor_kills": executor_kills,
@@ -329,6 +335,25 @@ class Scenario:
             "executor_pod_names": sorted(recorder.executor_pods),
         }
         return self.summary
+
+    def _get_cjob_shows_running(self) -> bool:
+        try:
+            self.get_cjob()
+        except ScenarioError as exc:
+            self.log(f"  not yet: {exc}")
+            return False
+        return True
+
+    def cleanup(self) -> None:
+        """Best effort after a failed step: the job (its finalizer runs), then the release."""
+        for args in (("kubectl", "-n", self.s.namespace, "delete", "cjob", "--all",
+                      "--timeout=90s"),
+                     ("helm", "uninstall", self.s.release, "--namespace",
+                      self.s.operator_namespace, "--wait")):
+            try:
+                self.cluster.run(args[0], *args[1:])
+            except ScenarioError as exc:
+                self.log(f"  cleanup: {exc}")
 
     @staticmethod
     def last_completed_of(status: Mapping[str, Any]) -> int:

@@ -39,9 +39,7 @@ def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[S
     try:
         yield scenario
     finally:
-        cluster.kubectl_run("delete", "cjob", "--all", "-A", "--timeout=120s")
-        cluster.helm_run("uninstall", settings.release, "--namespace",
-                         settings.operator_namespace, "--wait")
+        scenario.cleanup()
 
 
 def _status(cluster: Cluster, namespace: str, name: str) -> dict[str, object]:
