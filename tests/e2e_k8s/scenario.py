@@ -321,7 +321,8 @@ class Scenario:
                 status = self.status()
             left = self.uninstall()
         finally:
-            if left is None:  # a step failed: leave the cluster as we found it
+            if left is None:  # a step failed: say what was going on, leave the cluster clean
+                self.diagnostics()
                 self.cleanup()
         self.summary = {
             "executor_pods_created": len(recorder.executor_pods),
@@ -343,6 +344,17 @@ class Scenario:
             self.log(f"  not yet: {exc}")
             return False
         return True
+
+    def diagnostics(self) -> None:
+        """The logs a person would read first: the driver's and the operator's."""
+        for ns, target in ((self.s.namespace, f"pod/{self.s.job}-driver"),
+                           (self.s.operator_namespace,
+                            f"deployment/{self.s.release}-checkpointed-operator")):
+            try:
+                text = self.cluster.run("kubectl", "-n", ns, "logs", target, "--tail=60")
+            except ScenarioError as exc:
+                text = str(exc)
+            self.log(f"---- logs of {ns}/{target} ----\n{text}")
 
     def cleanup(self) -> None:
         """Best effort after a failed step: the job (its finalizer runs), then the release."""
