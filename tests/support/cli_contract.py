@@ -38,9 +38,10 @@ class CliOutcome:
         assert match, self.err
         return pathlib.Path(match.group(1))
 
-    def assert_mistake(self, *words: str) -> str:
-        """Exit 2, one sentence containing ``words``, the traceback in the log only."""
-        assert self.code == 2, self.err
+    def assert_mistake(self, *words: str, code: int = 2) -> str:
+        """Exit ``code`` (2: a mistake in the input; 75: the environment may heal), one
+        sentence containing ``words``, the traceback in the log only."""
+        assert self.code == code, self.err
         assert "Traceback" not in self.err
         error, details = self.lines
         assert error.startswith("cjob: error: "), self.err

@@ -211,6 +211,11 @@ class RestartSection:
     multiplier: float = 2.0
     jitter: float = 0.2
     reset_after: float = 600.0
+    attempts_per_record: int = 3
+    """Attempts on a record that fails the same way before the job fails for good."""
+    prior_failures: tuple[float, ...] = ()
+    """When earlier drivers of this job failed (epoch seconds): they count against
+    ``max_restarts`` in the window, so driver and operator share one restart budget."""
 
     @classmethod
     def from_storage(cls, raw: Raw) -> RestartSection:
@@ -223,13 +228,32 @@ class RestartSection:
             multiplier=value(b, f"{where}.backoff", "multiplier", float, 2.0),
             jitter=value(b, f"{where}.backoff", "jitter", float, 0.2),
             reset_after=value(raw, where, "resetAfterSeconds", float, 600.0),
+            attempts_per_record=value(raw, where, "attemptsPerRecord", int, 3),
+            prior_failures=_timestamps(raw, where, "priorFailureTimestamps"),
         )
 
     def for_storage(self) -> dict[str, Any]:
         return {"maxRestarts": self.max_restarts, "windowSeconds": self.window,
                 "backoff": {"initialSeconds": self.initial, "maxSeconds": self.max,
                             "multiplier": self.multiplier, "jitter": self.jitter},
-                "resetAfterSeconds": self.reset_after}
+                "resetAfterSeconds": self.reset_after,
+                "attemptsPerRecord": self.attempts_per_record,
+                "priorFailureTimestamps": list(self.prior_failures)}
+
+
+def _timestamps(raw: Raw, where: str, key: str) -> tuple[float, ...]:
+    """A list of epoch seconds (absent: empty)."""
+    found = raw.get(key)
+    if found is None:
+        return ()
+    if not isinstance(found, list) or not all(
+        isinstance(t, int | float) and not isinstance(t, bool) for t in found
+    ):
+        raise JobConfigError(
+            f"`{where}.{key}` in the job configuration is {found!r}, not a list of "
+            f"timestamps: {FIX}"
+        )
+    return tuple(float(t) for t in found)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,20 @@
 """How a failed ``cjob`` invocation ends: one sentence, an exit code, and the details kept.
 
-Three kinds of failure, told apart by the exception's class:
+Four kinds of failure, told apart by the exception's class. The exit code
+says whether starting again can help, which is how the operator decides to
+restart a driver pod or to fail the job:
 
-* a mistake of the user or of the environment (:data:`MISTAKES`: a missing or
-  broken pipeline, an unreachable or misconfigured store, a bad option, no
-  Java): ``cjob: error: <what broke and what to do>``, exit code 2;
-* a job that ran and failed (restart budget spent): ``cjob: job failed: …``,
-  exit code 1;
+* a mistake in the input (:data:`MISTAKES`: a missing or broken pipeline, a bad
+  option or job configuration): ``cjob: error: <what broke and what to do>``,
+  exit code 2 — starting again cannot help;
+* a problem of the environment (:data:`TEMPORARY`: an unreachable or
+  misconfigured store, Spark or Kubernetes unavailable or refusing, the control
+  port taken): ``cjob: error: …``, exit code 75 (``EX_TEMPFAIL``) — it may heal;
+* a job that ran and failed (its restart budget is spent, or a failure no
+  restart can heal: a poisoned record, an invalid pipeline on the workers):
+  ``cjob: job failed: …``, exit code 1 — the restarts already happened;
 * anything else is a bug in ``cjob``: ``cjob: internal error: <type>: <msg>``,
-  exit code 1.
+  exit code 70 (``EX_SOFTWARE``).
 
 Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
 log file holds the full traceback with its chained causes. Only ``--verbose``
@@ -33,11 +39,14 @@ from barrier_runtime.api import dataflow
 from barrier_runtime.cli import logfile
 from barrier_runtime.control import server as control_server
 from barrier_runtime.driver import job_driver
+from barrier_runtime.spark import errors as spark_errors
 from barrier_runtime.spark import session
 from barrier_runtime.storage import errors
 
 EXIT_MISTAKE = 2
 EXIT_FAILED = 1
+EXIT_TEMPORARY = 75
+EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 TERMINATION_MESSAGE_ENV = "CJOB_TERMINATION_MESSAGE_PATH"
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
@@ -49,12 +58,17 @@ class InvalidArgumentError(ValueError):
     """A command-line option has a value ``cjob`` cannot use; the message says which and why."""
 
 
+TEMPORARY: tuple[type[BaseException], ...] = (
+    errors.StorageUnavailableError,
+    errors.StorageAccessDeniedError,  # a Secret can be fixed while the job waits
+    spark_errors.KubernetesAccessError,  # so can RBAC
+    control_server.ControlServerError,
+)
 MISTAKES: tuple[type[BaseException], ...] = (
     InvalidArgumentError,
     errors.StorageError,
-    dataflow.InvalidDataflowError,
     session.SparkUnavailableError,
-    control_server.ControlServerError,
+    dataflow.InvalidDataflowError,
     ValueError,  # the named input errors (pipeline, job configuration, URLs) are ValueErrors
 )
 
@@ -73,9 +87,11 @@ def classify(exc: BaseException) -> Outcome:
         return Outcome(f"cjob: job stopped without a savepoint: {one_line(exc)}", EXIT_FAILED)
     if isinstance(exc, job_driver.JobFailedError):
         return Outcome(f"cjob: job failed: {one_line(exc)}", EXIT_FAILED)
+    if isinstance(exc, TEMPORARY):
+        return Outcome(f"cjob: error: {one_line(exc)}", EXIT_TEMPORARY)
     if isinstance(exc, MISTAKES):
         return Outcome(f"cjob: error: {one_line(exc)}", EXIT_MISTAKE)
-    return Outcome(f"cjob: internal error: {type(exc).__name__}: {one_line(exc)}", EXIT_FAILED)
+    return Outcome(f"cjob: internal error: {type(exc).__name__}: {one_line(exc)}", EXIT_INTERNAL)
 
 
 def one_line(exc: BaseException) -> str:
@@ -105,6 +121,9 @@ def report(
     path = log.record(exc, outcome.headline)
     if verbose:
         traceback.print_exception(exc, file=out)
+        detail = getattr(exc, "detail", "")
+        if detail:  # the user's traceback, from the worker that failed
+            print(f"the failing step's traceback:\n{detail.rstrip()}", file=out)
     print(outcome.headline, file=out)
     print(details_line(path), file=out, flush=True)
     write_termination_message(outcome.headline)

@@ -114,6 +114,9 @@ class InvocationLog:
         if self.ensure() is None or self._handler is None:
             return None
         text = "".join(traceback.format_exception(exc)).rstrip()
+        detail = getattr(exc, "detail", "")
+        if detail:  # the user's traceback, from the worker that failed
+            text += f"\nthe failing step's traceback:\n{detail.rstrip()}"
         record = logging.LogRecord(
             "barrier_runtime.cli", logging.ERROR, __file__, 0, "%s\n%s", (summary, text), None
         )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from barrier_runtime import task_failure
+
 
 class ConnectorError(Exception):
     """A source or sink could not do what was asked."""
 
 
-class MalformedRecordError(ConnectorError, ValueError):
-    """An input record cannot be parsed; the message names the file (or subject) and line."""
+class MalformedRecordError(ConnectorError, task_failure.RecordFailure, ValueError):
+    """An input record cannot be parsed; the message names the file (or subject) and line.
+
+    Replaying the input meets the same record again: a restart cannot heal it.
+    """
 
 
 class ConnectorDependencyError(ConnectorError, ImportError):

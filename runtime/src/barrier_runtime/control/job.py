@@ -33,6 +33,10 @@ class JobInfo:
     """Every subtask of the current attempt is running."""
     restored_from: int | None = None
     failure: str | None = None
+    failure_detail: str | None = None
+    """The last failure's traceback (of the user's code, for an error in a step)."""
+    failure_times: tuple[float, ...] = ()
+    """When each failed attempt of this driver failed (epoch seconds)."""
 
 
 @dataclass(frozen=True, slots=True)

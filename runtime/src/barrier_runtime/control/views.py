@@ -30,6 +30,10 @@ class JobView(TypedDict):
     ready: bool
     restoredFrom: int | None
     failure: str | None
+    failureDetail: str | None
+    """The last failure's traceback."""
+    failureTimestamps: list[float]
+    """When each failed attempt of this driver failed (epoch seconds)."""
     storage: str | None
 
 
@@ -109,6 +113,8 @@ def job_view(info: job.JobInfo, storage: str | None = None) -> JobView:
         "ready": info.ready,
         "restoredFrom": info.restored_from,
         "failure": info.failure,
+        "failureDetail": info.failure_detail,
+        "failureTimestamps": list(info.failure_times),
         "storage": storage,
     }
 

@@ -14,8 +14,11 @@ coordinator and runs attempts through an
    subtasks finished or anything failed.
 4. On end of input, take a final checkpoint so the last transactions are
    published exactly once, then shut the subtasks down.
-5. On failure, tear the attempt down, abort pending checkpoints, ask the
-   restart policy, back off and go to 1 — or raise :class:`JobFailedError`.
+5. On failure, tear the attempt down and abort pending checkpoints. A failure
+   that no restart can heal (:class:`~barrier_runtime.restart.SameFailureLimit`:
+   an invalid pipeline, or the same record failing the same step again) raises
+   :class:`UnrecoverableJobError`; otherwise ask the restart policy, back off and
+   go to 1 — or raise :class:`JobFailedError` when its budget is spent.
 
 Threading: :meth:`JobDriver.run` runs on one thread; the control seam
 (:class:`~barrier_runtime.control.job.JobControl`) is called from others.
@@ -29,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from barrier_runtime import task_failure
 from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
 from barrier_runtime.checkpoint import metadata, outcomes, stats, types
@@ -42,8 +46,23 @@ from barrier_runtime.storage import checkpoint_store
 log = logging.getLogger(__name__)
 
 
+DEFAULT_ATTEMPTS_PER_RECORD = 3
+"""Attempts a job makes on a record that fails the same way before it gives up."""
+
+
 class JobFailedError(RuntimeError):
-    """The job failed more often than its restart budget allows."""
+    """The job failed more often than its restart budget allows.
+
+    ``detail`` is the last failure's traceback (the user's code, for an error in a step).
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class UnrecoverableJobError(JobFailedError):
+    """The job failed in a way no restart can heal (a poisoned record, an invalid pipeline)."""
 
 
 class JobAbortedError(JobFailedError):
@@ -65,6 +84,9 @@ class JobResult:
     """Path of the savepoint the job was stopped with, if it was."""
     stopped_savepoint_id: int | None = None
     """Id of that savepoint."""
+    failure_times: list[float] = field(default_factory=list)
+    """When each failed attempt failed (the driver's clock)."""
+    last_failure: task_failure.TaskFailure | None = None
 
 
 class JobDriver:
@@ -82,6 +104,7 @@ class JobDriver:
         fault_injector: faults.FaultInjector | None = None,
         restore_from: int | str | None = None,
         allow_fresh_start: bool = False,
+        attempts_per_record: int = DEFAULT_ATTEMPTS_PER_RECORD,
         tick_interval: float = 0.005,
     ) -> None:
         self.plan = plan
@@ -90,6 +113,7 @@ class JobDriver:
         self.config = config
         self.clock = clock
         self.restart_policy = restart_policy
+        self.same_failure = restart.SameFailureLimit(attempts_per_record)
         self.faults = fault_injector or faults.FaultInjector()
         self.restore_from = restore_from
         self.allow_fresh_start = allow_fresh_start
@@ -132,6 +156,8 @@ class JobDriver:
             ready=self._running.is_set(),
             restored_from=result.restored_from[-1] if result.restored_from else None,
             failure=result.failures[-1] if result.failures else None,
+            failure_detail=result.last_failure.detail if result.last_failure else None,
+            failure_times=tuple(result.failure_times),
         )
 
     def trigger_checkpoint(
@@ -250,13 +276,28 @@ class JobDriver:
 
     def _after_failure(self, run: attempts.Attempt) -> None:
         failure = run.failure
-        reason = f"{type(failure).__name__}: {failure}" if failure else "unknown failure"
-        where = f" in {run.failed_task}" if run.failed_task else ""
+        report = task_failure.describe(failure) if failure else None
+        reason, where = _failure_text(report, run.failed_task)
         self.result.failures.append(f"attempt {run.number}{where}: {reason}")
+        self.result.failure_times.append(self.clock.now())
+        self.result.last_failure = report
         self.coordinator.abort_all_pending(types.FailureReason.TASK_FAILURE)
+        detail = report.detail if report else ""
+        if detail:
+            log.info("attempt %d failed%s: %s\n%s", run.number, where, reason, detail)
+        hopeless = None if report is None else self.same_failure.verdict(report)
+        if hopeless is not None:
+            raise UnrecoverableJobError(
+                f"{reason}{where}; {hopeless}, so restarting cannot heal it: fix the "
+                f"{'input or the step' if report and report.step else 'cause'} and start "
+                "the job again (it resumes from its latest completed checkpoint)",
+                detail,
+            ) from failure
         decision = self.restart_policy.attempt_failed(self.clock.now())
         if not decision.restart:
-            raise JobFailedError(f"{decision.reason}; last failure{where}: {reason}") from failure
+            raise JobFailedError(
+                f"{decision.reason}; last failure{where}: {reason}", detail
+            ) from failure
         self.result.restarts += 1
         log.info("attempt %d failed%s: %s; restarting", run.number, where, reason)
         if decision.delay > 0:
@@ -346,6 +387,22 @@ class JobDriver:
         live = self._live
         if live is not None:
             live.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
+
+
+def _failure_text(
+    report: task_failure.TaskFailure | None, task: metadata.TaskKey | None
+) -> tuple[str, str]:
+    """The failure's one-line reason and where it happened.
+
+    A failure in the user's step says the step (in its message) and the subtask;
+    others name the task that failed.
+    """
+    if report is None:
+        return "unknown failure", f" in {task}" if task else ""
+    if report.step is not None:
+        reason = report.summary.split(": ", 1)[-1]
+        return reason, f" (subtask {task.subtask})" if task else ""
+    return report.summary, f" in {task}" if task else ""
 
 
 class _Gateway:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import collections
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
+
+from barrier_runtime import task_failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ class ExponentialDelayRestartPolicy:
     * A failure at ``t`` counts against the budget until ``t + window``; the
       job gives up on the failure that makes more than ``max_restarts`` in the
       window.
+    * ``prior_failures`` (failures of earlier drivers of the same job) count in the
+      window as if they had happened here: one budget across driver restarts.
     * The *n*-th consecutive restart waits ``backoff.delay(n)``; consecutive
       means "since the last attempt that ran for at least ``reset_after``
       seconds" (a stable attempt puts the delay back to ``backoff.initial``;
@@ -122,6 +126,7 @@ class ExponentialDelayRestartPolicy:
         window: float,
         backoff: Backoff,
         reset_after: float,
+        prior_failures: Iterable[float] = (),
         unit_random: Callable[[], float] = random.random,
     ) -> None:
         if max_restarts < 0 or window <= 0 or reset_after < 0:
@@ -131,7 +136,7 @@ class ExponentialDelayRestartPolicy:
         self.backoff = backoff
         self.reset_after = reset_after
         self._random = unit_random
-        self._failures: collections.deque[float] = collections.deque()
+        self._failures: collections.deque[float] = collections.deque(sorted(prior_failures))
         self._consecutive = 0
         self._started: float | None = None
 
@@ -161,3 +166,45 @@ class ExponentialDelayRestartPolicy:
 
 def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
+
+
+class SameFailureLimit:
+    """Gives up on failures that a restart cannot heal, before the restart budget does.
+
+    * ``PERMANENT`` failures (an invalid pipeline, an unusable configuration):
+      at once.
+    * ``RECORD`` failures (the user's function raised on a record, a malformed
+      record under ``on_error="fail"``): once the same fingerprint — the same
+      step, error and record — failed ``attempts`` attempts. Replaying the same
+      input from the same checkpoint meets the same record, so restarting again
+      would only loop; a different record resets nothing, it counts on its own.
+    * ``TRANSIENT`` failures are left to the restart policy.
+
+    >>> limit = SameFailureLimit(attempts=2)
+    >>> poison = task_failure.TaskFailure(task_failure.FailureClass.RECORD, "E: x", "f1")
+    >>> limit.verdict(poison) is None
+    True
+    >>> limit.verdict(poison)
+    'it failed the same way on the same record in 2 attempts'
+    """
+
+    def __init__(self, attempts: int) -> None:
+        if attempts < 1:
+            raise ValueError(f"attempts per record must be at least 1, got {attempts}")
+        self.attempts = attempts
+        self._seen: collections.Counter[str] = collections.Counter()
+
+    def verdict(self, failure: task_failure.TaskFailure) -> str | None:
+        """Why restarting cannot help after ``failure``; ``None`` when it may."""
+        if failure.failure_class is task_failure.FailureClass.PERMANENT:
+            return "a restart cannot change the pipeline or its configuration"
+        if failure.failure_class is task_failure.FailureClass.RECORD and failure.fingerprint:
+            self._seen[failure.fingerprint] += 1
+            n = self._seen[failure.fingerprint]
+            if n >= self.attempts:
+                return f"it failed the same way on the same record in {_times_attempts(n)}"
+        return None
+
+
+def _times_attempts(n: int) -> str:
+    return "1 attempt" if n == 1 else f"{n} attempts"

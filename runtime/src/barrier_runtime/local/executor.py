@@ -43,6 +43,7 @@ class LocalExecutor(job_driver.JobDriver):
         channel_capacity: int = 8,
         restore_from: int | str | None = None,
         allow_fresh_start: bool = False,
+        attempts_per_record: int = job_driver.DEFAULT_ATTEMPTS_PER_RECORD,
         tick_interval: float = 0.005,
     ) -> None:
         plan = plan_mod.plan(flow, parallelism)
@@ -69,5 +70,6 @@ class LocalExecutor(job_driver.JobDriver):
             fault_injector=injector,
             restore_from=restore_from,
             allow_fresh_start=allow_fresh_start,
+            attempts_per_record=attempts_per_record,
             tick_interval=tick_interval,
         )

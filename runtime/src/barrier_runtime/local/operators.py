@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources, steps
 from barrier_runtime.checkpoint import metadata, types
@@ -80,7 +81,13 @@ class FlatMapOperator(Operator):
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         fn = self._fn
-        out = [o for r in batch.rows() for o in fn(r)]
+        out: list[batch_mod.Record] = []
+        record: batch_mod.Record | None = None
+        try:
+            for record in batch.rows():
+                out.extend(fn(record))
+        except Exception as exc:
+            raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 
@@ -91,7 +98,13 @@ class MapBatchesOperator(Operator):
         self._fn = step.fn
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
-        result = self._fn(batch.to_arrow())
+        arrow = batch.to_arrow()
+        try:
+            result = self._fn(arrow)
+        except Exception as exc:
+            first = arrow.slice(0, 1).to_pylist()
+            sample = {"batch_rows": arrow.num_rows, "first": first[0] if first else None}
+            raise task_failure.UserFunctionError(self.step_id, sample, exc) from exc
         if result.num_rows:
             self.emit(batch_mod.Batch.from_arrow(result))
 
@@ -137,11 +150,15 @@ class KeyedOperator(StatefulOperator):
         state = self.state
         fn = self._fn
         out: list[batch_mod.Record] = []
-        for record in batch.rows():
-            key = key_fn(record)
-            new, emitted = fn(state.get(key), side, record)
-            state.put(key, new)
-            out.extend(emitted)
+        record: batch_mod.Record | None = None
+        try:
+            for record in batch.rows():
+                key = key_fn(record)
+                new, emitted = fn(state.get(key), side, record)
+                state.put(key, new)
+                out.extend(emitted)
+        except Exception as exc:
+            raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 

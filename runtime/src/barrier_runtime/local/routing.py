@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps
 from barrier_runtime.state import key_groups
@@ -35,18 +36,27 @@ def split_by_owner(
     key_column: str | None,
     parallelism: int,
     max_parallelism: int,
+    step_id: str = "",
 ) -> list[tuple[int, batch_mod.Batch]]:
-    """``(owner subtask, records)`` for every owner that gets records, in owner order."""
+    """``(owner subtask, records)`` for every owner that gets records, in owner order.
+
+    A key function that raises is reported as the user-function error of ``step_id``
+    (the step whose output is keyed).
+    """
     if key_column is not None and batch.holds_arrow:
         arrow = batch.to_arrow()
         groups = key_groups.key_groups_of(arrow.column(key_column), max_parallelism)
         owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)
         return _split_arrow(batch, arrow, owners, parallelism)
     parts: dict[int, list[batch_mod.Record]] = {}
-    for record in batch.rows():
-        kg = key_groups.key_group_for(key_fn(record), max_parallelism)
-        owner = key_groups.subtask_for_key_group(kg, parallelism, max_parallelism)
-        parts.setdefault(owner, []).append(record)
+    record: batch_mod.Record | None = None
+    try:
+        for record in batch.rows():
+            kg = key_groups.key_group_for(key_fn(record), max_parallelism)
+            owner = key_groups.subtask_for_key_group(kg, parallelism, max_parallelism)
+            parts.setdefault(owner, []).append(record)
+    except Exception as exc:
+        raise task_failure.UserFunctionError(step_id, record, exc) from exc
     return [(owner, batch_mod.Batch.from_rows(parts[owner])) for owner in sorted(parts)]
 
 

@@ -281,6 +281,7 @@ class Subtask:
                     consumer.key_column,
                     self.ctx.plan.parallelism,
                     self.ctx.plan.flow.max_parallelism,
+                    step_id,
                 )
                 for owner, part in parts:
                     targets[owner].put(part)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from barrier_runtime import task_failure
 from barrier_runtime.checkpoint import metadata
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
@@ -46,7 +47,16 @@ class WorkerLostError(RuntimeError):
 
 
 class RemoteTaskError(RuntimeError):
-    """A subtask failed on a worker; the message is the worker's report."""
+    """A subtask failed on a worker; the message is the worker's report.
+
+    ``task_failure`` carries the worker's classification, so the driver tells a
+    poisoned record from a lost connection as it would in process.
+    """
+
+    def __init__(self, message: str, report: task_failure.TaskFailure | None = None) -> None:
+        super().__init__(message)
+        if report is not None:
+            self.task_failure = report
 
 
 class StageEndedError(RuntimeError):
@@ -283,7 +293,8 @@ class RemoteAttempt:
             log.debug("worker %d of attempt %d reports %s", worker, self._number, message)
             with self._lock:
                 self._reported.add(worker)
-            self.fail(RemoteTaskError(message.error), message.task, secondary=message.secondary)
+            self.fail(RemoteTaskError(message.error, message.report), message.task,
+                      secondary=message.secondary)
         elif self.stopping:
             return
         elif isinstance(message, messages.Ack):

@@ -55,6 +55,9 @@ class RestartSettings:
         default_factory=lambda: restart.Backoff(initial=1.0, max=60.0, multiplier=2.0, jitter=0.2)
     )
     reset_after: float = 600.0
+    attempts_per_record: int = job_driver.DEFAULT_ATTEMPTS_PER_RECORD
+    prior_failures: tuple[float, ...] = ()
+    """Failures of earlier drivers of this job (epoch seconds), counted in the window."""
 
     def policy(self) -> restart.ExponentialDelayRestartPolicy:
         return restart.ExponentialDelayRestartPolicy(
@@ -62,6 +65,7 @@ class RestartSettings:
             window=self.window,
             backoff=self.backoff,
             reset_after=self.reset_after,
+            prior_failures=self.prior_failures,
         )
 
 
@@ -176,6 +180,7 @@ class SparkDriver:
             restart_policy=spec.restart.policy(),
             restore_from=spec.restore_from,
             allow_fresh_start=spec.allow_fresh_start,
+            attempts_per_record=spec.restart.attempts_per_record,
             tick_interval=spec.tick_interval,
         )
         self.control_url: str | None = None

@@ -188,6 +188,8 @@ def _restart(raw: job_document.RestartSection) -> driver.RestartSettings:
         backoff=restart.Backoff(initial=raw.initial, max=raw.max,
                                 multiplier=raw.multiplier, jitter=raw.jitter),
         reset_after=raw.reset_after,
+        attempts_per_record=raw.attempts_per_record,
+        prior_failures=raw.prior_failures,
     )
 
 

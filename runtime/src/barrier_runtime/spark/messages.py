@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from barrier_runtime import task_failure
 from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.driver import attempts
 from barrier_runtime.local import control
@@ -63,6 +64,8 @@ class Failed:
     """``"ExceptionType: message"``."""
     secondary: bool = False
     """The failure is a consequence of another one (a peer's channel closed)."""
+    report: task_failure.TaskFailure | None = None
+    """Its class (may a restart heal it?), fingerprint, user step and traceback."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,10 +36,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from barrier_runtime import task_failure
 from barrier_runtime.api import dataflow
 
 
-class InvalidPipelineError(ValueError):
+class InvalidPipelineError(task_failure.PermanentFailure, ValueError):
     """The pipeline reference cannot be loaded into a dataflow; the message says why."""
 
 

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from barrier_runtime import task_failure
 from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import network as network_mod
 from barrier_runtime.checkpoint import metadata, types
@@ -139,9 +140,11 @@ class Worker:
             log.info("worker %d of attempt %d failed: %s", self.index, cfg.attempt, failure)
             if self._driver_lost is None:  # report before peers see our channels close
                 task = None if ctx is None else ctx.failed_task
-                secondary = isinstance(_cause(exc, ctx), _CONSEQUENCES)
+                cause = _cause(exc, ctx)
+                secondary = isinstance(cause, _CONSEQUENCES)
+                report = task_failure.describe(cause)
                 try:
-                    link.send(messages.Failed(task, failure, secondary))
+                    link.send(messages.Failed(task, failure, secondary, report))
                 except Exception as send_exc:
                     log.warning("worker %d could not report: %r", self.index, send_exc)
             if net is not None:

@@ -10,6 +10,7 @@ import pytest
 
 from barrier_runtime.cli import failures, run_cmd
 from barrier_runtime.driver import job_driver
+from barrier_runtime.spark import errors as spark_errors
 from barrier_runtime.spark import session
 from barrier_runtime.storage import errors
 
@@ -33,17 +34,23 @@ def fails_with(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "exc",
+    ("exc", "code"),
     [
-        session.SparkUnavailableError("Spark needs Java 17 or newer: install a JRE"),
-        errors.StorageUnavailableError("cannot reach S3 at http://x: check the endpoint"),
-        failures.InvalidArgumentError("--conf expects KEY=VALUE"),
+        (session.SparkUnavailableError("Spark needs Java 17 or newer: install a JRE"), 2),
+        (failures.InvalidArgumentError("--conf expects KEY=VALUE"), 2),
+        (errors.NoUsableCheckpointError("no usable checkpoint: allow a fresh start"), 2),
+        (errors.StorageUnavailableError("cannot reach S3 at http://x: check the endpoint"), 75),
+        (errors.StorageAccessDeniedError("S3 refused the credentials: fix the Secret"), 75),
+        (spark_errors.KubernetesAccessError("the Kubernetes API refused Spark's POST (403)"), 75),
     ],
 )
-def test_environment_mistakes_are_exit_2_with_the_log_path(cjob, fails_with, exc) -> None:
+def test_mistakes_exit_2_and_what_may_heal_exits_75_with_the_log_path(
+    cjob, fails_with, exc, code
+) -> None:
+    """The exit code tells the operator whether restarting the driver pod can help."""
     fails_with(exc)
     result = cjob("run", "p.py")
-    assert result.assert_mistake() == str(exc)
+    assert result.assert_mistake(code=code) == str(exc)
     text = result.log.read_text()
     assert "what happened before" in text  # run logs everything at DEBUG from the start
     assert result.log.name.startswith("cjob-run-")
@@ -72,7 +79,7 @@ def test_verbose_puts_the_traceback_on_stderr_too(cjob, fails_with) -> None:
 def test_a_bug_is_an_internal_error_not_a_traceback(cjob, fails_with) -> None:
     fails_with(KeyError("slot"))
     result = cjob("run", "p.py")
-    assert result.code == 1
+    assert result.code == 70  # EX_SOFTWARE: the operator may restart a driver that hit a bug
     assert "Traceback" not in result.err
     assert result.lines[0] == "cjob: internal error: KeyError: 'slot'"
     assert "KeyError: 'slot'" in result.log.read_text()
@@ -175,7 +182,7 @@ def test_in_a_container_the_headline_becomes_the_termination_message(
     monkeypatch.setenv(failures.TERMINATION_MESSAGE_ENV, str(message))
     refusal = session.KubernetesAccessError("the Kubernetes API refused Spark's GET (403): no")
     fails_with(refusal)
-    cjob("run", "p.py").assert_mistake()
+    cjob("run", "p.py").assert_mistake(code=75)
     assert message.read_text() == f"cjob: error: {refusal}"
 
 
@@ -183,3 +190,15 @@ def test_outside_a_container_no_termination_message_file_is_made(monkeypatch, tm
     monkeypatch.setenv(failures.TERMINATION_MESSAGE_ENV, str(tmp_path / "absent"))
     assert not failures.write_termination_message("cjob: error: x")
     assert not (tmp_path / "absent").exists()
+
+
+def test_verbose_shows_the_failing_steps_traceback_and_the_log_keeps_it(
+    cjob, fails_with
+) -> None:
+    detail = 'Traceback (most recent call last):\n  File "flows.py", line 9, in parse\nValueError: x\n'
+    fails_with(job_driver.UnrecoverableJobError("step 'parse' raised ValueError: x", detail))
+    quiet = cjob("run", "p.py")
+    assert quiet.code == 1 and 'File "flows.py", line 9' not in quiet.err
+    assert 'File "flows.py", line 9, in parse' in quiet.log.read_text()
+    loud = cjob("--verbose", "run", "p.py")
+    assert "the failing step's traceback:" in loud.err and 'File "flows.py", line 9' in loud.err

@@ -95,3 +95,19 @@ def test_backoff_validation() -> None:
         Backoff(jitter=1.5)
     with pytest.raises(ValueError, match="multiplier"):
         Backoff(multiplier=0.5)
+
+
+def test_failures_of_earlier_drivers_count_in_the_window() -> None:
+    """The operator passes the job's recent failures to each new driver: one budget."""
+    policy = ExponentialDelayRestartPolicy(
+        max_restarts=3, window=100, backoff=Backoff(initial=1, max=1, jitter=0), reset_after=50,
+        prior_failures=[10.0, 20.0, 95.0],
+    )
+    policy.attempt_started(100)
+    assert not policy.attempt_failed(101).restart  # 4 failures within 100 s: over budget
+    aged = ExponentialDelayRestartPolicy(
+        max_restarts=3, window=100, backoff=Backoff(initial=1, max=1, jitter=0), reset_after=50,
+        prior_failures=[10.0, 20.0, 95.0],
+    )
+    aged.attempt_started(150)
+    assert aged.attempt_failed(151).restart  # 10 and 20 left the window
