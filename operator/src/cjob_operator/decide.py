@@ -9,15 +9,21 @@ Order of precedence (the first that applies wins):
 5. ``Failed``/``Finished`` stay so until a nonce or an upgrade asks otherwise;
 6. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
 7. driver health: absent, failed or exited drivers are restarted with backoff from
-   the newest usable checkpoint — never from empty state when checkpoints exist;
+   the newest usable checkpoint — never from empty state when checkpoints exist —
+   unless the driver's exit code says no restart can help
+   (:data:`barrier_runtime.exit_codes.FINAL`: the job failed for good, or its input
+   is wrong); restarts the driver made itself are counted in ``status.restarts``,
+   and the new driver is handed the window's restarts, so both spend one budget;
 8. a running driver: on-demand savepoint/checkpoint (nonces), then periodic ones.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime import exit_codes
 from cjob_operator import decide_lifecycle as lifecycle
 from cjob_operator import validate
 from cjob_operator.model import changes, enums, intent, observation, spec, status
@@ -163,7 +169,10 @@ def _by_driver_state(obs: observation.Observation, sp: spec.JobSpec,
         return _restart(obs, sp, "DriverDisappeared", "the driver pod disappeared")
     if d.state is DriverState.FAILED:
         detail = f": {d.message}" if d.message else ""
-        return _restart(obs, sp, "DriverFailed", f"the driver pod {d.pod_name} failed{detail}")
+        what = f"the driver pod {d.pod_name} failed{detail}"
+        if d.exit_code in exit_codes.FINAL:
+            return _failed_for_good(what, d.exit_code)
+        return _restart(obs, sp, "DriverFailed", what)
     if d.state is DriverState.SUCCEEDED:
         if sp.restart_policy.type is enums.RestartType.ALWAYS:
             return _restart(obs, sp, "DriverExited", f"the driver pod {d.pod_name} exited")
@@ -171,9 +180,44 @@ def _by_driver_state(obs: observation.Observation, sp: spec.JobSpec,
     if d.state is DriverState.TERMINATING:
         return Action.wait(obs.status.phase, "DriverTerminating", "the driver pod is terminating")
     if d.state is DriverState.PENDING or obs.control is None or not obs.control.ready:
-        return Action.wait(lifecycle.driver_phase(obs), "DriverStarting", "waiting for the driver")
+        return _counting_driver_restarts(obs, sp, Action.wait(
+            lifecycle.driver_phase(obs), "DriverStarting", "waiting for the driver"))
     accepted = lifecycle.accepted(obs, sp) if diff.changed else None
-    return _checkpoints(obs, sp, accepted)
+    return _counting_driver_restarts(obs, sp, _checkpoints(obs, sp, accepted))
+
+
+def _failed_for_good(what: str, code: int) -> Action:
+    """The driver said (by its exit code) that starting it again cannot help."""
+    if code == exit_codes.MISTAKE:
+        return Action.fail("InvalidJob", f"{what}; not restarting: the job's pipeline or "
+                           "configuration must change first (then set spec.restartNonce)")
+    return Action.fail("JobFailed", f"{what}; not restarting: the driver already restarted "
+                       "the job as often as a restart could help. Fix the cause, then set "
+                       "spec.restartNonce")
+
+
+def _counting_driver_restarts(obs: observation.Observation, sp: spec.JobSpec,
+                              action: Action) -> Action:
+    """Count the restarts the driver made itself (``/v1/job``) in ``status.restarts``
+    (the Restarts column), with an Event, so they spend the job's one budget."""
+    control = obs.control
+    if control is None or not control.failure_times or action.restarts is not None \
+            or action.kind not in (ActionKind.NOTHING, ActionKind.WAIT):
+        return action
+    prev = obs.status.restarts
+    new = sorted(t for t in control.failure_times if prev.last_time is None or t > prev.last_time)
+    if not new:
+        return action
+    window = sp.restart_policy.window
+    restarts = status.RestartsStatus(
+        count=prev.count + len(new), last_time=new[-1], last_reason="JobRestarted",
+        recent=tuple(t for t in (*prev.recent, *new) if obs.now - t <= window))
+    after = f" after: {control.last_failure}" if control.last_failure else ""
+    return dataclasses.replace(
+        action, restarts=restarts, reason="JobRestarted", event=True, warning=False,
+        message=f"the driver restarted the job from its latest checkpoint{after} "
+                f"({len(restarts.recent)} restarts within {format_duration(window)}, at most "
+                f"{sp.restart_policy.max_restarts})")
 
 
 def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,

@@ -164,9 +164,13 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
     return {**dict(spec.spark_conf), **managed}
 
 
-def job_document(job: JobRef, spec: spec_model.JobSpec,
-                 deployment_id: str = "") -> jobdoc.JobDocument:
-    """The driver's configuration, typed: the runtime reads it with the same class."""
+def job_document(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
+                 prior_failures: tuple[float, ...] = ()) -> jobdoc.JobDocument:
+    """The driver's configuration, typed: the runtime reads it with the same class.
+
+    ``prior_failures`` (``status.restarts.recent``) count against the new driver's
+    restart budget: the driver and the operator spend one budget.
+    """
     cp = spec.checkpointing
     rp = spec.restart_policy
     return jobdoc.JobDocument(
@@ -187,7 +191,8 @@ def job_document(job: JobRef, spec: spec_model.JobSpec,
         restart_policy=jobdoc.RestartSection(
             max_restarts=rp.max_restarts, window=rp.window, initial=rp.backoff.initial,
             max=rp.backoff.max, multiplier=rp.backoff.multiplier, jitter=rp.backoff.jitter,
-            reset_after=rp.reset_after),
+            reset_after=rp.reset_after, attempts_per_record=rp.attempts_per_record,
+            prior_failures=prior_failures),
         allow_fresh_start=spec.allow_fresh_start,
         control=jobdoc.ControlSection(CONTROL_PORT, TOKEN_ENV),
         grace_period=spec.driver.termination_grace_period,
@@ -195,23 +200,25 @@ def job_document(job: JobRef, spec: spec_model.JobSpec,
     )
 
 
-def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
+def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
+               prior_failures: tuple[float, ...] = ()) -> Obj:
     """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
-    return job_document(job, spec, deployment_id).for_storage()
+    return job_document(job, spec, deployment_id, prior_failures).for_storage()
 
 
 # -- objects ----------------------------------------------------------------------------
 
 
-def config_map(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -> Obj:
+def config_map(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
+               prior_failures: tuple[float, ...] = ()) -> Obj:
     """``job.json`` and the executor pod template; rewritten for every driver pod
     (``deployment_id``), so each driver names its executors afresh."""
     template = json.dumps(executor_pod_template(job, spec), indent=2, sort_keys=True)
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": _meta(job, job.config_map(), "config"),
-        "data": {"job.json": json.dumps(job_config(job, spec, deployment_id), indent=2,
-                                        sort_keys=True),
+        "data": {"job.json": json.dumps(job_config(job, spec, deployment_id, prior_failures),
+                                        indent=2, sort_keys=True),
                  "executor-pod-template.yaml": template},
     }
 

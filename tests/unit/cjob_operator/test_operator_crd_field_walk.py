@@ -65,6 +65,7 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "storage.credentialsSecret.secretKeyKey": ((MANIFEST, "secretKeyRef of the storage env"),),
     "restartPolicy.type": ((DECIDE, "_restart"),),
     "restartPolicy.maxRestarts": ((JOB_JSON, "restartPolicy.maxRestarts"), (DECIDE, "_restart")),
+    "restartPolicy.attemptsPerRecord": ((JOB_JSON, "restartPolicy.attemptsPerRecord"),),
     "restartPolicy.window": ((JOB_JSON, "restartPolicy.windowSeconds"), (DECIDE, "_restart")),
     "restartPolicy.backoff.initial": ((JOB_JSON, "restartPolicy.backoff.initialSeconds"),),
     "restartPolicy.backoff.max": ((JOB_JSON, "restartPolicy.backoff.maxSeconds"),),

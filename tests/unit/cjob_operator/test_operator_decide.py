@@ -85,8 +85,9 @@ def observe(
     )
 
 
-def failed_driver() -> DriverView:
-    return DriverView(DriverState.FAILED, "job-driver", "d-1", NOW - 60, "exit code 1", 1)
+def failed_driver(code: int = 137, message: str = "OOMKilled (exit code 137)") -> DriverView:
+    """A driver pod that died; by default killed (OOM), which a restart may heal."""
+    return DriverView(DriverState.FAILED, "job-driver", "d-1", NOW - 60, message, code)
 
 
 # -- the four named cases ---------------------------------------------------------
@@ -463,3 +464,50 @@ def test_setting_allow_fresh_start_retries_a_job_that_failed_for_lack_of_state()
                             driver=DriverView.absent(), control=None,
                             store=STORES["corrupt-only"]))
     assert deploy.kind is ActionKind.DEPLOY and deploy.restore is None
+
+
+# -- the driver's exit code: may a restart help? ------------------------------------
+
+
+@pytest.mark.parametrize(("code", "reason"), [(1, "JobFailed"), (2, "InvalidJob")])
+def test_a_driver_that_failed_for_good_is_not_restarted(code: int, reason: str) -> None:
+    said = ("cjob: job failed: step 'parse' raised ZeroDivisionError: division by zero on "
+            "record {'n': 4} (subtask 0); it failed the same way on the same record in 3 "
+            f"attempts (Error, exit code {code})")
+    action = decide(observe(driver=failed_driver(code, said), control=None))
+    assert action.kind is ActionKind.FAIL and action.phase is Phase.FAILED
+    assert action.reason == reason and action.intent is None
+    assert "step 'parse' raised ZeroDivisionError" in action.message
+    assert "not restarting" in action.message and "spec.restartNonce" in action.message
+
+
+@pytest.mark.parametrize("code", [70, 75, 130, 137, 143])
+def test_a_driver_that_may_heal_is_restarted(code: int) -> None:
+    action = decide(observe(driver=failed_driver(code, f"Error (exit code {code})"),
+                            control=None))
+    assert action.kind is ActionKind.SCHEDULE and action.phase is Phase.RESTARTING
+
+
+def _restarting_driver_control(*failure_times: float) -> ControlView:
+    return ControlView(reachable=True, ready=True, job_state="running",
+                       failure_times=failure_times,
+                       last_failure="attempt 0 (subtask 1): WorkerLostError: worker 1 lost")
+
+
+def test_restarts_inside_the_driver_count_in_the_restarts_column_once() -> None:
+    action = decide(observe(control=_restarting_driver_control(NOW - 30, NOW - 5)))
+    assert action.restarts is not None
+    assert (action.restarts.count, action.restarts.recent) == (2, (NOW - 30, NOW - 5))
+    assert action.reason == "JobRestarted" and action.event
+    assert "after: attempt 0 (subtask 1): WorkerLostError" in action.message
+    seen = running_status().evolve(restarts=action.restarts)
+    again = decide(observe(st=seen, control=_restarting_driver_control(NOW - 30, NOW - 5)))
+    assert again.restarts is None  # already counted: the next reconcile adds nothing
+
+
+def test_the_new_driver_gets_the_windows_restarts_to_spend_one_budget() -> None:
+    doc = manifests.job_document(manifests.JobRef("ns", "job", "uid-1"),
+                                 spec.JobSpec.from_storage(raw_spec()), "d-2",
+                                 prior_failures=(NOW - 30, NOW - 5))
+    assert doc.restart_policy.prior_failures == (NOW - 30, NOW - 5)
+    assert doc.restart_policy.attempts_per_record == 3

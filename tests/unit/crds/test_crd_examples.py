@@ -85,6 +85,7 @@ def test_minimal_example_is_stored_with_every_default(
         "restartPolicy": {
             "type": "OnFailure",
             "maxRestarts": 10,
+            "attemptsPerRecord": 3,
             "window": "1h",
             "backoff": {"initial": "10s", "max": "5m", "multiplier": 2.0, "jitter": 0.2},
             "resetAfter": "10m",

@@ -179,7 +179,7 @@ checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.
 checkpointing.retained checkpointing.incremental storage storage.endpoint storage.bucket
 storage.prefix storage.credentialsSecret storage.credentialsSecret.name
 storage.credentialsSecret.accessKeyKey storage.credentialsSecret.secretKeyKey restartPolicy
-restartPolicy.type restartPolicy.maxRestarts restartPolicy.window restartPolicy.backoff
+restartPolicy.type restartPolicy.maxRestarts restartPolicy.attemptsPerRecord restartPolicy.window restartPolicy.backoff
 restartPolicy.backoff.initial restartPolicy.backoff.max restartPolicy.backoff.multiplier
 restartPolicy.backoff.jitter restartPolicy.resetAfter state upgradeMode restoreFrom
 restoreFrom.checkpointId restoreFrom.path restoreNonce restartNonce checkpointTriggerNonce

@@ -106,6 +106,11 @@ def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
         latest_completed=parse_completed(pick(latest, "completed")),
         latest_failed=parse_failed(pick(latest, "failed")),
         consecutive_failures=int(consecutive),
+        failure_times=tuple(
+            t for t in (_float(v) for v in pick(job or {}, "failureTimestamps") or ())
+            if t is not None
+        ),
+        last_failure=None if not job else pick(job, "failure"),
     )
 
 

@@ -62,7 +62,8 @@ async def _deploy(tools: Tools, obs: observation.Observation, action: Action) ->
     assert obs.spec is not None and obs.status.intent is not None
     job = tools.job
     await _ensure_token(tools)
-    await tools.kube.apply(manifests.config_map(job, obs.spec, obs.status.intent.id))
+    await tools.kube.apply(manifests.config_map(job, obs.spec, obs.status.intent.id,
+                                                obs.status.restarts.recent))
     await tools.kube.apply(manifests.service(job))
     pod = manifests.driver_pod(job, obs.spec, obs.status.intent.id, action.restore,
                                tools.driver_service_account)

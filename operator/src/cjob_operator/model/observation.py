@@ -58,6 +58,10 @@ class ControlView:
     latest_completed: CheckpointInfo | None = None
     latest_failed: FailedInfo | None = None
     consecutive_failures: int = 0
+    failure_times: tuple[float, ...] = ()
+    """When the driver's attempts failed and it restarted the job itself (``/v1/job``)."""
+    last_failure: str | None = None
+    """The driver's last attempt failure."""
     error: str | None = None
 
     @classmethod

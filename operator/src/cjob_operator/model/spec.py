@@ -167,6 +167,7 @@ class RestartPolicySpec:
     window: float = 3600.0
     backoff: BackoffSpec = BackoffSpec()
     reset_after: float = 600.0
+    attempts_per_record: int = 3
 
     @classmethod
     def from_storage(cls, raw: Raw) -> RestartPolicySpec:
@@ -183,6 +184,7 @@ class RestartPolicySpec:
                 jitter=float(b.get("jitter", 0.2)),
             ),
             reset_after=_dur(raw, "resetAfter", "10m", p),
+            attempts_per_record=int(raw.get("attemptsPerRecord", 3)),
         )
 
 

@@ -1,8 +1,8 @@
 """How a failed ``cjob`` invocation ends: one sentence, an exit code, and the details kept.
 
 Four kinds of failure, told apart by the exception's class. The exit code
-says whether starting again can help, which is how the operator decides to
-restart a driver pod or to fail the job:
+(:mod:`barrier_runtime.exit_codes`) says whether starting again can help, which
+is how the operator decides to restart a driver pod or to fail the job:
 
 * a mistake in the input (:data:`MISTAKES`: a missing or broken pipeline, a bad
   option or job configuration): ``cjob: error: <what broke and what to do>``,
@@ -35,6 +35,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TextIO
 
+from barrier_runtime import exit_codes
 from barrier_runtime.api import dataflow
 from barrier_runtime.cli import logfile
 from barrier_runtime.control import server as control_server
@@ -43,11 +44,11 @@ from barrier_runtime.spark import errors as spark_errors
 from barrier_runtime.spark import session
 from barrier_runtime.storage import errors
 
-EXIT_MISTAKE = 2
-EXIT_FAILED = 1
-EXIT_TEMPORARY = 75
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
+EXIT_MISTAKE = exit_codes.MISTAKE
+EXIT_FAILED = exit_codes.JOB_FAILED
+EXIT_TEMPORARY = exit_codes.TEMPORARY
+EXIT_INTERNAL = exit_codes.INTERNAL
+EXIT_INTERRUPTED = exit_codes.INTERRUPTED
 TERMINATION_MESSAGE_ENV = "CJOB_TERMINATION_MESSAGE_PATH"
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 TERMINATION_MESSAGE_LIMIT = 4096
