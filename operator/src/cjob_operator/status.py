@@ -106,10 +106,9 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         service=old.driver.service or (f"{obs.name}-driver" if d.pod_name else None),
         start_time=d.started_at if d.pod_name else None)
     health = checkpoint_health(obs, phase, cps)
+    ready = _ready(phase, error)
     conditions = (
-        _condition(obs, "Ready", phase is Phase.RUNNING,
-                   "Running" if phase is Phase.RUNNING else phase.value,
-                   "the job is running" if phase is Phase.RUNNING else f"the job is {phase.value}"),
+        _condition(obs, "Ready", phase is Phase.RUNNING, ready[0], ready[1]),
         _condition(obs, "CheckpointHealthy", health[0], health[1], health[2]),
         _condition(obs, "Progressing", phase in PROGRESSING,
                    (action.reason or phase.value) if phase in PROGRESSING else phase.value,
@@ -127,6 +126,15 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         job_state=obs.control.job_state if obs.control and obs.control.reachable
         else (None if d.pod_name is None else old.job_state),
     )
+
+
+def _ready(phase: Phase, error: str | None) -> tuple[str, str]:
+    """Reason and message of the ``Ready`` condition: a failed job says why."""
+    if phase is Phase.RUNNING:
+        return "Running", "the job is running"
+    if phase is Phase.FAILED and error:
+        return phase.value, error
+    return phase.value, f"the job is {phase.value}"
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -104,3 +104,15 @@ def test_merge_patch_removes_what_disappeared() -> None:
     assert status_mod.merge_patch(old, new) == {
         "intent": {"op": "deploy", "id": "d", "done": None, "savepointPath": None},
         "phase": "Upgrading"}
+
+
+def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
+    why = ("the driver pod j-driver failed: cjob: job failed: malformed record in a.jsonl "
+           "line 3: not valid JSON (Error, exit code 1); not restarting")
+    first = status_mod.next_status(obs(None), Action.fail("JobFailed", why), status_mod.Outcome())
+    assert first.error == why
+    ready = conditions(first)["Ready"]
+    assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)
+    later = status_mod.next_status(obs(None, st=first), Action.nothing(Phase.FAILED),
+                                   status_mod.Outcome())
+    assert conditions(later)["Ready"] == ready  # stays put on every later reconcile

@@ -1,0 +1,106 @@
+"""A failure no restart can heal, on the local Kubernetes: Failed, the reason shown, no loop.
+
+The README's own-pipeline path: the example word count in an image built with
+``examples/Dockerfile`` on top of the runtime image, its input and output in S3
+given by ``spec.env``. One input line is malformed (the default
+``on_error='fail'``). The driver tries that record ``attemptsPerRecord`` (3)
+times, restarting its executors from the latest checkpoint, then exits with the
+"job failed" code; the operator puts the job in phase Failed with the driver's
+reason (file and line) in ``status.error`` and a Warning Event, counts the
+driver's own restarts in ``status.restarts`` (the Restarts column), and creates
+no second driver pod.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from cluster import Cluster, wait_until
+from scenario import Scenario, Settings
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"
+MALFORMED_LINE = 301
+
+
+def _say(line: str) -> None:
+    print(f"[e2e-k8s {time.strftime('%H:%M:%S')}] {line}", file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="module")
+def pipelines_image(images: dict[str, str]) -> str:
+    """examples/Dockerfile on top of the runtime image, as the README tells users."""
+    tag = images["runtime"].replace("cjob-runtime", "cjob-pipelines")
+    done = subprocess.run(
+        ["docker", "build", "--network", "host", "-f", "examples/Dockerfile", "-t", tag,
+         "--build-arg", f"RUNTIME_IMAGE={images['runtime']}", "examples"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return tag
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[Scenario]:
+    settings = Settings(runtime_image=images["runtime"], release="failures")
+    s3_server.create_bucket("checkpoints")
+    scenario = Scenario(cluster, killer=None, s=settings, log=_say)
+    repository, tag = images["operator"].split(":")
+    scenario.install({"image.repository": repository, "image.tag": tag,
+                      "image.pullPolicy": "Never"})
+    try:
+        yield scenario
+    finally:
+        scenario.cleanup()
+
+
+def _status(cluster: Cluster, name: str) -> dict[str, object]:
+    return dict((cluster.cjob("streaming", name) or {}).get("status") or {})
+
+
+def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
+    installed: Scenario, pipelines_image: str, s3_server
+) -> None:
+    cluster = installed.cluster
+    s3_server.create_bucket("texts")
+    lines = [f'{{"line": "word{i % 11} and word{i % 3}"}}' for i in range(600)]
+    lines[MALFORMED_LINE - 1] = '{"line": "cut off'
+    s3_server.open_store("texts", "incoming").put("a.jsonl", ("\n".join(lines) + "\n").encode())
+    manifest = yaml.safe_load(WORDCOUNT.read_text())
+    manifest["spec"]["image"] = pipelines_image
+    manifest["spec"]["parallelism"] = 2
+    manifest["spec"]["checkpointing"] = {"interval": "1s"}
+    manifest["spec"]["restartPolicy"] = {"backoff": {"initial": "1s", "max": "2s"}}
+    cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+
+    def failed() -> dict[str, object] | None:
+        st = _status(cluster, "wordcount")
+        return st if st.get("phase") == "Failed" else None
+
+    st = wait_until("the job in phase Failed", failed, 300,
+                    lambda: str(_status(cluster, "wordcount")))
+    error = str(st.get("error"))
+    assert f"a.jsonl line {MALFORMED_LINE}" in error and "malformed record" in error, error
+    assert "same record in 3 attempts" in error and "not restarting" in error, error
+    warnings = [e for e in cluster.events("streaming")
+                if e.get("type") == "Warning"
+                and (e.get("involvedObject") or {}).get("name") == "wordcount"
+                and f"line {MALFORMED_LINE}" in str(e.get("message"))]
+    assert warnings, "no Warning Event carries the reason"
+    table = cluster.kubectl_run("-n", "streaming", "get", "cjob", "wordcount")
+    assert " Failed " in table, table
+
+    # No loop: one driver pod was ever created, and the operator never restarted it.
+    created = [e for e in cluster.events("streaming")
+               if e.get("reason") == "DriverCreated"
+               and (e.get("involvedObject") or {}).get("name") == "wordcount"]
+    assert len(created) == 1, [e.get("message") for e in created]
+    restarts = st.get("restarts") or {}
+    assert isinstance(restarts, dict) and restarts.get("lastReason") != "DriverFailed", restarts
+    _say(f"  Failed with restarts {restarts}; error: {error[:160]}")
+    cluster.kubectl_run("-n", "streaming", "delete", "cjob", "wordcount", "--timeout=120s")
