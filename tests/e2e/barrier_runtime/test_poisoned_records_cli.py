@@ -48,6 +48,11 @@ def _cjob(tmp: pathlib.Path, *args: str, env: dict[str, str] | None = None):
     return done, time.monotonic() - started
 
 
+def _headline(stderr: str) -> str:
+    """The failure's one line (the lines before it announce restores and restarts)."""
+    return next(line for line in stderr.splitlines() if line.startswith("cjob: job failed: "))
+
+
 def _log_text(tmp: pathlib.Path) -> str:
     return "\n".join(p.read_text() for p in (tmp / "logs").iterdir())
 
@@ -63,7 +68,7 @@ def test_a_malformed_line_fails_the_job_naming_file_and_line(tmp_path) -> None:
         "CJOB_INPUT": str(data), "CJOB_OUTPUT": str(tmp_path / "out")})
     print(f"malformed line: exit {done.returncode} after {seconds:.1f}s")
     assert done.returncode == 1, done.stderr
-    headline = done.stderr.splitlines()[0]
+    headline = _headline(done.stderr)
     assert re.match(r"cjob: job failed: .*malformed record in .*a\.jsonl line 701", headline)
     assert "same record in 3 attempts" in headline and "Traceback" not in done.stderr
 
@@ -75,10 +80,12 @@ def test_a_step_raising_on_a_record_fails_the_job_naming_step_and_record(tmp_pat
     done, seconds = _cjob(tmp_path, str(pipeline))
     print(f"user error: exit {done.returncode} after {seconds:.1f}s")
     assert done.returncode == 1, done.stderr
-    headline = done.stderr.splitlines()[0]
+    headline = _headline(done.stderr)
     assert headline.startswith(
         "cjob: job failed: step 'divide' raised ZeroDivisionError: integer division or modulo "
         "by zero on record {'n': 70, 'd': 0} (subtask ")
     assert "same record in 3 attempts" in headline and "Traceback" not in done.stderr
+    restarts = [line for line in done.stderr.splitlines() if "; restarting" in line]
+    assert len(restarts) == 2, done.stderr  # announced: the two restarts before giving up
     log = _log_text(tmp_path)
     assert 'in divide\n    return {**record, "q": 100 // record["d"]}' in log

@@ -27,8 +27,12 @@ _JVM_TO_LOG = frozenset({"run", "demo"})
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _QUIET_LEVELS = {"driver": logging.WARNING}
 """Terminal levels without ``--verbose`` (default ERROR): driver pods log lifecycle warnings."""
-_SHOWN = {"driver": {"barrier_runtime.driver": logging.INFO},
-          "run": {"barrier_runtime.driver.graceful_stop": logging.WARNING}}
+_ANNOUNCED = {
+    "barrier_runtime.driver.graceful_stop": logging.WARNING,
+    "barrier_runtime.driver.job_driver": logging.INFO,  # restores, fresh starts, restarts
+    "barrier_runtime.storage.checkpoint_store": logging.WARNING,  # unusable checkpoints
+}
+_SHOWN = {"driver": {"barrier_runtime.driver": logging.INFO}, "run": _ANNOUNCED}
 """Loggers shown at a lower level than the command's (the driver's restart loop)."""
 
 
@@ -56,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = {} if args.verbose else _SHOWN.get(args.command, {})
     # Local Spark workers inherit the environment: they follow the CLI's verbosity.
     os.environ.setdefault(worker.LOG_LEVEL_ENV, logging.getLevelName(level))
-    with _terminal_logging(level, shown), contextlib.closing(log):
+    interactive = args.command in _JVM_TO_LOG  # pods' logs keep time and logger on every line
+    with _terminal_logging(level, shown, interactive), contextlib.closing(log):
         if args.command in JOB_COMMANDS:
             log.attach()
         try:
@@ -71,12 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _terminal_logging(level: int, shown: Mapping[str, int]) -> Iterator[None]:
+def _terminal_logging(level: int, shown: Mapping[str, int], interactive: bool) -> Iterator[None]:
     """Log records at ``level`` and up go to stderr while the command runs."""
     root = logging.getLogger()
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_TerminalFilter(level, shown))
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(_TerminalFormatter(shown) if interactive else logging.Formatter(_FORMAT))
     saved = root.level
     root.addHandler(handler)
     root.setLevel(level)
@@ -103,6 +108,21 @@ def _jvm_log(log: logfile.InvocationLog | None) -> Iterator[None]:
             os.environ.pop(session.JVM_LOG_ENV, None)
         else:
             os.environ[session.JVM_LOG_ENV] = saved
+
+
+class _TerminalFormatter(logging.Formatter):
+    """Announcements (records of a ``shown`` logger below ERROR) read as ``cjob: …`` lines,
+    like the rest of the terminal output; everything else carries time, level and logger."""
+
+    def __init__(self, shown: Mapping[str, int]) -> None:
+        super().__init__(_FORMAT)
+        self._shown = tuple(shown)
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno < logging.ERROR and record.name.startswith(self._shown):
+            said = "warning: " if record.levelno >= logging.WARNING else ""
+            return f"cjob: {said}{record.getMessage()}"
+        return super().format(record)
 
 
 class _TerminalFilter(logging.Filter):

@@ -284,7 +284,7 @@ class JobDriver:
         self.coordinator.abort_all_pending(types.FailureReason.TASK_FAILURE)
         detail = report.detail if report else ""
         if detail:
-            log.info("attempt %d failed%s: %s\n%s", run.number, where, reason, detail)
+            log.debug("attempt %d failed%s: %s\n%s", run.number, where, reason, detail)
         hopeless = None if report is None else self.same_failure.verdict(report)
         if hopeless is not None:
             raise UnrecoverableJobError(
@@ -306,9 +306,18 @@ class JobDriver:
     # -- one attempt --------------------------------------------------------------------
 
     def _restore_point(self, number: int) -> metadata.CheckpointMetadata | None:
+        """Step 1, announced: what the attempt restores, or that it starts empty."""
         if number == 0 and self.restore_from is not None:
-            return self.store.load(self.restore_from)
-        return self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
+            chosen: metadata.CheckpointMetadata | None = self.store.load(self.restore_from)
+        else:
+            chosen = self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
+        if chosen is not None:
+            log.info("attempt %d restores %s %d from %s", number, chosen.kind.value,
+                     chosen.checkpoint_id, self.store.describe())  # fmt: skip
+        else:
+            log.info("attempt %d starts from empty state: no checkpoint of the job in %s",
+                     number, self.store.describe())  # fmt: skip
+        return chosen
 
     def _decline(
         self, checkpoint_id: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
