@@ -9,8 +9,11 @@ from __future__ import annotations
 import difflib
 import doctest
 import importlib
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +74,10 @@ def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_the_regenerate_command_checks_the_committed_pages() -> None:
+    done = subprocess.run(["bash", str(ROOT / docs_gen.REGENERATE), "--check"],
+                          env={**os.environ, "PYTHON": sys.executable}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
