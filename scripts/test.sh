@@ -9,6 +9,7 @@ echo "==> ruff"
 echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
 .venv/bin/mypy devtools/kube_local/kube_local tests/integration/kube_local
+.venv/bin/mypy devtools/docs_gen/docs_gen tests/unit/docs
 echo "==> pytest"
 # helm (and kubectl where none is installed) live in .venv/bin: scripts/get-helm.sh
 export PATH="$PWD/.venv/bin:$PATH"

@@ -1,4 +1,6 @@
-"""The driver's control API client (DESIGN §4.9), authenticated with a bearer token.
+"""The driver's control API client, authenticated with a bearer token.
+
+The API: docs/architecture.md, 'Control API', and docs/control-api.md.
 
 The token is sent in the ``Authorization`` header and never logged. Responses are
 parsed leniently: both ``snake_case`` and ``camelCase`` keys are accepted, so the

@@ -4,8 +4,8 @@
   enough for kopf 1.45 (resource versions, generations, 201 on create, status
   subresource, JSON-patch ``test`` ops answered with 422, finalizers, generateName,
   owner-reference garbage collection, namespaces).
-- :class:`~.fake_driver.FakeDriver` — the driver control API (DESIGN §4.9) as a
-  recording double that commits ``_metadata`` into a local store.
+- :class:`~.fake_driver.FakeDriver` — the driver control API (docs/architecture.md,
+  'Control API') as a recording double that commits ``_metadata`` into a local store.
 - :mod:`.harness` — run both on a background event loop, write a kubeconfig, and
   run ``kopf run -m cjob_operator.main`` as a subprocess.
 

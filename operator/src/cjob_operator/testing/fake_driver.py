@@ -1,4 +1,6 @@
-"""A recording double of the driver's control API (DESIGN §4.9), for many jobs at once.
+"""A recording double of the driver's control API, for many jobs at once.
+
+The API: docs/architecture.md, 'Control API', and docs/control-api.md.
 
 Served under ``/jobs/{namespace}/{name}`` (point ``CJOB_CONTROL_URL_TEMPLATE`` at
 ``http://127.0.0.1:{port}/jobs/{namespace}/{name}``). Like the real driver it

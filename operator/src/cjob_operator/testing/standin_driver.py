@@ -2,7 +2,7 @@
 
 ``python -m cjob_operator.testing.standin_driver driver --config job.json
 [--restore-from X]`` reads the job configuration the operator wrote, serves the
-control API (DESIGN §4.9) on ``control.port`` with the bearer token from
+control API (docs/architecture.md, 'Control API') on ``control.port`` with the bearer token from
 ``control.tokenEnv``, commits checkpoints into the ``file://`` store, and appends
 one line per start to ``{job root}/_starts.jsonl`` (pid and restore argument) so a
 test can see what each incarnation restored from. ``POST /v1/stop`` writes a

@@ -22,7 +22,7 @@ MAX_TRACKED_CHECKPOINTS = 50
 
 
 class AlignmentMode(enum.Enum):
-    """The four barrier handlers of DESIGN §4.4."""
+    """The four barrier handlers (docs/architecture.md, 'Barrier handling')."""
 
     TRACKING = "tracking"
     """At-least-once: never block, count barriers per id (concurrent checkpoints allowed)."""

@@ -10,9 +10,9 @@ completed checkpoint. Pipeline arguments go after ``--``::
     cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
         examples/running_count.py -- --keys 1000
 
-With ``--control-port`` it serves the driver's control API (DESIGN §4.9) and
-announces where before the job starts: a ``control`` event with its ``url``
-(``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
+With ``--control-port`` it serves the driver's control API (docs/architecture.md,
+'Control API') and announces where before the job starts: a ``control`` event with
+its ``url`` (``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
 stops the job with a savepoint that ``--restore-from`` resumes.
 
 SIGTERM or Ctrl-C stop the job the same way (a final savepoint within

@@ -1,4 +1,6 @@
-"""The driver's control plane: the job seam and its HTTP API (DESIGN §4.9).
+"""The driver's control plane: the job seam and its HTTP API.
+
+Architecture: docs/architecture.md, 'Control API'; every endpoint: docs/control-api.md.
 
 * :mod:`~barrier_runtime.control.job`: :class:`JobControl`, what the API needs
   from a running job (the executors implement it), and its value types.

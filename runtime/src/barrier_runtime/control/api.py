@@ -99,7 +99,7 @@ class Route:
 
 
 class ControlApi:
-    """The routes of DESIGN §4.9 over one job."""
+    """The routes of the control API over one job (docs/architecture.md, 'Control API')."""
 
     def __init__(
         self,

@@ -1,4 +1,6 @@
-"""The driver's control API server (DESIGN §4.9): start it next to a job, stop it with the job.
+"""The driver's control API server: start it next to a job, stop it with the job.
+
+The API: docs/architecture.md, 'Control API', and docs/control-api.md.
 
 >>> from barrier_runtime.control.server import ControlServer
 >>> # with ControlServer(executor, port=8081, token=secret) as server:

@@ -1,6 +1,6 @@
 """The Spark driver: a job driver whose attempts are Spark barrier stages.
 
-:class:`SparkDriver` wires the parts of DESIGN §4.2 together:
+:class:`SparkDriver` wires together the parts of docs/architecture.md, 'Execution on Spark':
 
 1. load the pipeline (:mod:`~barrier_runtime.spark.pipeline`) and plan it for
    P slices; open the checkpoint store and check that it can be used

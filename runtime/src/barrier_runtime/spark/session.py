@@ -1,6 +1,6 @@
 """Building the SparkSession a driver runs its barrier stages on.
 
-Facts this module encodes (DESIGN §4.2, measured on Spark 4.x):
+Facts this module encodes (docs/architecture.md, 'Execution on Spark'; measured on Spark 4.x):
 
 * PySpark needs Java 17 or newer (:mod:`~.java` finds one and, for runtimes
   without the ``jdk.incubator.vector`` module Spark 4.3 asks for, starts it

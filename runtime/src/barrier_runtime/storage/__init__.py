@@ -4,7 +4,7 @@ What belongs here: everything that touches bytes at rest — the
 :class:`ObjectStore` seam and its adapters (:class:`LocalObjectStore`,
 :class:`S3ObjectStore` on the ``minio`` SDK), the :class:`CheckpointStore`
 that writes, commits, verifies, restores and retains checkpoints in the
-layout of DESIGN §4.7, the named storage errors, and
+layout of docs/architecture.md, 'Checkpoint storage', the named storage errors, and
 :class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops).
 Nothing here knows about barriers, operators or Spark.
 """
