@@ -74,6 +74,11 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--restart-window", type=float, default=3600.0, metavar="SECONDS")
     parser.add_argument("--restart-backoff", type=float, default=1.0, metavar="SECONDS",
                         help="first restart delay, doubling up to 60s (default 1)")  # fmt: skip
+    parser.add_argument("--attempts-per-record", type=int, metavar="N",
+                        default=job_driver.DEFAULT_ATTEMPTS_PER_RECORD,
+                        help="attempts on a record that fails the same way (a step raising "
+                        "on it, a malformed line) before the job fails instead of restarting "
+                        f"(default {job_driver.DEFAULT_ATTEMPTS_PER_RECORD})")  # fmt: skip
     parser.add_argument("--control-port", type=int, metavar="PORT",
                         help="serve the control API on 127.0.0.1:PORT (0: any free port; "
                         f"bearer token from ${TOKEN_ENV} if set)")  # fmt: skip
@@ -97,6 +102,10 @@ def check_args(args: argparse.Namespace) -> None:
     if args.stop_grace_period <= 0:
         raise failures.InvalidArgumentError(
             f"--stop-grace-period must be positive, got {args.stop_grace_period:g}"
+        )
+    if args.attempts_per_record < 1:
+        raise failures.InvalidArgumentError(
+            f"--attempts-per-record must be at least 1, got {args.attempts_per_record}"
         )
     if args.control_port is not None and not 0 <= args.control_port <= 65535:
         raise failures.InvalidArgumentError(
@@ -124,6 +133,7 @@ def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.Spark
             backoff=restart.Backoff(
                 initial=args.restart_backoff, max=max(60.0, args.restart_backoff)
             ),
+            attempts_per_record=args.attempts_per_record,
         ),
         restore_from=_restore_arg(args.restore_from),
         allow_fresh_start=args.allow_fresh_start,
