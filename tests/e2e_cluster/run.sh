@@ -163,6 +163,13 @@ fi
     --set "image.repository=${OPERATOR_IMAGE%:*}" --set "image.tag=${OPERATOR_IMAGE##*:}" \
     --set image.pullPolicy=IfNotPresent "${monitoring[@]}" ||
     fail "helm install failed"
+# The evaluation MinIO starts empty and the runtime never creates buckets (a typo in
+# spec.storage.bucket must fail clearly, not write somewhere new): make the job's bucket
+# with the mc client that ships in the MinIO image.
+kubectl -n "$NS" exec "deploy/$RELEASE-checkpointed-operator-minio" -- sh -c \
+    'mc alias set local http://127.0.0.1:9000 "$MINIO_ROOT_USER" "$MINIO_ROOT_PASSWORD" >/dev/null &&
+     mc mb --ignore-existing local/cjob-e2e' ||
+    fail "could not create the bucket cjob-e2e in the evaluation MinIO"
 
 # -- 3. a job -------------------------------------------------------------------------------
 log "creating CheckpointedJob $JOB"
