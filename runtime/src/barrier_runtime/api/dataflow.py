@@ -13,6 +13,16 @@ the step's persisted state, so renaming a step is a breaking change.
 >>> flow.validate()
 >>> [s for s in flow.step_ids]
 ['numbers', 'double', 'out']
+
+A record a step cannot process fails the job by default; ``on_error="skip"``
+drops and counts it, ``on_error="dead-letter"`` sends it with its error to the
+dataflow's dead-letter sink, exactly once with the checkpoint:
+
+>>> flow = Dataflow("parser", dead_letters=TestingSink())
+>>> flow.source("lines", TestingSource([{"n": "1"}, {"n": "x"}])) \\
+...     .map("parse", lambda r: {"n": int(r["n"])}, on_error="dead-letter") \\
+...     .sink("out", TestingSink())
+>>> flow.validate()
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from barrier_runtime.checkpoint import types
 from barrier_runtime.state import key_groups
 
 DEFAULT_MAX_PARALLELISM = 128
+DEAD_LETTER_PREFIX = "_dead-letters."
+"""Dead letters of step s commit under _dead-letters.s (user step ids cannot start with _)."""
 
 
 class InvalidDataflowError(ValueError):
@@ -38,15 +50,29 @@ class InvalidDataflowError(ValueError):
 class Dataflow:
     """A directed acyclic graph of steps, from sources to sinks."""
 
-    def __init__(self, name: str, *, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        dead_letters: sinks.Sink | None = None,
+    ) -> None:
+        """``dead_letters``: the transactional sink that steps and sources with
+        ``on_error="dead-letter"`` send their rejected records to (one record per
+        rejection: ``step``, ``subtask``, ``error``, ``position`` and ``record``)."""
         if not name:
             raise InvalidDataflowError("a dataflow needs a non-empty name")
         if not 1 <= max_parallelism <= 32768:
             raise InvalidDataflowError(
                 f"max_parallelism must be between 1 and 32768, got {max_parallelism}"
             )
+        if dead_letters is not None and not isinstance(dead_letters, sinks.Sink):
+            raise InvalidDataflowError(
+                f"dead_letters: {type(dead_letters).__name__} is not a barrier_runtime Sink"
+            )
         self.name = name
         self.max_parallelism = max_parallelism
+        self.dead_letters = dead_letters
         self._steps: dict[types.StepId, defs.Step] = {}
         self._consumed: set[types.StepId] = set()
 
@@ -84,6 +110,7 @@ class Dataflow:
             raise InvalidDataflowError(
                 f"dataflow {self.name!r} has no sink: its results would go nowhere"
             )
+        self._validate_error_policies()
         dangling = [
             sid
             for sid, s in self._steps.items()
@@ -95,6 +122,33 @@ class Dataflow:
                 f"dataflow {self.name!r}: the output of step(s) {names} is never used; "
                 "connect it to a sink or remove the step"
             )
+
+    def transactional_sinks(self) -> dict[types.StepId, sinks.Sink]:
+        """Every sink committed with checkpoints, by the name its transactions travel
+        under: the sink steps, and the dead letters of each step that sends rejects there."""
+        found: dict[types.StepId, sinks.Sink] = {
+            s.step_id: s.sink for s in self._steps.values() if isinstance(s, defs.SinkStep)
+        }
+        if self.dead_letters is not None:
+            for step in self._steps.values():
+                if error_policy(step) == "dead-letter":
+                    found[dead_letter_step(step.step_id)] = self.dead_letters
+        return found
+
+    def _validate_error_policies(self) -> None:
+        for step in self._steps.values():
+            policy = error_policy(step)
+            if policy not in defs.ON_ERROR_POLICIES:
+                raise InvalidDataflowError(
+                    f"step {step.step_id!r}: on_error must be one of "
+                    f"{', '.join(map(repr, defs.ON_ERROR_POLICIES))}, not {policy!r}"
+                )
+            if policy == "dead-letter" and self.dead_letters is None:
+                raise InvalidDataflowError(
+                    f"step {step.step_id!r} sends rejected records to dead letters, but "
+                    f"dataflow {self.name!r} has no dead-letter sink: "
+                    "pass Dataflow(..., dead_letters=<a sink>)"
+                )
 
     # -- internals used by Stream -------------------------------------------------
 
@@ -151,25 +205,47 @@ class Stream:
         return self.flow._consume(self, by)
 
     def flat_map(
-        self, step_id: str, fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
+        self,
+        step_id: str,
+        fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]],
+        *,
+        on_error: defs.OnError = "fail",
     ) -> Stream:
         """Replace each record by zero or more records."""
         return self.flow._add(
-            defs.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn)
+            defs.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
         )
 
-    def map(self, step_id: str, fn: Callable[[batch_mod.Record], batch_mod.Record]) -> Stream:
+    def map(
+        self,
+        step_id: str,
+        fn: Callable[[batch_mod.Record], batch_mod.Record],
+        *,
+        on_error: defs.OnError = "fail",
+    ) -> Stream:
         """Replace each record by ``fn(record)``."""
-        return self.flat_map(step_id, lambda r: (fn(r),))
+        return self.flat_map(step_id, lambda r: (fn(r),), on_error=on_error)
 
-    def filter(self, step_id: str, predicate: Callable[[batch_mod.Record], bool]) -> Stream:
+    def filter(
+        self,
+        step_id: str,
+        predicate: Callable[[batch_mod.Record], bool],
+        *,
+        on_error: defs.OnError = "fail",
+    ) -> Stream:
         """Keep the records for which ``predicate`` is true."""
-        return self.flat_map(step_id, lambda r: (r,) if predicate(r) else ())
+        return self.flat_map(step_id, lambda r: (r,) if predicate(r) else (), on_error=on_error)
 
-    def map_batches(self, step_id: str, fn: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Stream:
+    def map_batches(
+        self,
+        step_id: str,
+        fn: Callable[[pa.RecordBatch], pa.RecordBatch],
+        *,
+        on_error: defs.OnError = "fail",
+    ) -> Stream:
         """Transform whole Arrow record batches (the fast, vectorised path)."""
         return self.flow._add(
-            defs.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn)
+            defs.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
         )
 
     def key_by(self, step_id: str, key: str | defs.KeyFn) -> KeyedStream:
@@ -213,14 +289,22 @@ class KeyedStream(Stream):
     def _keyed_input(self, by: str) -> defs.Input:
         return self.flow._consume(self, by, defs.Partitioning.KEYED, self.key_fn, self.key_column)
 
-    def stateful_map(self, step_id: str, fn: defs.StatefulFn) -> Stream:
+    def stateful_map(
+        self, step_id: str, fn: defs.StatefulFn, *, on_error: defs.OnError = "fail"
+    ) -> Stream:
         """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
         return self.flow._add(
-            defs.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn)
+            defs.StatefulStep(
+                self.flow._new_id(step_id), self._keyed_input(step_id), fn, on_error
+            )
         )
 
     def reduce(
-        self, step_id: str, fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record]
+        self,
+        step_id: str,
+        fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record],
+        *,
+        on_error: defs.OnError = "fail",
     ) -> Stream:
         """Fold each key's records with ``fn(acc, record)``; emit the new accumulator each time."""
 
@@ -228,7 +312,7 @@ class KeyedStream(Stream):
             new = rec if acc is None else fn(acc, rec)
             return new, (new,)
 
-        return self.stateful_map(step_id, step)
+        return self.stateful_map(step_id, step, on_error=on_error)
 
     def aggregate(
         self,
@@ -236,6 +320,8 @@ class KeyedStream(Stream):
         initial: Callable[[], Any],
         add: Callable[[Any, batch_mod.Record], Any],
         output: Callable[[Any, batch_mod.Record], batch_mod.Record],
+        *,
+        on_error: defs.OnError = "fail",
     ) -> Stream:
         """Keep an accumulator per key: ``add(acc, record)``; emit ``output(acc, record)``."""
 
@@ -243,7 +329,7 @@ class KeyedStream(Stream):
             new = add(initial() if acc is None else acc, rec)
             return new, (output(new, rec),)
 
-        return self.stateful_map(step_id, step)
+        return self.stateful_map(step_id, step, on_error=on_error)
 
     def sum(self, step_id: str, column: str, *, output: str = "sum") -> Stream:
         """Running sum of the integer ``column`` per key, vectorised over whole batches.
@@ -276,7 +362,14 @@ class KeyedStream(Stream):
             )
         )
 
-    def connect(self, step_id: str, other: KeyedStream, fn: defs.ConnectFn) -> Stream:
+    def connect(
+        self,
+        step_id: str,
+        other: KeyedStream,
+        fn: defs.ConnectFn,
+        *,
+        on_error: defs.OnError = "fail",
+    ) -> Stream:
         """Two keyed inputs sharing per-key state: ``fn(state, side, record)``.
 
         Side 0 is this stream, side 1 is ``other``.
@@ -284,7 +377,21 @@ class KeyedStream(Stream):
         if not isinstance(other, KeyedStream):
             raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
-        return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn))
+        return self.flow._add(
+            defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error)
+        )
+
+
+def dead_letter_step(step_id: str) -> types.StepId:
+    """The name the dead letters of ``step_id`` commit under (never a user's step id)."""
+    return types.StepId(DEAD_LETTER_PREFIX + step_id)
+
+
+def error_policy(step: defs.Step) -> str:
+    """What ``step`` does with a record it cannot process (a source: its ``on_error``)."""
+    if isinstance(step, defs.SourceStep):
+        return str(getattr(step.source, "on_error", "fail"))
+    return str(getattr(step, "on_error", "fail"))
 
 
 def _column_key(column: str) -> defs.KeyFn:

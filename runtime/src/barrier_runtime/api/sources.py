@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +44,22 @@ class SourcePartition(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release resources; called once when the subtask stops."""
+
+    def rejected(self) -> Sequence[Rejected]:
+        """Records passed over since the last call (``on_error`` ``"skip"`` or
+        ``"dead-letter"``): the reader counts them or sends them to dead letters
+        with the positions that already lie past them."""
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A record a source could not read: where it is, why, and its text."""
+
+    position: str
+    """E.g. ``s3://in/a.jsonl line 701``."""
+    error: str
+    raw: str | None = None
 
 
 class Source(abc.ABC):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -17,6 +17,16 @@ Key = str | int | bytes
 KeyFn = Callable[[batch_mod.Record], Key]
 StatefulFn = Callable[[Any, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
 ConnectFn = Callable[[Any, int, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
+OnError = Literal["fail", "skip", "dead-letter"]
+"""What a step or source does with a record it cannot process:
+
+* ``"fail"`` (the default): the attempt fails; the job gives up after
+  ``attemptsPerRecord`` attempts on the same record;
+* ``"skip"``: drop it, count it (metrics, the live view, the summary) and log it;
+* ``"dead-letter"``: send the record, its position and the error to the
+  dataflow's dead-letter sink, exactly once with the checkpoint.
+"""
+ON_ERROR_POLICIES: tuple[OnError, ...] = ("fail", "skip", "dead-letter")
 
 
 class Partitioning(enum.Enum):
@@ -52,6 +62,7 @@ class FlatMapStep:
     step_id: types.StepId
     input: Input
     fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
+    on_error: OnError = "fail"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +70,8 @@ class MapBatchesStep:
     step_id: types.StepId
     input: Input
     fn: Callable[[pa.RecordBatch], pa.RecordBatch]
+    on_error: OnError = "fail"
+    """A batch the function raises on is rejected whole, record by record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +94,8 @@ class StatefulStep:
     step_id: types.StepId
     input: Input
     fn: StatefulFn
+    on_error: OnError = "fail"
+    """A rejected record leaves its key's state unchanged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +119,7 @@ class ConnectStep:
     step_id: types.StepId
     inputs: tuple[Input, Input]
     fn: ConnectFn
+    on_error: OnError = "fail"
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ class Item:
     line: int
     record: batch_mod.Record | None
     problem: str | None = None
+    raw: str | None = None
+    """The text of a malformed record (for dead letters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +104,17 @@ def _jsonl_items(data: bytes, skip: int) -> Iterator[Item]:
 
 
 def _parse_json_line(number: int, raw: bytes) -> Item:
+    text = raw.decode("utf-8", errors="replace")
     try:
         value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return Item(number, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1})")
+        return Item(number, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1})",
+                    text)  # fmt: skip
     except json.JSONDecodeError as exc:
-        return Item(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
+        return Item(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})", text)
     if not isinstance(value, dict):
         kind = _JSON_KINDS.get(type(value), "a JSON value")
-        return Item(number, None, f"{kind} is not a record (expected an object)")
+        return Item(number, None, f"{kind} is not a record (expected an object)", text)
     return Item(number, value)
 
 
@@ -147,17 +151,18 @@ def _csv_items(data: bytes, skip: int, options: CsvOptions) -> Iterator[Item]:
 def _csv_record(
     line: int, row: list[str], columns: tuple[str, ...], types: Mapping[str, ColumnType]
 ) -> Item:
+    raw = ",".join(row)
     if len(row) != len(columns):
-        return Item(line, None, f"has {len(row)} fields, the header names {len(columns)}")
+        return Item(line, None, f"has {len(row)} fields, the header names {len(columns)}", raw)
     record: dict[str, Any] = {}
     for name, text in zip(columns, row, strict=True):
         if any("\udc80" <= ch <= "\udcff" for ch in text):
-            return Item(line, None, f"column {name!r} is not valid UTF-8")
+            return Item(line, None, f"column {name!r} is not valid UTF-8", raw)
         kind = types.get(name, "str")
         try:
             record[name] = _convert(text, kind)
         except ValueError:
-            return Item(line, None, f"column {name!r}: {text!r} is not a valid {kind}")
+            return Item(line, None, f"column {name!r}: {text!r} is not a valid {kind}", raw)
     return Item(line, record)
 
 

@@ -18,8 +18,9 @@ Positions, always *after* the last record returned:
 
 A malformed record raises :class:`~errors.MalformedRecordError` naming the
 file and line (``on_error="fail"``, the default); with ``on_error="skip"``
-it is logged as a warning with the same details, counted in
-:attr:`FilePartition.skipped`, and reading goes on. Each file is read whole
+it is counted (metrics, the live view, the summary) and logged, and with
+``on_error="dead-letter"`` it goes to the dataflow's dead-letter sink with its
+position and problem; either way reading goes on. Each file is read whole
 into memory when its partition first reads, and at most ``max_open_files``
 files per source object (on Spark: per worker process) are held at once;
 the others wait their turn, returning ``[]``.
@@ -53,7 +54,7 @@ from barrier_runtime.storage import object_store
 
 log = logging.getLogger(__name__)
 
-OnError = Literal["fail", "skip"]
+OnError = Literal["fail", "skip", "dead-letter"]
 
 
 class FileSource(sources.Source):
@@ -74,8 +75,10 @@ class FileSource(sources.Source):
     ) -> None:
         if batch_size < 1 or max_open_files < 1:
             raise ValueError("batch_size and max_open_files must be positive")
-        if on_error not in ("fail", "skip"):
-            raise ValueError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+        if on_error not in ("fail", "skip", "dead-letter"):
+            raise ValueError(
+                f"on_error must be 'fail', 'skip' or 'dead-letter', not {on_error!r}"
+            )
         self.url = url
         self.format = format
         self.pattern = pattern
@@ -144,6 +147,7 @@ class FilePartition(sources.SourcePartition):
         self.source = source
         self.key = key
         self.skipped = 0
+        self._rejected: list[sources.Rejected] = []
         self._holding = False
         self._finished = False
 
@@ -173,16 +177,24 @@ class FilePartition(sources.SourcePartition):
         self._finished = True
         self._release()
         if self.skipped:
-            log.warning("skipped %d malformed record(s) in %s", self.skipped, self.where())
+            what = "skipped" if self.source.on_error == "skip" else "sent to dead letters"
+            log.warning("%s %d malformed record(s) in %s", what, self.skipped, self.where())
 
-    def _malformed(self, detail: str) -> None:
+    def _malformed(self, detail: str, raw: str | None = None) -> None:
         message = f"malformed record in {self.where()} {detail}"
         if self.source.on_error == "fail":
             raise errors.MalformedRecordError(
-                f"{message}; fix the input or read with on_error='skip'"
+                f"{message}; fix the input or read with on_error='skip' or 'dead-letter'"
             )
         self.skipped += 1
-        log.warning("skipping %s", message)
+        if self.source.on_error == "skip":
+            log.warning("skipping %s", message)
+        where, _, problem = detail.partition(": ")
+        self._rejected.append(sources.Rejected(f"{self.where()} {where}", problem or detail, raw))
+
+    def rejected(self) -> Sequence[sources.Rejected]:
+        taken, self._rejected = self._rejected, []
+        return taken
 
     def close(self) -> None:
         self._release()
@@ -211,7 +223,7 @@ class _TextPartition(FilePartition):
         for item in self._items:
             self._position += 1
             if item.record is None:
-                self._malformed(f"line {item.line}: {item.problem}")
+                self._malformed(f"line {item.line}: {item.problem}", item.raw)
             else:
                 rows.append(item.record)
             if len(rows) >= self.source.batch_size:

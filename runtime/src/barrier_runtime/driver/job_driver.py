@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass, field
 
 from barrier_runtime import task_failure
-from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
 from barrier_runtime.checkpoint import metadata, outcomes, stats, types
 from barrier_runtime.clock import Clock
@@ -252,9 +251,8 @@ class JobDriver:
                 # Step 2
                 if restore is not None:
                     self._recommit(restore, number)
-                for step in self.plan.flow.steps:
-                    if isinstance(step, steps.SinkStep):
-                        step.sink.recover(step.step_id)
+                for name, sink in self.plan.flow.transactional_sinks().items():
+                    sink.recover(name)
                 # Steps 3 and 4
                 if self._run_attempt(run):
                     if self._abort_reason is not None:
@@ -326,10 +324,10 @@ class JobDriver:
         self.coordinator.decline(checkpoint_id, task, reason, message)
 
     def _recommit(self, restore: metadata.CheckpointMetadata, number: int) -> None:
-        sinks = {s.step_id: s for s in self.plan.flow.steps if isinstance(s, steps.SinkStep)}
+        sinks = self.plan.flow.transactional_sinks()
         for step_id, txns in restore.sink_transactions.items():
-            step = sinks.get(step_id)
-            if step is None:
+            sink = sinks.get(step_id)
+            if sink is None:
                 continue
             for txn in txns:
                 self.faults.check(
@@ -339,7 +337,7 @@ class JobDriver:
                     attempt=number,
                     checkpoint_id=restore.checkpoint_id,
                 )
-                step.sink.commit(txn)
+                sink.commit(txn)
 
     def _run_attempt(self, run: attempts.Attempt) -> bool:
         """True when the job finished (or was stopped) and its last checkpoint completed."""

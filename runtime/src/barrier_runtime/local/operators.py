@@ -26,6 +26,9 @@ from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.state import keyed
 
 Emit = Callable[[batch_mod.Batch], None]
+CommitHook = Callable[[types.CheckpointId], None]
+Reject = Callable[[object, BaseException], None]
+"""Takes a record the user's function raised on (``on_error`` skip or dead-letter)."""
 _NOTHING = batch_mod.Batch.from_rows(())
 
 
@@ -75,33 +78,42 @@ class Operator(abc.ABC):
 
 
 class FlatMapOperator(Operator):
-    def __init__(self, step: steps.FlatMapStep, emit: Emit) -> None:
+    def __init__(self, step: steps.FlatMapStep, emit: Emit, reject: Reject | None = None) -> None:
         super().__init__(step.step_id, emit)
         self._fn = step.fn
+        self._reject = reject
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         fn = self._fn
         out: list[batch_mod.Record] = []
-        record: batch_mod.Record | None = None
-        try:
-            for record in batch.rows():
+        for record in batch.rows():
+            try:
                 out.extend(fn(record))
-        except Exception as exc:
-            raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
+            except Exception as exc:
+                if self._reject is None:
+                    raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
+                self._reject(record, exc)
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 
 
 class MapBatchesOperator(Operator):
-    def __init__(self, step: steps.MapBatchesStep, emit: Emit) -> None:
+    def __init__(
+        self, step: steps.MapBatchesStep, emit: Emit, reject: Reject | None = None
+    ) -> None:
         super().__init__(step.step_id, emit)
         self._fn = step.fn
+        self._reject = reject
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         arrow = batch.to_arrow()
         try:
             result = self._fn(arrow)
         except Exception as exc:
+            if self._reject is not None:  # the whole batch, record by record
+                for record in arrow.to_pylist():
+                    self._reject(record, exc)
+                return
             first = arrow.slice(0, 1).to_pylist()
             sample = {"batch_rows": arrow.num_rows, "first": first[0] if first else None}
             raise task_failure.UserFunctionError(self.step_id, sample, exc) from exc
@@ -133,8 +145,10 @@ class KeyedOperator(StatefulOperator):
         emit: Emit,
         key_group_range: tuple[int, int],
         max_parallelism: int,
+        reject: Reject | None = None,
     ) -> None:
         super().__init__(step.step_id, emit)
+        self._reject = reject
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._key_fns: tuple[steps.KeyFn, ...]
         if isinstance(step, steps.StatefulStep):
@@ -150,15 +164,18 @@ class KeyedOperator(StatefulOperator):
         state = self.state
         fn = self._fn
         out: list[batch_mod.Record] = []
-        record: batch_mod.Record | None = None
-        try:
-            for record in batch.rows():
+        for record in batch.rows():
+            try:
                 key = key_fn(record)
                 new, emitted = fn(state.get(key), side, record)
-                state.put(key, new)
-                out.extend(emitted)
-        except Exception as exc:
-            raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
+                emitted = list(emitted)  # a generator raises here, before the state changes
+            except Exception as exc:
+                if self._reject is None:
+                    raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
+                self._reject(record, exc)
+                continue
+            state.put(key, new)
+            out.extend(emitted)
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 
@@ -198,7 +215,7 @@ class SinkOperator(Operator):
         self,
         step: steps.SinkStep,
         writer: sinks.SinkWriter,
-        on_commit: Callable[[types.CheckpointId], None],
+        on_commit: CommitHook,
     ) -> None:
         super().__init__(step.step_id, _no_emit)
         self.sink = step.sink
@@ -239,8 +256,10 @@ class SourceReader:
         step: steps.SourceStep,
         partitions: list[str],
         positions: dict[str, Any],
+        on_rejected: Callable[[sources.Rejected], None] | None = None,
     ) -> None:
         self.step_id = step.step_id
+        self._on_rejected = on_rejected
         self._open: dict[str, sources.SourcePartition] = {
             p: step.source.open(p, positions.get(p)) for p in partitions
         }
@@ -259,6 +278,9 @@ class SourceReader:
             self._next += 1
             part = self._open[name]
             got = part.next_batch()
+            if self._on_rejected is not None:
+                for rejected in part.rejected():
+                    self._on_rejected(rejected)
             if got is None:
                 self._done[name] = part.snapshot()
                 part.close()

@@ -26,6 +26,7 @@ from barrier_runtime.channels import messages
 from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.local import batch_operators, control, faults, operators, routing, snapshots
 from barrier_runtime.local import channel as channel_mod
+from barrier_runtime.local import rejects as rejects_mod
 from barrier_runtime.state import key_groups
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class Subtask:
         self._shutdown = False
         self.records = 0
         self.records_in: dict[types.StepId, int] = {}
+        self.rejects: dict[types.StepId, rejects_mod.Rejects] = {}
+        """Per step with ``on_error`` skip or dead-letter: what it passed over."""
         self.records_out: dict[types.StepId, int] = {}
         self.backpressure_seconds = 0.0
         self._control: collections.deque[control.ControlMessage] = collections.deque()
@@ -419,17 +422,27 @@ class Subtask:
         for step_id in self.task.steps:
             step = plan.flow.step(step_id)
             emit = self._emitter(step_id)
+            rejects, dead_letters = rejects_mod.for_step(
+                step, plan.flow.dead_letters, self.index, plan.parallelism, self._on_commit
+            )
+            if rejects is not None:
+                self.rejects[step_id] = rejects
+            if dead_letters is not None:
+                self.ops[dead_letters.step_id] = dead_letters
+            reject = None if rejects is None else rejects.reject_record
             op: operators.Operator
             if isinstance(step, steps.SourceStep):
                 continue
             if isinstance(step, steps.FlatMapStep):
-                op = operators.FlatMapOperator(step, emit)
+                op = operators.FlatMapOperator(step, emit, reject)
             elif isinstance(step, steps.MapBatchesStep):
-                op = operators.MapBatchesOperator(step, emit)
+                op = operators.MapBatchesOperator(step, emit, reject)
             elif isinstance(step, steps.KeyByStep | steps.MergeStep):
                 op = operators.PassThroughOperator(step.step_id, emit)
             elif isinstance(step, steps.StatefulStep | steps.ConnectStep):
-                op = operators.KeyedOperator(step, emit, self._kg_range, plan.flow.max_parallelism)
+                op = operators.KeyedOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism, reject
+                )
             elif isinstance(step, steps.KeyedSumStep):
                 op = batch_operators.KeyedSumOperator(
                     step, emit, self._kg_range, plan.flow.max_parallelism
@@ -450,7 +463,11 @@ class Subtask:
             parts = sources.assign_partitions(
                 head.source.partitions(), self.index, self.ctx.plan.parallelism
             )
-            self.reader = operators.SourceReader(head, parts, positions)
+            source_rejects = self.rejects.get(head.step_id)
+            self.reader = operators.SourceReader(
+                head, parts, positions,
+                None if source_rejects is None else source_rejects.reject_read,
+            )  # fmt: skip
         if meta is None:
             return
         self.ctx.faults.check(

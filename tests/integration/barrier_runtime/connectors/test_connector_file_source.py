@@ -165,6 +165,11 @@ def test_malformed_records_can_be_skipped_but_never_silently(tmp_path, caplog) -
     assert "bad.jsonl line 2" in logged and "bad.jsonl line 3" in logged
     assert "bad.jsonl line 5" in logged and "not valid UTF-8" in logged
     assert "skipped 3 malformed record(s)" in logged
+    rejected = part.rejected()  # what the reader counts, or sends to dead letters
+    assert [(r.position.rsplit("/", 1)[-1], r.raw) for r in rejected] == [
+        ("bad.jsonl line 2", "not json"), ("bad.jsonl line 3", "[2]"),
+        ("bad.jsonl line 5", "\ufffd\ufffd")]
+    assert rejected[0].error.startswith("not valid JSON") and part.rejected() == []
 
 
 def test_malformed_csv_rows(tmp_path) -> None:
