@@ -27,7 +27,7 @@ from typing import Any
 from barrier_runtime import demo, testing
 from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import failures, progress
+from barrier_runtime.cli import preflight, progress
 from barrier_runtime.connectors import files
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
@@ -62,15 +62,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.kill_at < 1:
-        raise failures.InvalidArgumentError(
-            f"--kill-at must be a fraction between 0 and 1 (e.g. 0.45), got {args.kill_at:g}"
-        )
-    if args.parallelism < 1:
-        raise failures.InvalidArgumentError(
-            f"--parallelism must be at least 1 (the number of Spark workers), got "
-            f"{args.parallelism}"
-        )
+    preflight.demo_options(args)
     out = _QuietOutput() if args.json else progress.Output(json_lines=False)
     with _storage(args, out) as (checkpoint_url, output_url):
         summary = _run_job(args, checkpoint_url, output_url, out)
@@ -154,9 +146,10 @@ def _run_job(
 ) -> dict[str, Any]:
     spec = _spec(args, checkpoint_url, output_url)
     total = args.keys * args.events_per_key
-    store = driver_mod.open_checked_store(spec)
+    flow = pipeline.load_flow(spec.pipeline)
+    store = preflight.job(spec, flow, preflight.DEMO)
     out.say(f"starting Spark ({spec.effective_master}) …")
-    driver = driver_mod.SparkDriver(spec, store=store)
+    driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
     mode = "unaligned" if args.unaligned else "aligned"
     out.say(
         f"job running-count: {total:,} events over {args.keys:,} keys, P={args.parallelism} "

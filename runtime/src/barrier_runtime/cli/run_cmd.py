@@ -5,7 +5,10 @@ The embedded default a new user runs first: it starts a local Spark
 checkpoints to ``--store`` (a local directory by default), restarts failed
 attempts from the latest completed checkpoint, and shows a live view. Run it
 again with the same ``--store`` and ``--job`` and it resumes from the latest
-completed checkpoint. Pipeline arguments go after ``--``::
+completed checkpoint. Everything that can be checked is checked before Spark
+starts (:mod:`~barrier_runtime.cli.preflight`): option values, the store
+(reached, credentials accepted, writable) and the checkpoint to restore.
+Pipeline arguments go after ``--``::
 
     cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
         examples/running_count.py -- --keys 1000
@@ -31,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import failures, progress
+from barrier_runtime.cli import failures, preflight, progress
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -88,20 +91,8 @@ def add_parser(sub: Any) -> None:
 
 def check_args(args: argparse.Namespace) -> None:
     """Option mistakes, found before the pipeline is imported or Spark starts."""
-    if args.parallelism < 1:
-        raise failures.InvalidArgumentError(
-            f"--parallelism must be at least 1 (the number of Spark workers), got "
-            f"{args.parallelism}: use e.g. -p 2"
-        )
+    preflight.run_options(args)
     _conf(args.conf)
-    if args.stop_grace_period <= 0:
-        raise failures.InvalidArgumentError(
-            f"--stop-grace-period must be positive, got {args.stop_grace_period:g}"
-        )
-    if args.control_port is not None and not 0 <= args.control_port <= 65535:
-        raise failures.InvalidArgumentError(
-            f"--control-port must be a TCP port (0 picks a free one), got {args.control_port}"
-        )
 
 
 def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.SparkJobSpec:
@@ -140,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     flow = pipeline.load_flow(ref)
     spec = spec_from_args(args, flow.name)
-    store = driver_mod.open_checked_store(spec)
+    store = preflight.job(spec, flow, preflight.RUN)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
     driver = driver_mod.SparkDriver(
