@@ -12,7 +12,9 @@ Three kinds of failure, told apart by the exception's class:
 
 Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
 log file holds the full traceback with its chained causes. Only ``--verbose``
-puts the traceback on the terminal too.
+puts the traceback on the terminal too. With ``--json`` the same sentence and
+exit code also end stdout as one ``{"event": "error", …}`` line
+(:func:`error_event`).
 
 In a Kubernetes container the headline is also the container's termination
 message: it is written to ``$CJOB_TERMINATION_MESSAGE_PATH``, default
@@ -22,12 +24,13 @@ operator and ``kubectl describe pod`` show why the driver stopped.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.cli import logfile
@@ -63,19 +66,56 @@ MISTAKES: tuple[type[BaseException], ...] = (
 class Outcome:
     """What the terminal is told and the exit code."""
 
-    headline: str
+    kind: str
+    """``mistake``, ``job-failed``, ``job-aborted``, ``internal`` or ``interrupted``."""
+    sentence: str
     code: int
+
+    @property
+    def headline(self) -> str:
+        return f"cjob: {_HEADLINE[self.kind]}{self.sentence}"
+
+
+_HEADLINE = {
+    "mistake": "error: ",
+    "job-failed": "job failed: ",
+    "job-aborted": "job stopped without a savepoint: ",
+    "internal": "internal error: ",
+    "interrupted": "",
+}
 
 
 def classify(exc: BaseException) -> Outcome:
     """The headline and exit code for an exception that ended the command."""
     if isinstance(exc, job_driver.JobAbortedError):
-        return Outcome(f"cjob: job stopped without a savepoint: {one_line(exc)}", EXIT_FAILED)
+        return Outcome("job-aborted", one_line(exc), EXIT_FAILED)
     if isinstance(exc, job_driver.JobFailedError):
-        return Outcome(f"cjob: job failed: {one_line(exc)}", EXIT_FAILED)
+        return Outcome("job-failed", one_line(exc), EXIT_FAILED)
     if isinstance(exc, MISTAKES):
-        return Outcome(f"cjob: error: {one_line(exc)}", EXIT_MISTAKE)
-    return Outcome(f"cjob: internal error: {type(exc).__name__}: {one_line(exc)}", EXIT_FAILED)
+        return Outcome("mistake", one_line(exc), EXIT_MISTAKE)
+    return Outcome("internal", f"{type(exc).__name__}: {one_line(exc)}", EXIT_FAILED)
+
+
+INTERRUPTED = Outcome("interrupted", "interrupted", EXIT_INTERRUPTED)
+
+
+def error_event(outcome: Outcome, log_path: object | None = None) -> dict[str, Any]:
+    """The last line of ``--json`` output when the command failed.
+
+    >>> error_event(Outcome("mistake", "--store is empty", 2))["message"]
+    '--store is empty'
+    """
+    return {
+        "event": "error",
+        "kind": outcome.kind,
+        "message": outcome.sentence,
+        "exit_code": outcome.code,
+        "log": None if log_path is None else str(log_path),
+    }
+
+
+def print_error_event(outcome: Outcome, log_path: object | None = None) -> None:
+    print(json.dumps(error_event(outcome, log_path)), file=sys.stdout, flush=True)
 
 
 def one_line(exc: BaseException) -> str:
@@ -98,8 +138,12 @@ def report(
     *,
     verbose: bool,
     stream: TextIO | None = None,
+    json_event: bool = False,
 ) -> int:
-    """Tell the terminal (and the log) how the command failed; returns the exit code."""
+    """Tell the terminal (and the log) how the command failed; returns the exit code.
+
+    ``json_event``: also print :func:`error_event` on stdout (``--json`` mode).
+    """
     out = stream or sys.stderr
     outcome = classify(exc)
     path = log.record(exc, outcome.headline)
@@ -108,6 +152,8 @@ def report(
     print(outcome.headline, file=out)
     print(details_line(path), file=out, flush=True)
     write_termination_message(outcome.headline)
+    if json_event:
+        print_error_event(outcome, path)
     return outcome.code
 
 

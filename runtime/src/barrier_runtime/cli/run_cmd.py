@@ -1,17 +1,19 @@
-"""``cjob run PIPELINE [-- ARGS]``: run a pipeline on Spark with checkpoints and recovery.
+"""``cjob run PIPELINE [OPTIONS] [-- ARGS]``: run a pipeline on Spark with checkpoints and recovery.
 
 The embedded default a new user runs first: it starts a local Spark
 (``local[P]`` unless ``--master``), runs P workers as one barrier stage,
 checkpoints to ``--store`` (a local directory by default), restarts failed
 attempts from the latest completed checkpoint, and shows a live view. Run it
 again with the same ``--store`` and ``--job`` and it resumes from the latest
-completed checkpoint. Everything that can be checked is checked before Spark
-starts (:mod:`~barrier_runtime.cli.preflight`): option values, the store
-(reached, credentials accepted, writable) and the checkpoint to restore.
-Pipeline arguments go after ``--``::
+completed checkpoint. ``cjob``'s options go anywhere before ``--``; the
+pipeline's arguments go after it::
 
-    cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
-        examples/running_count.py -- --keys 1000
+    cjob run examples/running_count.py -p 3 \\
+        --store 's3://bucket/cp?endpoint=http://127.0.0.1:8333' -- --keys 1000
+
+Everything that can be checked is checked before Spark starts
+(:mod:`~barrier_runtime.cli.preflight`): option values, the store (reached,
+credentials accepted, writable) and the checkpoint to restore.
 
 With ``--control-port`` it serves the driver's control API (DESIGN §4.9) and
 announces where before the job starts: a ``control`` event with its ``url``
@@ -42,51 +44,133 @@ from barrier_runtime.spark import pipeline
 
 DEFAULT_STORE = ".cjob/checkpoints"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+USAGE = "cjob run [-h] [OPTIONS] PIPELINE [OPTIONS] [-- PIPELINE_ARGS ...]"
 
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "run",
         help="run a pipeline on Spark (local by default) with checkpoints and recovery",
-        description="Run PIPELINE (a .py file or a module exposing `flow` or `build_flow(args)`);"
-        " arguments for build_flow go after --.",
+        usage=USAGE,
+        description="Run PIPELINE (a .py file or a module exposing `flow` or `build_flow(args)`)"
+        " on Spark with checkpoints and recovery. Options go before or after PIPELINE;"
+        " the pipeline's own arguments go after --, e.g."
+        " cjob run pipeline.py -p 3 -- --keys 1000.",
     )
-    parser.add_argument("pipeline", help="pipeline file (.py) or module name")
-    parser.add_argument("pipeline_args", nargs="*", metavar="ARG", help="pipeline arguments")
-    parser.add_argument("-p", "--parallelism", type=int, default=2, help="workers (default 2)")
-    parser.add_argument("--checkpoint-interval", type=float, default=1.0, metavar="SECONDS")
-    parser.add_argument("--checkpoint-timeout", type=float, default=60.0, metavar="SECONDS")
-    parser.add_argument(
-        "--mode", choices=[m.value for m in types.CheckpointingMode], default="exactly-once"
+    parser.set_defaults(run=run, pipeline_args=[])
+    opt = parser.add_argument
+    opt("pipeline", metavar="PIPELINE", help="pipeline file (.py) or module name")
+    opt(
+        "-p",
+        "--parallelism",
+        type=int,
+        default=2,
+        metavar="P",
+        help="Spark workers, one per slice of the pipeline (default 2)",
     )
-    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
-    parser.add_argument(
-        "--store", default=DEFAULT_STORE, help=f"checkpoint store URL (default {DEFAULT_STORE})"
+    opt(
+        "--checkpoint-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="time between two checkpoints (default %(default)g)",
     )
-    parser.add_argument("--job", help="NAMESPACE/NAME in the store (default default/<flow name>)")
-    parser.add_argument("--restore-from", metavar="ID|PATH", help="checkpoint or savepoint")
-    parser.add_argument(
-        "--allow-fresh-start", action="store_true",
+    opt(
+        "--checkpoint-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="abort a checkpoint not completed by then (default %(default)g)",
+    )
+    opt(
+        "--mode",
+        choices=[m.value for m in types.CheckpointingMode],
+        default="exactly-once",
+        help="exactly-once (barriers aligned) or at-least-once (never blocks; records may be "
+        "replayed after a restore) (default %(default)s)",
+    )
+    opt(
+        "--unaligned",
+        action="store_true",
+        help="unaligned checkpoints: barriers overtake in-flight records, which are stored "
+        "with the checkpoint (fast under back-pressure; exactly-once only)",
+    )
+    opt(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="URL",
+        help="checkpoint store: a directory, file:///DIR or "
+        "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT (credentials from $AWS_ACCESS_KEY_ID "
+        f"and $AWS_SECRET_ACCESS_KEY) (default {DEFAULT_STORE})",
+    )
+    opt(
+        "--job",
+        metavar="NAMESPACE/NAME",
+        help="the job's name in the store (default default/<flow name>)",
+    )
+    opt(
+        "--restore-from",
+        metavar="ID|PATH",
+        help="start from this checkpoint or savepoint (an id such as 42, or its path) instead "
+        "of the latest completed one",
+    )
+    opt(
+        "--allow-fresh-start",
+        action="store_true",
         help="start empty if checkpoints exist but none is usable",
-    )  # fmt: skip
-    parser.add_argument("--master", help="Spark master URL (default local[PARALLELISM])")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="Spark configuration (repeatable)")  # fmt: skip
-    parser.add_argument("--max-restarts", type=int, default=10,
-                        help="restarts allowed within --restart-window (default 10)")  # fmt: skip
-    parser.add_argument("--restart-window", type=float, default=3600.0, metavar="SECONDS")
-    parser.add_argument("--restart-backoff", type=float, default=1.0, metavar="SECONDS",
-                        help="first restart delay, doubling up to 60s (default 1)")  # fmt: skip
-    parser.add_argument("--control-port", type=int, metavar="PORT",
-                        help="serve the control API on 127.0.0.1:PORT (0: any free port; "
-                        f"bearer token from ${TOKEN_ENV} if set)")  # fmt: skip
-    parser.add_argument("--stop-grace-period", type=float,
-                        default=graceful_stop.DEFAULT_GRACE_PERIOD, metavar="SECONDS",
-                        help="on SIGTERM/Ctrl-C, time for the final savepoint "
-                        "(default %(default)g)")  # fmt: skip
-    parser.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS")
-    parser.add_argument("--json", action="store_true", help="JSON lines instead of text")
-    parser.set_defaults(run=run)
+    )
+    opt("--master", metavar="URL", help="Spark master URL (default local[P])")
+    opt(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Spark configuration (repeatable)",
+    )
+    opt(
+        "--max-restarts",
+        type=int,
+        default=10,
+        metavar="N",
+        help="restarts allowed within --restart-window before the job fails "
+        "(default %(default)s; 0: fail at the first failure)",
+    )
+    opt(
+        "--restart-window",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="the window in which --max-restarts count (default %(default)g)",
+    )
+    opt(
+        "--restart-backoff",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="first restart delay, doubling up to 60s (default %(default)g)",
+    )
+    opt(
+        "--control-port",
+        type=int,
+        metavar="PORT",
+        help="serve the control API on 127.0.0.1:PORT (0: any free port; "
+        f"bearer token from ${TOKEN_ENV} if set)",
+    )
+    opt(
+        "--stop-grace-period",
+        type=float,
+        default=graceful_stop.DEFAULT_GRACE_PERIOD,
+        metavar="SECONDS",
+        help="on SIGTERM/Ctrl-C, time for the final savepoint (default %(default)g)",
+    )
+    opt(
+        "--status-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="time between two status lines (default %(default)g)",
+    )
+    opt("--json", action="store_true", help="JSON lines on stdout instead of text (errors too)")
 
 
 def check_args(args: argparse.Namespace) -> None:
