@@ -1,4 +1,5 @@
-"""The ``cjob`` command line: ``cjob run``, ``cjob driver``, ``cjob demo``, ``cjob checkpoints …``.
+"""The ``cjob`` command line: ``cjob run``, ``cjob driver``, ``cjob demo``, ``cjob stop``,
+``cjob savepoint``, ``cjob checkpoints …``.
 
 Every user or environment mistake ends in one clear sentence on stderr and
 exit code 2; a job that fails ends with exit code 1; both name the log file
@@ -23,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from barrier_runtime.cli import (
     checkpoints_cmd,
+    control_cmd,
     demo_cmd,
     driver_cmd,
     failures,
@@ -65,6 +67,7 @@ def build_parser() -> parsing.Parser:
     run_cmd.add_parser(sub)
     driver_cmd.add_parser(sub)
     demo_cmd.add_parser(sub)
+    control_cmd.add_parsers(sub)
     checkpoints_cmd.add_parser(sub)
     return parser
 

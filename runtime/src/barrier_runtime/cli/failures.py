@@ -7,6 +7,9 @@ Three kinds of failure, told apart by the exception's class:
   Java): ``cjob: error: <what broke and what to do>``, exit code 2;
 * a job that ran and failed (restart budget spent): ``cjob: job failed: …``,
   exit code 1;
+* an operation on a running job that the job could not carry out (a
+  savepoint that failed or did not finish in time, :class:`OperationFailedError`):
+  ``cjob: failed: …``, exit code 1;
 * anything else is a bug in ``cjob``: ``cjob: internal error: <type>: <msg>``,
   exit code 1.
 
@@ -52,6 +55,10 @@ class InvalidArgumentError(ValueError):
     """A command-line option has a value ``cjob`` cannot use; the message says which and why."""
 
 
+class OperationFailedError(RuntimeError):
+    """A running job could not carry out what was asked (e.g. its savepoint failed)."""
+
+
 MISTAKES: tuple[type[BaseException], ...] = (
     InvalidArgumentError,
     errors.StorageError,
@@ -67,7 +74,7 @@ class Outcome:
     """What the terminal is told and the exit code."""
 
     kind: str
-    """``mistake``, ``job-failed``, ``job-aborted``, ``internal`` or ``interrupted``."""
+    """``mistake``, ``job-failed``, ``job-aborted``, ``failed`` or ``internal``."""
     sentence: str
     code: int
 
@@ -80,6 +87,7 @@ _HEADLINE = {
     "mistake": "error: ",
     "job-failed": "job failed: ",
     "job-aborted": "job stopped without a savepoint: ",
+    "failed": "failed: ",
     "internal": "internal error: ",
     "interrupted": "",
 }
@@ -91,6 +99,8 @@ def classify(exc: BaseException) -> Outcome:
         return Outcome("job-aborted", one_line(exc), EXIT_FAILED)
     if isinstance(exc, job_driver.JobFailedError):
         return Outcome("job-failed", one_line(exc), EXIT_FAILED)
+    if isinstance(exc, OperationFailedError):
+        return Outcome("failed", one_line(exc), EXIT_FAILED)
     if isinstance(exc, MISTAKES):
         return Outcome("mistake", one_line(exc), EXIT_MISTAKE)
     return Outcome("internal", f"{type(exc).__name__}: {one_line(exc)}", EXIT_FAILED)

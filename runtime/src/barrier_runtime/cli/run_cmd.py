@@ -15,14 +15,16 @@ Everything that can be checked is checked before Spark starts
 (:mod:`~barrier_runtime.cli.preflight`): option values, the store (reached,
 credentials accepted, writable) and the checkpoint to restore.
 
-With ``--control-port`` it serves the driver's control API (DESIGN §4.9) and
-announces where before the job starts: a ``control`` event with its ``url``
-(``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
-stops the job with a savepoint that ``--restore-from`` resumes.
+It serves the driver's control API (DESIGN §4.9) on 127.0.0.1 (a free port
+unless ``--control-port``; ``--no-control-api`` turns it off) with a bearer
+token (``$CJOB_CONTROL_TOKEN``, else a generated one), announces it before the
+job starts (a ``control`` event with its ``url``) and publishes where it is
+for ``cjob stop`` and ``cjob savepoint`` (:mod:`~barrier_runtime.cli.local_jobs`).
 
-SIGTERM or Ctrl-C stop the job the same way (a final savepoint within
-``--stop-grace-period`` seconds, then exit 0; the next run with the same
-``--store`` and ``--job`` resumes from it); a second one aborts at once.
+SIGTERM or Ctrl-C stop the job the same way as ``cjob stop`` (a final
+savepoint within ``--stop-grace-period`` seconds, then exit 0; the next run
+with the same ``--store`` and ``--job`` resumes from it); a second one aborts
+at once.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ import argparse
 import json
 import os
 import pathlib
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import failures, preflight, progress
+from barrier_runtime.cli import failures, local_jobs, preflight, progress
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -152,16 +155,22 @@ def add_parser(sub: Any) -> None:
     opt(
         "--control-port",
         type=int,
+        default=0,
         metavar="PORT",
-        help="serve the control API on 127.0.0.1:PORT (0: any free port; "
-        f"bearer token from ${TOKEN_ENV} if set)",
+        help="serve the control API (cjob stop, cjob savepoint) on 127.0.0.1:PORT "
+        f"(default 0: a free port); bearer token from ${TOKEN_ENV}, else a generated one",
+    )
+    opt(
+        "--no-control-api",
+        action="store_true",
+        help="do not serve the control API (cjob stop and cjob savepoint cannot reach the job)",
     )
     opt(
         "--stop-grace-period",
         type=float,
         default=graceful_stop.DEFAULT_GRACE_PERIOD,
         metavar="SECONDS",
-        help="on SIGTERM/Ctrl-C, time for the final savepoint (default %(default)g)",
+        help="on SIGTERM/Ctrl-C/cjob stop, time for the final savepoint (default %(default)g)",
     )
     opt(
         "--status-every",
@@ -179,7 +188,9 @@ def check_args(args: argparse.Namespace) -> None:
     _conf(args.conf)
 
 
-def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.SparkJobSpec:
+def spec_from_args(
+    args: argparse.Namespace, flow_name: str, token: str | None = None
+) -> driver_mod.SparkJobSpec:
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     return driver_mod.SparkJobSpec(
         pipeline=ref,
@@ -204,8 +215,8 @@ def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.Spark
         allow_fresh_start=args.allow_fresh_start,
         stop_grace_period=args.stop_grace_period,
         control=None
-        if args.control_port is None
-        else driver_mod.ControlSettings(port=args.control_port, token=_token()),
+        if args.no_control_api
+        else driver_mod.ControlSettings(port=args.control_port, token=token or _token()),
     )
 
 
@@ -214,12 +225,13 @@ def run(args: argparse.Namespace) -> int:
     out = progress.Output(json_lines=args.json)
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     flow = pipeline.load_flow(ref)
-    spec = spec_from_args(args, flow.name)
+    publisher = _ControlPublisher(out)
+    spec = spec_from_args(args, flow.name, publisher.token)
     store = preflight.job(spec, flow, preflight.RUN)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
     driver = driver_mod.SparkDriver(
-        spec, flow=flow, store=store, on_control=_announce_control(spec, out)
+        spec, flow=flow, store=store, on_control=publisher.announce_for(spec, store.describe())
     )
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"
@@ -241,19 +253,51 @@ def run(args: argparse.Namespace) -> int:
             out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result),
                     stopped_by=stopper.signal_name)  # fmt: skip
         raise
+    finally:
+        publisher.withdraw()
     _summary(out, driver, result, stopper.signal_name)
     return 0
 
 
-def _announce_control(spec: driver_mod.SparkJobSpec, out: progress.Output) -> Callable[[str], None]:
-    """Say where the control API listens (a ``control`` event with its ``url``)."""
-    authenticated = spec.control is not None and spec.control.token is not None
-    auth = f"bearer token from ${TOKEN_ENV}" if authenticated else f"no token: ${TOKEN_ENV} unset"
+class _ControlPublisher:
+    """Announces the control API and publishes it for ``cjob stop`` / ``cjob savepoint``.
 
-    def announce(url: str) -> None:
-        out.say(f"control API on {url} ({auth})", "control", url=url, authenticated=authenticated)
+    The token is the user's (``$CJOB_CONTROL_TOKEN``, never written anywhere) or
+    one generated for this run, kept only in the private record.
+    """
 
-    return announce
+    def __init__(self, out: progress.Output) -> None:
+        self._out = out
+        self._chosen = _token() is not None
+        self.token = _token() or secrets.token_urlsafe(32)
+        self._record: pathlib.Path | None = None
+
+    def announce_for(self, spec: driver_mod.SparkJobSpec, store: str) -> Callable[[str], None]:
+        def announce(url: str) -> None:
+            record = local_jobs.LocalJob(
+                pid=os.getpid(), job=spec.store.job_path, url=url,
+                token=None if self._chosen else self.token,
+                token_env=TOKEN_ENV if self._chosen else None, store=store, started=time.time(),
+            )  # fmt: skip
+            self._record = local_jobs.publish(record)
+            if self._chosen:
+                auth = f"bearer token from ${TOKEN_ENV}"
+            elif self._record is not None:
+                auth = f"bearer token in {self._record}"
+            else:
+                folder = local_jobs.directory()
+                auth = f"token not published: {folder} is not writable; set ${TOKEN_ENV}"
+            self._out.say(
+                f"control API on {url} ({auth}); cjob stop / cjob savepoint reach it",
+                "control", url=url, authenticated=True,
+                record=None if self._record is None else str(self._record),
+            )  # fmt: skip
+
+        return announce
+
+    def withdraw(self) -> None:
+        local_jobs.withdraw(self._record)
+        self._record = None
 
 
 def _summary(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import cli_contract
 import pytest
 
-from barrier_runtime.cli import logfile, main
+from barrier_runtime.cli import local_jobs, logfile, main
 from barrier_runtime.spark import session
 
 OK_PIPELINE = cli_contract.OK_PIPELINE
@@ -34,7 +34,9 @@ def log_dir(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.
 
 
 @pytest.fixture
-def cjob(capsys: pytest.CaptureFixture[str], log_dir: pathlib.Path) -> Callable[..., CliResult]:
+def cjob(
+    capsys: pytest.CaptureFixture[str], log_dir: pathlib.Path, jobs_dir: pathlib.Path
+) -> Callable[..., CliResult]:
     def run(*argv: str) -> CliResult:
         code = main(list(argv))
         captured = capsys.readouterr()
@@ -97,3 +99,10 @@ def refused(cjob: Callable[..., CliResult], spark_starts: list[str]) -> Callable
 
     return run
 
+
+@pytest.fixture
+def jobs_dir(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """Where ``cjob run`` publishes its control API (``$CJOB_JOBS_DIR``) for this test."""
+    path = tmp_path / "jobs"
+    monkeypatch.setenv(local_jobs.JOBS_DIR_ENV, str(path))
+    return path

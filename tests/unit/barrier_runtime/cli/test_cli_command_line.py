@@ -48,7 +48,8 @@ def test_every_command_has_help() -> None:
 
 def test_the_walk_finds_every_command() -> None:
     paths = {path for path, _ in _parsers(build_parser())}
-    assert {"cjob run", "cjob demo", "cjob driver", "cjob checkpoints delete"} <= paths
+    assert {"cjob run", "cjob demo", "cjob driver", "cjob stop", "cjob savepoint",
+            "cjob checkpoints delete"} <= paths  # fmt: skip
 
 
 def test_version(cjob) -> None:
