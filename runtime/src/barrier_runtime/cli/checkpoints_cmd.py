@@ -4,6 +4,10 @@ A store or job that does not exist is a mistake (exit 2 naming what was
 looked at), not an empty listing; an existing job without completed
 checkpoints lists nothing and exits 0. An unknown checkpoint id is exit 2;
 ``verify`` exits 1 only for a checkpoint that exists but would not restore.
+
+``delete`` asks before it deletes a savepoint (retention never deletes
+savepoints: they are what restores and upgrades start from): on a terminal
+it asks for ``y``; without one (a script, a pipe) it refuses unless ``--yes``.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from barrier_runtime.checkpoint import metadata
-from barrier_runtime.storage import checkpoint_store, errors, object_store, preflight
+from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.cli import failures
+from barrier_runtime.storage import checkpoint_store, errors, layout, object_store, preflight
 
 
 def add_parser(sub: Any) -> None:
@@ -36,6 +42,11 @@ def add_parser(sub: Any) -> None:
         action.add_argument("--json", action="store_true", help="machine-readable output")
         if name != "list":
             action.add_argument("checkpoint", help="id (42), chk-42, sp-42 or a path")
+        if name == "delete":
+            action.add_argument(
+                "-y", "--yes", action="store_true",
+                help="delete a savepoint without asking (needed when no terminal can answer)",
+            )  # fmt: skip
         action.set_defaults(run=_RUNNERS[name])
 
 
@@ -109,10 +120,27 @@ def _verify(args: argparse.Namespace) -> int:
 def _delete(args: argparse.Namespace) -> int:
     store = _store(args)
     with _named(store):
-        store.delete_checkpoint(args.checkpoint)
+        targets = store.deletion_targets(args.checkpoint)
+    savepoints = [t for t in targets if t.kind is types.CheckpointKind.SAVEPOINT]
+    if savepoints and not args.yes and not _confirmed(savepoints[0], store):
+        print(f"kept {savepoints[0]}: nothing deleted", file=sys.stderr)
+        return 1
+    store.delete_checkpoint(args.checkpoint)
     if not args.json:
         print(f"deleted checkpoint {args.checkpoint}")
     return 0
+
+
+def _confirmed(savepoint: layout.CheckpointRef, store: checkpoint_store.CheckpointStore) -> bool:
+    """Ask on the terminal; without one, refuse (a script must say --yes)."""
+    if not sys.stdin.isatty():
+        raise failures.InvalidArgumentError(
+            f"{savepoint} in {store.describe()} is a savepoint (kept for restores and upgrades; "
+            "retention never deletes savepoints): pass --yes to delete it, no terminal here "
+            "can confirm"
+        )
+    print(f"delete {savepoint} in {store.describe()}? [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 _RUNNERS = {"list": _list, "show": _show, "verify": _verify, "delete": _delete}

@@ -27,7 +27,7 @@ from typing import Any
 from barrier_runtime import demo, testing
 from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import failures, progress
+from barrier_runtime.cli import preflight, progress
 from barrier_runtime.connectors import files
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
@@ -44,33 +44,64 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "demo", help="run the demo job on local Spark with a worker killed and a verified recovery"
     )
-    parser.add_argument("--keys", type=int, default=1000)
-    parser.add_argument("--events-per-key", type=int, default=300)
-    parser.add_argument("--parallelism", type=int, default=3, help="Spark workers (default 3)")
-    parser.add_argument("--interval", type=float, default=0.5, help="checkpoint interval (s)")
-    parser.add_argument("--rate", type=float, default=40_000, help="events per second in total")
-    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
-    parser.add_argument("--no-crash", action="store_true", help="do not kill a worker")
-    parser.add_argument(
-        "--kill-at", type=float, default=0.45, metavar="FRACTION",
-        help="kill a worker after this share of the events (default 0.45)",
-    )  # fmt: skip
-    parser.add_argument("--store", help="use this store URL instead of an embedded S3 server")
-    parser.add_argument("--master", help="Spark master URL (default local[PARALLELISM])")
-    parser.add_argument("--json", action="store_true", help="print one JSON summary only")
+    opt = parser.add_argument
+    opt(
+        "--keys",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="distinct keys of the generated events (default %(default)s)",
+    )
+    opt(
+        "--events-per-key",
+        type=int,
+        default=300,
+        metavar="N",
+        help="events generated per key (default %(default)s)",
+    )
+    opt(
+        "--parallelism",
+        type=int,
+        default=3,
+        metavar="P",
+        help="Spark workers (default %(default)s)",
+    )
+    opt(
+        "--interval",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="time between two checkpoints (default %(default)g)",
+    )
+    opt(
+        "--rate",
+        type=float,
+        default=40_000,
+        metavar="EVENTS",
+        help="events per second in total (default %(default)g)",
+    )
+    opt("--unaligned", action="store_true", help="unaligned checkpoints")
+    opt("--no-crash", action="store_true", help="do not kill a worker")
+    opt(
+        "--kill-at",
+        type=float,
+        default=0.45,
+        metavar="FRACTION",
+        help="kill a worker after this share of the events (default %(default)g)",
+    )
+    opt(
+        "--store",
+        metavar="URL",
+        help="use this store URL (s3://BUCKET/PREFIX?endpoint=http://HOST:PORT or a directory) "
+        "instead of an embedded S3 server",
+    )
+    opt("--master", metavar="URL", help="Spark master URL (default local[PARALLELISM])")
+    opt("--json", action="store_true", help="print one JSON summary only (or one error event)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.kill_at < 1:
-        raise failures.InvalidArgumentError(
-            f"--kill-at must be a fraction between 0 and 1 (e.g. 0.45), got {args.kill_at:g}"
-        )
-    if args.parallelism < 1:
-        raise failures.InvalidArgumentError(
-            f"--parallelism must be at least 1 (the number of Spark workers), got "
-            f"{args.parallelism}"
-        )
+    preflight.demo_options(args)
     out = _QuietOutput() if args.json else progress.Output(json_lines=False)
     with _storage(args, out) as (checkpoint_url, output_url):
         summary = _run_job(args, checkpoint_url, output_url, out)
@@ -154,9 +185,10 @@ def _run_job(
 ) -> dict[str, Any]:
     spec = _spec(args, checkpoint_url, output_url)
     total = args.keys * args.events_per_key
-    store = driver_mod.open_checked_store(spec)
+    flow = pipeline.load_flow(spec.pipeline)
+    store = preflight.job(spec, flow, preflight.DEMO)
     out.say(f"starting Spark ({spec.effective_master}) …")
-    driver = driver_mod.SparkDriver(spec, store=store)
+    driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
     mode = "unaligned" if args.unaligned else "aligned"
     out.say(
         f"job running-count: {total:,} events over {args.keys:,} keys, P={args.parallelism} "

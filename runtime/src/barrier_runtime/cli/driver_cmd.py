@@ -10,6 +10,10 @@ evicted or drained; the savepoint must complete within
 :mod:`barrier_runtime.driver.graceful_stop`), or its restart budget is spent
 (exit 1 with a one-line reason; the operator then restarts the pod from the
 latest completed checkpoint). Logs are JSON-free, quiet lines on stderr.
+
+Before Spark starts, :mod:`~barrier_runtime.cli.preflight` checks the
+configuration's values (naming the job.json field), the store and the
+checkpoint to restore: a mistake there is one sentence and exit code 2.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import logging
 import os
 from typing import Any
 
+from barrier_runtime import job_document
+from barrier_runtime.cli import preflight
 from barrier_runtime.driver import graceful_stop, job_driver
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import job_config, pipeline
@@ -30,29 +36,37 @@ MASTER_ENV = "CJOB_SPARK_MASTER"
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser("driver", help="run a job from the operator's job configuration")
-    parser.add_argument("--config", required=True, help="path of job.json")
-    parser.add_argument("--restore-from", metavar="ID|PATH", help="checkpoint or savepoint")
-    parser.add_argument("--master", help=f"override sparkConf spark.master (or set ${MASTER_ENV})")
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help="path of job.json (written by the operator)")  # fmt: skip
+    parser.add_argument("--restore-from", metavar="ID|PATH",
+                        help="start from this checkpoint or savepoint (an id such as 42, or its "
+                        "path) instead of the latest completed one")  # fmt: skip
+    parser.add_argument("--master", metavar="URL",
+                        help=f"override sparkConf spark.master (or set ${MASTER_ENV})")  # fmt: skip
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = job_config.read(args.config)
+    raw = job_config.read(args.config)
+    preflight.driver_document(job_document.JobDocument.from_storage(raw))
     restore = args.restore_from
+    if restore is not None:
+        preflight.restore_reference(restore)
     spec = job_config.to_spec(
-        doc,
+        raw,
         environ=os.environ,
         restore_from=int(restore) if restore and restore.isdigit() else restore,
         master=args.master or os.environ.get(MASTER_ENV) or None,
     )
     flow = pipeline.load_flow(spec.pipeline)
-    expected = job_config.max_parallelism(doc)
+    expected = job_config.max_parallelism(raw)
     if expected is not None and expected != flow.max_parallelism:
         raise job_config.JobConfigError(
             f"maxParallelism is {expected} in the job but {flow.max_parallelism} in the pipeline "
             f"{spec.pipeline.describe()}: make them equal (it fixes the key groups of the state)"
         )
-    driver = driver_mod.SparkDriver(spec, flow=flow)
+    store = preflight.job(spec, flow, preflight.DRIVER)
+    driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
     log.warning(
         "driver for %s: P=%d, store %s, coordinator %s, restore %s",
         flow.name, spec.parallelism, driver.store.describe(), driver.server.address,

@@ -5,20 +5,25 @@ Four kinds of failure, told apart by the exception's class. The exit code
 is how the operator decides to restart a driver pod or to fail the job:
 
 * a mistake in the input (:data:`MISTAKES`: a missing or broken pipeline, a bad
-  option or job configuration): ``cjob: error: <what broke and what to do>``,
-  exit code 2 — starting again cannot help;
-* a problem of the environment (:data:`TEMPORARY`: an unreachable or
-  misconfigured store, Spark or Kubernetes unavailable or refusing, the control
-  port taken): ``cjob: error: …``, exit code 75 (``EX_TEMPFAIL``) — it may heal;
+  option or job configuration, no Java): ``cjob: error: <what broke and what to
+  do>``, exit code 2 — starting again cannot help;
+* a problem of the environment (:data:`TEMPORARY`: an unreachable store or one
+  refusing the credentials, Kubernetes refusing Spark, the control port taken):
+  ``cjob: error: …``, exit code 75 (``EX_TEMPFAIL``) — it may heal;
 * a job that ran and failed (its restart budget is spent, or a failure no
   restart can heal: a poisoned record, an invalid pipeline on the workers):
   ``cjob: job failed: …``, exit code 1 — the restarts already happened;
+* an operation on a running job that the job could not carry out (a
+  savepoint that failed or did not finish in time, :class:`OperationFailedError`):
+  ``cjob: failed: …``, exit code 1;
 * anything else is a bug in ``cjob``: ``cjob: internal error: <type>: <msg>``,
   exit code 70 (``EX_SOFTWARE``).
 
 Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
 log file holds the full traceback with its chained causes. Only ``--verbose``
-puts the traceback on the terminal too.
+puts the traceback on the terminal too. With ``--json`` the same sentence and
+exit code also end stdout as one ``{"event": "error", …}`` line
+(:func:`error_event`).
 
 In a Kubernetes container the headline is also the container's termination
 message: it is written to ``$CJOB_TERMINATION_MESSAGE_PATH``, default
@@ -28,12 +33,13 @@ operator and ``kubectl describe pod`` show why the driver stopped.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from barrier_runtime import exit_codes
 from barrier_runtime.api import dataflow
@@ -59,6 +65,10 @@ class InvalidArgumentError(ValueError):
     """A command-line option has a value ``cjob`` cannot use; the message says which and why."""
 
 
+class OperationFailedError(RuntimeError):
+    """A running job could not carry out what was asked (e.g. its savepoint failed)."""
+
+
 TEMPORARY: tuple[type[BaseException], ...] = (
     errors.StorageUnavailableError,
     errors.StorageAccessDeniedError,  # a Secret can be fixed while the job waits
@@ -78,21 +88,61 @@ MISTAKES: tuple[type[BaseException], ...] = (
 class Outcome:
     """What the terminal is told and the exit code."""
 
-    headline: str
+    kind: str
+    """``mistake``, ``job-failed``, ``job-aborted``, ``failed`` or ``internal``."""
+    sentence: str
     code: int
+
+    @property
+    def headline(self) -> str:
+        return f"cjob: {_HEADLINE[self.kind]}{self.sentence}"
+
+
+_HEADLINE = {
+    "mistake": "error: ",
+    "job-failed": "job failed: ",
+    "job-aborted": "job stopped without a savepoint: ",
+    "failed": "failed: ",
+    "internal": "internal error: ",
+    "interrupted": "",
+}
 
 
 def classify(exc: BaseException) -> Outcome:
     """The headline and exit code for an exception that ended the command."""
     if isinstance(exc, job_driver.JobAbortedError):
-        return Outcome(f"cjob: job stopped without a savepoint: {one_line(exc)}", EXIT_FAILED)
+        return Outcome("job-aborted", one_line(exc), EXIT_FAILED)
     if isinstance(exc, job_driver.JobFailedError):
-        return Outcome(f"cjob: job failed: {one_line(exc)}", EXIT_FAILED)
+        return Outcome("job-failed", one_line(exc), EXIT_FAILED)
+    if isinstance(exc, OperationFailedError):
+        return Outcome("failed", one_line(exc), EXIT_FAILED)
     if isinstance(exc, TEMPORARY):
-        return Outcome(f"cjob: error: {one_line(exc)}", EXIT_TEMPORARY)
+        return Outcome("mistake", one_line(exc), EXIT_TEMPORARY)
     if isinstance(exc, MISTAKES):
-        return Outcome(f"cjob: error: {one_line(exc)}", EXIT_MISTAKE)
-    return Outcome(f"cjob: internal error: {type(exc).__name__}: {one_line(exc)}", EXIT_INTERNAL)
+        return Outcome("mistake", one_line(exc), EXIT_MISTAKE)
+    return Outcome("internal", f"{type(exc).__name__}: {one_line(exc)}", EXIT_INTERNAL)
+
+
+INTERRUPTED = Outcome("interrupted", "interrupted", EXIT_INTERRUPTED)
+
+
+def error_event(outcome: Outcome, log_path: object | None = None) -> dict[str, Any]:
+    """The last line of ``--json`` output when the command failed.
+
+    >>> error_event(Outcome("mistake", "--store is empty", 2))["message"]
+    '--store is empty'
+    """
+    return {
+        "event": "error",
+        "kind": outcome.kind,
+        "message": outcome.sentence,
+        "exit_code": outcome.code,
+        "log": None if log_path is None else str(log_path),
+    }
+
+
+def print_error_event(outcome: Outcome, log_path: object | None = None) -> None:
+    print(json.dumps(error_event(outcome, log_path)), file=sys.stdout, flush=True)
 
 
 def one_line(exc: BaseException) -> str:
@@ -115,8 +165,12 @@ def report(
     *,
     verbose: bool,
     stream: TextIO | None = None,
+    json_event: bool = False,
 ) -> int:
-    """Tell the terminal (and the log) how the command failed; returns the exit code."""
+    """Tell the terminal (and the log) how the command failed; returns the exit code.
+
+    ``json_event``: also print :func:`error_event` on stdout (``--json`` mode).
+    """
     out = stream or sys.stderr
     outcome = classify(exc)
     path = log.record(exc, outcome.headline)
@@ -128,6 +182,8 @@ def report(
     print(outcome.headline, file=out)
     print(details_line(path), file=out, flush=True)
     write_termination_message(outcome.headline)
+    if json_event:
+        print_error_event(outcome, path)
     return outcome.code
 
 

@@ -1,23 +1,30 @@
-"""``cjob run PIPELINE [-- ARGS]``: run a pipeline on Spark with checkpoints and recovery.
+"""``cjob run PIPELINE [OPTIONS] [-- ARGS]``: run a pipeline on Spark with checkpoints and recovery.
 
 The embedded default a new user runs first: it starts a local Spark
 (``local[P]`` unless ``--master``), runs P workers as one barrier stage,
 checkpoints to ``--store`` (a local directory by default), restarts failed
 attempts from the latest completed checkpoint, and shows a live view. Run it
 again with the same ``--store`` and ``--job`` and it resumes from the latest
-completed checkpoint. Pipeline arguments go after ``--``::
+completed checkpoint. ``cjob``'s options go anywhere before ``--``; the
+pipeline's arguments go after it::
 
-    cjob run -p 3 --store s3://bucket/cp?endpoint=http://127.0.0.1:8333 \\
-        examples/running_count.py -- --keys 1000
+    cjob run examples/running_count.py -p 3 \\
+        --store 's3://bucket/cp?endpoint=http://127.0.0.1:8333' -- --keys 1000
 
-With ``--control-port`` it serves the driver's control API (docs/architecture.md,
-'Control API') and announces where before the job starts: a ``control`` event with
-its ``url`` (``--control-port 0`` picks a free port). ``POST /v1/stop {"savepoint": true}``
-stops the job with a savepoint that ``--restore-from`` resumes.
+Everything that can be checked is checked before Spark starts
+(:mod:`~barrier_runtime.cli.preflight`): option values, the store (reached,
+credentials accepted, writable) and the checkpoint to restore.
 
-SIGTERM or Ctrl-C stop the job the same way (a final savepoint within
-``--stop-grace-period`` seconds, then exit 0; the next run with the same
-``--store`` and ``--job`` resumes from it); a second one aborts at once.
+It serves the driver's control API (docs/control-api.md) on 127.0.0.1 (a free port
+unless ``--control-port``; ``--no-control-api`` turns it off) with a bearer
+token (``$CJOB_CONTROL_TOKEN``, else a generated one), announces it before the
+job starts (a ``control`` event with its ``url``) and publishes where it is
+for ``cjob stop`` and ``cjob savepoint`` (:mod:`~barrier_runtime.cli.local_jobs`).
+
+SIGTERM or Ctrl-C stop the job the same way as ``cjob stop`` (a final
+savepoint within ``--stop-grace-period`` seconds, then exit 0; the next run
+with the same ``--store`` and ``--job`` resumes from it); a second one aborts
+at once.
 """
 
 from __future__ import annotations
@@ -26,12 +33,13 @@ import argparse
 import json
 import os
 import pathlib
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.checkpoint import types
-from barrier_runtime.cli import failures, progress
+from barrier_runtime.cli import failures, local_jobs, preflight, progress
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -39,81 +47,158 @@ from barrier_runtime.spark import pipeline
 
 DEFAULT_STORE = ".cjob/checkpoints"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+USAGE = "cjob run [-h] [OPTIONS] PIPELINE [OPTIONS] [-- PIPELINE_ARGS ...]"
 
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "run",
         help="run a pipeline on Spark (local by default) with checkpoints and recovery",
-        description="Run PIPELINE (a .py file or a module exposing `flow` or `build_flow(args)`);"
-        " arguments for build_flow go after --.",
+        usage=USAGE,
+        description="Run PIPELINE (a .py file or a module exposing `flow` or `build_flow(args)`)"
+        " on Spark with checkpoints and recovery. Options go before or after PIPELINE;"
+        " the pipeline's own arguments go after --, e.g."
+        " cjob run pipeline.py -p 3 -- --keys 1000.",
     )
-    parser.add_argument("pipeline", help="pipeline file (.py) or module name")
-    parser.add_argument("pipeline_args", nargs="*", metavar="ARG", help="pipeline arguments")
-    parser.add_argument("-p", "--parallelism", type=int, default=2, help="workers (default 2)")
-    parser.add_argument("--checkpoint-interval", type=float, default=1.0, metavar="SECONDS")
-    parser.add_argument("--checkpoint-timeout", type=float, default=60.0, metavar="SECONDS")
-    parser.add_argument(
-        "--mode", choices=[m.value for m in types.CheckpointingMode], default="exactly-once"
+    parser.set_defaults(run=run, pipeline_args=[])
+    opt = parser.add_argument
+    opt("pipeline", metavar="PIPELINE", help="pipeline file (.py) or module name")
+    opt(
+        "-p",
+        "--parallelism",
+        type=int,
+        default=2,
+        metavar="P",
+        help="Spark workers, one per slice of the pipeline (default 2)",
     )
-    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
-    parser.add_argument(
-        "--store", default=DEFAULT_STORE, help=f"checkpoint store URL (default {DEFAULT_STORE})"
+    opt(
+        "--checkpoint-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="time between two checkpoints (default %(default)g)",
     )
-    parser.add_argument("--job", help="NAMESPACE/NAME in the store (default default/<flow name>)")
-    parser.add_argument("--restore-from", metavar="ID|PATH", help="checkpoint or savepoint")
-    parser.add_argument(
-        "--allow-fresh-start", action="store_true",
+    opt(
+        "--checkpoint-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="abort a checkpoint not completed by then (default %(default)g)",
+    )
+    opt(
+        "--mode",
+        choices=[m.value for m in types.CheckpointingMode],
+        default="exactly-once",
+        help="exactly-once (barriers aligned) or at-least-once (never blocks; records may be "
+        "replayed after a restore) (default %(default)s)",
+    )
+    opt(
+        "--unaligned",
+        action="store_true",
+        help="unaligned checkpoints: barriers overtake in-flight records, which are stored "
+        "with the checkpoint (fast under back-pressure; exactly-once only)",
+    )
+    opt(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="URL",
+        help="checkpoint store: a directory, file:///DIR or "
+        "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT (credentials from $AWS_ACCESS_KEY_ID "
+        f"and $AWS_SECRET_ACCESS_KEY) (default {DEFAULT_STORE})",
+    )
+    opt(
+        "--job",
+        metavar="NAMESPACE/NAME",
+        help="the job's name in the store (default default/<flow name>)",
+    )
+    opt(
+        "--restore-from",
+        metavar="ID|PATH",
+        help="start from this checkpoint or savepoint (an id such as 42, or its path) instead "
+        "of the latest completed one",
+    )
+    opt(
+        "--allow-fresh-start",
+        action="store_true",
         help="start empty if checkpoints exist but none is usable",
-    )  # fmt: skip
-    parser.add_argument("--master", help="Spark master URL (default local[PARALLELISM])")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="Spark configuration (repeatable)")  # fmt: skip
-    parser.add_argument("--max-restarts", type=int, default=10,
-                        help="restarts allowed within --restart-window (default 10)")  # fmt: skip
-    parser.add_argument("--restart-window", type=float, default=3600.0, metavar="SECONDS")
-    parser.add_argument("--restart-backoff", type=float, default=1.0, metavar="SECONDS",
-                        help="first restart delay, doubling up to 60s (default 1)")  # fmt: skip
-    parser.add_argument("--attempts-per-record", type=int, metavar="N",
-                        default=job_driver.DEFAULT_ATTEMPTS_PER_RECORD,
-                        help="attempts on a record that fails the same way (a step raising "
-                        "on it, a malformed line) before the job fails instead of restarting "
-                        f"(default {job_driver.DEFAULT_ATTEMPTS_PER_RECORD})")  # fmt: skip
-    parser.add_argument("--control-port", type=int, metavar="PORT",
-                        help="serve the control API on 127.0.0.1:PORT (0: any free port; "
-                        f"bearer token from ${TOKEN_ENV} if set)")  # fmt: skip
-    parser.add_argument("--stop-grace-period", type=float,
-                        default=graceful_stop.DEFAULT_GRACE_PERIOD, metavar="SECONDS",
-                        help="on SIGTERM/Ctrl-C, time for the final savepoint "
-                        "(default %(default)g)")  # fmt: skip
-    parser.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS")
-    parser.add_argument("--json", action="store_true", help="JSON lines instead of text")
-    parser.set_defaults(run=run)
+    )
+    opt("--master", metavar="URL", help="Spark master URL (default local[P])")
+    opt(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Spark configuration (repeatable)",
+    )
+    opt(
+        "--max-restarts",
+        type=int,
+        default=10,
+        metavar="N",
+        help="restarts allowed within --restart-window before the job fails "
+        "(default %(default)s; 0: fail at the first failure)",
+    )
+    opt(
+        "--restart-window",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="the window in which --max-restarts count (default %(default)g)",
+    )
+    opt(
+        "--restart-backoff",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="first restart delay, doubling up to 60s (default %(default)g)",
+    )
+    opt(
+        "--attempts-per-record",
+        type=int,
+        default=job_driver.DEFAULT_ATTEMPTS_PER_RECORD,
+        metavar="N",
+        help="attempts on a record that fails the same way (a step raising on it, a "
+        "malformed line) before the job fails instead of restarting (default %(default)s)",
+    )
+    opt(
+        "--control-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve the control API (cjob stop, cjob savepoint) on 127.0.0.1:PORT "
+        f"(default 0: a free port); bearer token from ${TOKEN_ENV}, else a generated one",
+    )
+    opt(
+        "--no-control-api",
+        action="store_true",
+        help="do not serve the control API (cjob stop and cjob savepoint cannot reach the job)",
+    )
+    opt(
+        "--stop-grace-period",
+        type=float,
+        default=graceful_stop.DEFAULT_GRACE_PERIOD,
+        metavar="SECONDS",
+        help="on SIGTERM/Ctrl-C/cjob stop, time for the final savepoint (default %(default)g)",
+    )
+    opt(
+        "--status-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="time between two status lines (default %(default)g)",
+    )
+    opt("--json", action="store_true", help="JSON lines on stdout instead of text (errors too)")
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Option mistakes, found before the pipeline is imported or Spark starts."""
-    if args.parallelism < 1:
-        raise failures.InvalidArgumentError(
-            f"--parallelism must be at least 1 (the number of Spark workers), got "
-            f"{args.parallelism}: use e.g. -p 2"
-        )
+    preflight.run_options(args)
     _conf(args.conf)
-    if args.stop_grace_period <= 0:
-        raise failures.InvalidArgumentError(
-            f"--stop-grace-period must be positive, got {args.stop_grace_period:g}"
-        )
-    if args.attempts_per_record < 1:
-        raise failures.InvalidArgumentError(
-            f"--attempts-per-record must be at least 1, got {args.attempts_per_record}"
-        )
-    if args.control_port is not None and not 0 <= args.control_port <= 65535:
-        raise failures.InvalidArgumentError(
-            f"--control-port must be a TCP port (0 picks a free one), got {args.control_port}"
-        )
 
 
-def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.SparkJobSpec:
+def spec_from_args(
+    args: argparse.Namespace, flow_name: str, token: str | None = None
+) -> driver_mod.SparkJobSpec:
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     return driver_mod.SparkJobSpec(
         pipeline=ref,
@@ -139,8 +224,8 @@ def spec_from_args(args: argparse.Namespace, flow_name: str) -> driver_mod.Spark
         allow_fresh_start=args.allow_fresh_start,
         stop_grace_period=args.stop_grace_period,
         control=None
-        if args.control_port is None
-        else driver_mod.ControlSettings(port=args.control_port, token=_token()),
+        if args.no_control_api
+        else driver_mod.ControlSettings(port=args.control_port, token=token or _token()),
     )
 
 
@@ -149,12 +234,13 @@ def run(args: argparse.Namespace) -> int:
     out = progress.Output(json_lines=args.json)
     ref = pipeline.PipelineRef.parse(args.pipeline, args.pipeline_args)
     flow = pipeline.load_flow(ref)
-    spec = spec_from_args(args, flow.name)
-    store = driver_mod.open_checked_store(spec)
+    publisher = _ControlPublisher(out)
+    spec = spec_from_args(args, flow.name, publisher.token)
+    store = preflight.job(spec, flow, preflight.RUN)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
     driver = driver_mod.SparkDriver(
-        spec, flow=flow, store=store, on_control=_announce_control(spec, out)
+        spec, flow=flow, store=store, on_control=publisher.announce_for(spec, store.describe())
     )
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"
@@ -176,19 +262,51 @@ def run(args: argparse.Namespace) -> int:
             out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result),
                     stopped_by=stopper.signal_name)  # fmt: skip
         raise
+    finally:
+        publisher.withdraw()
     _summary(out, driver, result, stopper.signal_name)
     return 0
 
 
-def _announce_control(spec: driver_mod.SparkJobSpec, out: progress.Output) -> Callable[[str], None]:
-    """Say where the control API listens (a ``control`` event with its ``url``)."""
-    authenticated = spec.control is not None and spec.control.token is not None
-    auth = f"bearer token from ${TOKEN_ENV}" if authenticated else f"no token: ${TOKEN_ENV} unset"
+class _ControlPublisher:
+    """Announces the control API and publishes it for ``cjob stop`` / ``cjob savepoint``.
 
-    def announce(url: str) -> None:
-        out.say(f"control API on {url} ({auth})", "control", url=url, authenticated=authenticated)
+    The token is the user's (``$CJOB_CONTROL_TOKEN``, never written anywhere) or
+    one generated for this run, kept only in the private record.
+    """
 
-    return announce
+    def __init__(self, out: progress.Output) -> None:
+        self._out = out
+        self._chosen = _token() is not None
+        self.token = _token() or secrets.token_urlsafe(32)
+        self._record: pathlib.Path | None = None
+
+    def announce_for(self, spec: driver_mod.SparkJobSpec, store: str) -> Callable[[str], None]:
+        def announce(url: str) -> None:
+            record = local_jobs.LocalJob(
+                pid=os.getpid(), job=spec.store.job_path, url=url,
+                token=None if self._chosen else self.token,
+                token_env=TOKEN_ENV if self._chosen else None, store=store, started=time.time(),
+            )  # fmt: skip
+            self._record = local_jobs.publish(record)
+            if self._chosen:
+                auth = f"bearer token from ${TOKEN_ENV}"
+            elif self._record is not None:
+                auth = f"bearer token in {self._record}"
+            else:
+                folder = local_jobs.directory()
+                auth = f"token not published: {folder} is not writable; set ${TOKEN_ENV}"
+            self._out.say(
+                f"control API on {url} ({auth}); cjob stop / cjob savepoint reach it",
+                "control", url=url, authenticated=True,
+                record=None if self._record is None else str(self._record),
+            )  # fmt: skip
+
+        return announce
+
+    def withdraw(self) -> None:
+        local_jobs.withdraw(self._record)
+        self._record = None
 
 
 def _summary(

@@ -31,12 +31,15 @@ class StoreRef:
     access_key_env: str = ACCESS_KEY_ENV
     secret_key_env: str = SECRET_KEY_ENV
 
-    def open(self, *, create_bucket: bool = False) -> checkpoint_store.CheckpointStore:
+    def open(
+        self, *, create_bucket: bool = False, timeouts: object_store.Timeouts | None = None
+    ) -> checkpoint_store.CheckpointStore:
         store = object_store.open_object_store(
             self.url,
             access_key=os.environ.get(self.access_key_env) or None,
             secret_key=os.environ.get(self.secret_key_env) or None,
             create_bucket=create_bucket,
+            timeouts=timeouts,
         )
         return checkpoint_store.CheckpointStore(store, self.job_path)
 

@@ -267,6 +267,10 @@ class CheckpointStore:
         """The metadata of the checkpoint a user named, without reading its state objects."""
         return self._resolve(path_or_id)[1]
 
+    def missing_objects(self, metadata: md.CheckpointMetadata) -> list[str]:
+        """Cheaper than :meth:`verify`: every state object exists with its recorded size."""
+        return self._checker.stat_problems(metadata.state_handles)
+
     def verify(self, path_or_id: int | str) -> list[str]:
         """Every problem that would stop a restore of this checkpoint (empty if none)."""
         try:
@@ -287,22 +291,32 @@ class CheckpointStore:
         self._execute(plan)
         return plan.discarded
 
+    def deletion_targets(self, path_or_id: int | str) -> tuple[layout.CheckpointRef, ...]:
+        """The directories :meth:`delete_checkpoint` would delete (torn ones included)."""
+        return self._targets(path_or_id, self.scan())
+
     def delete_checkpoint(self, path_or_id: int | str) -> None:
         """Delete one checkpoint or savepoint, keeping objects that others reference."""
-        reference = self._reference(path_or_id)
         inventory = self.scan()
+        targets = self._targets(path_or_id, inventory)
+        self._execute(retention.plan_discard(inventory, list(targets)))
+
+    def _targets(
+        self, path_or_id: int | str, inventory: layout.Inventory
+    ) -> tuple[layout.CheckpointRef, ...]:
+        reference = self._reference(path_or_id)
         kinds = [reference.kind] if reference.kind else list(types.CheckpointKind)
-        targets = [
+        targets = tuple(
             ref
             for ref in (layout.CheckpointRef(reference.checkpoint_id, k) for k in kinds)
             if ref in inventory.dirs
-        ]
+        )
         if not targets:
             raise errors.CheckpointNotFoundError(
                 f"checkpoint {path_or_id} is not in {self.describe()}: name one that exists "
                 "(cjob checkpoints list shows them)"
             )
-        self._execute(retention.plan_discard(inventory, targets))
+        return targets
 
     # -- internals -----------------------------------------------------------
 

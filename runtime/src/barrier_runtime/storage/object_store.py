@@ -41,6 +41,19 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long an S3 store waits for its server (local stores ignore this).
+
+    The defaults suit a running job; a check made before a job starts uses
+    shorter ones so that an endpoint that does not answer is found in seconds.
+    """
+
+    connect: float = 5.0
+    read: float = 60.0
+    retries: int = 3
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectInfo:
     """What ``stat`` knows about an existing object."""
 
@@ -137,6 +150,7 @@ def open_object_store(
     secret_key: str | None = None,
     create_bucket: bool = False,
     environ: Mapping[str, str] | None = None,
+    timeouts: Timeouts | None = None,
 ) -> ObjectStore:
     """Open the store a URL names.
 
@@ -147,7 +161,8 @@ def open_object_store(
       variables or AWS itself are used. Credentials come from the arguments,
       else from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
       ``AWS_SESSION_TOKEN``); the region from ``AWS_REGION`` /
-      ``AWS_DEFAULT_REGION`` when the URL has none.
+      ``AWS_DEFAULT_REGION`` when the URL has none; ``timeouts`` bound each
+      request (default :class:`Timeouts`).
 
     Opening does no I/O except creating the bucket when asked to.
     """
@@ -155,7 +170,7 @@ def open_object_store(
     parsed = urllib.parse.urlsplit(url)
     scheme = parsed.scheme.lower()
     if scheme == "s3":
-        return _open_s3(parsed, access_key, secret_key, create_bucket, env)
+        return _open_s3(parsed, access_key, secret_key, create_bucket, env, timeouts or Timeouts())
     from barrier_runtime.storage import local  # noqa: PLC0415 (local imports this module)
 
     if scheme == "file":
@@ -181,6 +196,7 @@ def _open_s3(
     secret_key: str | None,
     create_bucket: bool,
     env: Mapping[str, str],
+    timeouts: Timeouts,
 ) -> ObjectStore:
     from barrier_runtime.storage import s3  # noqa: PLC0415 (s3 imports this module)
 
@@ -217,6 +233,9 @@ def _open_s3(
         session_token=token or None,
         region=param("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
         create_bucket=create_bucket or _flag(param("create_bucket"), shown),
+        connect_timeout=timeouts.connect,
+        read_timeout=timeouts.read,
+        retries=timeouts.retries,
     )
 
 

@@ -37,7 +37,7 @@ def test_run_refuses_too_few_local_slots(capsys, tmp_path) -> None:
     code, err = _run(capsys, "run", "-p", "3", "--master", "local[2]",
                      "--store", str(tmp_path / "cp"), str(pipeline))
     assert code == 2
-    assert "has 2 task slot(s) but the job needs 3" in err and "\n" not in err
+    assert "--master local[2] has 2 task slot(s) but --parallelism is 3" in err and "\n" not in err
 
 
 def test_run_reports_a_pipeline_that_exits_while_loading(capsys, tmp_path) -> None:

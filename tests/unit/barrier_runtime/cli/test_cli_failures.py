@@ -103,7 +103,7 @@ def test_interrupt_is_130(cjob, fails_with) -> None:
 
 def test_multi_line_messages_become_one_line() -> None:
     outcome = failures.classify(errors.StorageError("first\n  second"))
-    assert outcome == failures.Outcome("cjob: error: first second", 2)
+    assert (outcome.headline, outcome.code) == ("cjob: error: first second", 2)
 
 
 def test_no_log_directory_still_gives_one_sentence(cjob, fails_with, monkeypatch) -> None:
@@ -122,12 +122,13 @@ def test_no_log_directory_still_gives_one_sentence(cjob, fails_with, monkeypatch
     ("argv", "exported"),
     [
         (["run", "p.py"], True),
-        (["--verbose", "run", "p.py"], False),
+        (["--verbose", "run", "p.py"], True),
+        (["-vv", "run", "p.py"], False),
         (["demo"], True),
         (["driver", "--config", "x.json"], False),
     ],
 )
-def test_the_jvm_writes_into_the_log_file_unless_verbose(cjob, monkeypatch, argv, exported) -> None:
+def test_the_jvm_writes_into_the_log_file_unless_very_verbose(cjob, monkeypatch, argv, exported) -> None:
     from barrier_runtime.cli import demo_cmd, driver_cmd
 
     seen: list[str | None] = []
@@ -142,7 +143,8 @@ def test_the_jvm_writes_into_the_log_file_unless_verbose(cjob, monkeypatch, argv
     assert cjob(*argv).code == 0
     (value,) = seen
     if exported:
-        assert value is not None and os.path.basename(value).startswith(f"cjob-{argv[0]}-")
+        command = next(word for word in argv if not word.startswith("-"))
+        assert value is not None and os.path.basename(value).startswith(f"cjob-{command}-")
     else:
         assert value is None
     assert session.JVM_LOG_ENV not in os.environ  # restored after the command

@@ -37,8 +37,8 @@ def test_bad_options_of_demo(cjob) -> None:
 def test_unknown_store_scheme(cjob, ok_pipeline) -> None:
     sentence = cjob("run", "--store", "gs://bucket/cp", ok_pipeline).assert_mistake()
     assert sentence == (
-        "store URL 'gs://bucket/cp' has unsupported scheme 'gs': use "
-        "s3://bucket/prefix?endpoint=…, file:///path or a plain path"
+        "--store 'gs://bucket/cp' has the unknown scheme 'gs': use "
+        "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path"
     )
 
 

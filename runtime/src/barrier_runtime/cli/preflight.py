@@ -1,0 +1,445 @@
+"""Everything ``cjob run``, ``cjob demo`` and ``cjob driver`` can check before Spark starts.
+
+Spark takes 7 s or more to start; a mistake it would only reveal afterwards
+(or minutes later, as failed checkpoints) is found here instead, in a second,
+as one sentence that names the option the way the user wrote it
+(``--max-restarts``, or ``restartPolicy.maxRestarts`` in a job configuration),
+and ``cjob`` exits with code 2 (:class:`PreflightError`). All of it lives in this
+one module, so that what is checked before Spark is in one place. Two stages:
+
+1. option values, no I/O (:func:`run_options`, :func:`demo_options`,
+   :func:`driver_document`): ranges (ports in 0..65535, restart budgets of 0 or
+   more, positive intervals and windows), combinations (unaligned
+   checkpoints need exactly-once) and the store URL's shape
+   (:func:`store_url`: a known scheme; ``localhost:9000`` is not a store;
+   an S3 endpoint must say ``http://`` or ``https://``);
+2. the job against its pipeline and store (:func:`job`): the parallelism
+   against the pipeline's max parallelism and the local master's task slots;
+   the store reached, its credentials accepted and a probe object written
+   (with short timeouts, so an endpoint that does not answer fails in
+   seconds); the checkpoint to restore exists, was completed, still has its
+   state objects and was taken with the pipeline's max parallelism.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import re
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from barrier_runtime import job_document
+from barrier_runtime.api import dataflow
+from barrier_runtime.checkpoint import metadata as md
+from barrier_runtime.checkpoint import types
+from barrier_runtime.cli import failures
+from barrier_runtime.spark import driver as driver_mod
+from barrier_runtime.spark import session
+from barrier_runtime.storage import checkpoint_store, errors, layout, local, object_store
+from barrier_runtime.storage import preflight as storage_preflight
+
+PROBE_TIMEOUTS = object_store.Timeouts(connect=3.0, read=4.0, retries=0)
+"""How long the store check waits for an S3 server (the job itself waits longer)."""
+_KNOWN_SCHEMES = ("s3", "file")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*:\d+(?:/|$)")
+_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+_CHECKPOINTS_LIST = "cjob checkpoints list shows them"
+
+
+class PreflightError(failures.InvalidArgumentError):
+    """A setting or the job's store or restore target cannot work; found before Spark starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """How the user spelled the settings that :func:`job` checks, for its messages."""
+
+    parallelism: str
+    restore_from: str
+    master: str
+    job: str
+    """What names the job and its store (to restore another job's checkpoint, or start anew)."""
+    fix: str = ""
+    """Appended to every message (``: fix …``) when not empty."""
+
+
+RUN = Names("--parallelism", "--restore-from", "--master", "--store and --job")
+DEMO = Names("--parallelism", "--restore-from", "--master", "--store")
+DRIVER = Names(
+    "`parallelism` in the job configuration", "--restore-from", "--master",
+    "storage and name of the CheckpointedJob", fix=job_document.FIX,
+)  # fmt: skip
+
+
+def fail(message: str, fix: str = "") -> PreflightError:
+    return PreflightError(f"{message}: {fix}" if fix else message)
+
+
+# -- value rules: each raises one sentence naming the setting --------------------------
+
+
+def at_least(name: str, value: float, minimum: float, *, fix: str = "", why: str = "") -> None:
+    """``value >= minimum`` (and a finite number)."""
+    if not (math.isfinite(value) and value >= minimum):
+        detail = f" ({why})" if why else ""
+        bound = "must not be negative" if minimum == 0 else f"must be at least {minimum:g}"
+        raise fail(f"{name} {bound}{detail}, got {value:g}", fix)
+
+
+def positive(name: str, value: float, *, fix: str = "", why: str = "") -> None:
+    """``value > 0`` (and a finite number)."""
+    if not (math.isfinite(value) and value > 0):
+        detail = f" ({why})" if why else ""
+        raise fail(f"{name} must be a positive number{detail}, got {value:g}", fix)
+
+
+def between(name: str, value: float, low: float, high: float, *, fix: str = "") -> None:
+    if not (math.isfinite(value) and low <= value <= high):
+        raise fail(f"{name} must be between {low:g} and {high:g}, got {value:g}", fix)
+
+
+def port(name: str, value: int | None, *, fix: str = "") -> None:
+    """A TCP port: 0..65535, where 0 asks the system for a free one."""
+    if value is not None and not 0 <= value <= 65535:
+        raise fail(f"{name} must be a TCP port from 0 to 65535 (0 picks a free one), got {value}",
+                   fix)  # fmt: skip
+
+
+def store_url(url: str, name: str = "--store", *, fix: str = "",
+              environ: Mapping[str, str] | None = None) -> None:  # fmt: skip
+    """A store URL ``cjob`` can open: a path, ``file:///path`` or ``s3://bucket/prefix?endpoint=…``.
+
+    >>> store_url("s3://b/cp?endpoint=http://127.0.0.1:9000")
+    >>> store_url("localhost:9000")
+    Traceback (most recent call last):
+    ...
+    barrier_runtime.cli.preflight.PreflightError: --store 'localhost:9000' is a server address, \
+not a store: for an S3 server write s3://BUCKET/PREFIX?endpoint=http://localhost:9000, \
+for a local directory ./localhost:9000
+    """
+    if not url.strip():
+        raise fail(f"{name} is empty: give a directory or an s3://BUCKET/PREFIX?endpoint=… URL",
+                   fix)  # fmt: skip
+    if "://" not in url:
+        if _HOST_PORT.match(url):
+            host = url.split("/", 1)[0]
+            raise fail(
+                f"{name} {url!r} is a server address, not a store: for an S3 server write "
+                f"s3://BUCKET/PREFIX?endpoint=http://{host}, for a local directory ./{url}", fix
+            )  # fmt: skip
+        return
+    parsed = urllib.parse.urlsplit(url)
+    scheme = parsed.scheme.lower()
+    if scheme in ("http", "https"):
+        raise fail(
+            f"{name} {_shown(parsed)!r} is an HTTP address, not a store: for an S3 server write "
+            f"s3://BUCKET/PREFIX?endpoint={scheme}://{parsed.netloc}", fix
+        )  # fmt: skip
+    if scheme not in _KNOWN_SCHEMES:
+        raise fail(
+            f"{name} {_shown(parsed)!r} has the unknown scheme {parsed.scheme!r}: use "
+            "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path", fix
+        )  # fmt: skip
+    if scheme == "s3":
+        _s3_endpoint(parsed, name, fix, environ)
+
+
+def _s3_endpoint(
+    parsed: urllib.parse.SplitResult, name: str, fix: str, environ: Mapping[str, str] | None
+) -> None:
+    env = os.environ if environ is None else environ
+    given = urllib.parse.parse_qs(parsed.query).get("endpoint")
+    source, endpoint = (
+        (f"in {name}", given[-1])
+        if given
+        else next(((f"from ${var}", env[var]) for var in _ENDPOINT_ENV if env.get(var)), ("", ""))
+    )
+    if endpoint and "://" not in endpoint:
+        raise fail(
+            f"the S3 endpoint {endpoint!r} ({source}) has no scheme: write http://{endpoint} "
+            f"(or https://{endpoint} for TLS)", fix
+        )  # fmt: skip
+
+
+def _shown(parsed: urllib.parse.SplitResult) -> str:
+    """A URL without its query (which may hold an endpoint, never a secret, but is long)."""
+    return urllib.parse.urlunsplit(parsed._replace(query=""))
+
+
+# -- the options of each command ------------------------------------------------------
+
+
+def checkpointing(
+    interval: float, timeout: float, *, mode: str, unaligned: bool, names: Mapping[str, str],
+    fix: str = "",
+) -> None:  # fmt: skip
+    positive(names["interval"], interval, fix=fix, why="seconds between checkpoints")
+    positive(names["timeout"], timeout, fix=fix, why="seconds a checkpoint may take")
+    exactly_once = mode in (types.CheckpointingMode.EXACTLY_ONCE.value, "ExactlyOnce")
+    if unaligned and not exactly_once:
+        raise fail(
+            f"{names['unaligned']} needs {names['mode']} exactly-once (unaligned checkpoints "
+            f"store in-flight records, which only exactly-once needs), got {mode}", fix
+        )  # fmt: skip
+
+
+def run_options(args: argparse.Namespace) -> None:
+    """``cjob run``'s options (no I/O)."""
+    at_least("--parallelism", args.parallelism, 1, fix="use e.g. -p 2",
+             why="the number of Spark workers")  # fmt: skip
+    checkpointing(
+        args.checkpoint_interval, args.checkpoint_timeout, mode=args.mode,
+        unaligned=args.unaligned, names=_RUN_CHECKPOINT_NAMES,
+    )  # fmt: skip
+    at_least("--max-restarts", args.max_restarts, 0, why="0 fails the job at the first failure")
+    positive("--restart-window", args.restart_window, why="seconds in which --max-restarts count")
+    at_least("--restart-backoff", args.restart_backoff, 0, why="seconds before the first restart")
+    at_least("--attempts-per-record", args.attempts_per_record, 1,
+             why="attempts on a record that fails the same way")  # fmt: skip
+    port("--control-port", args.control_port)
+    positive("--stop-grace-period", args.stop_grace_period)
+    positive("--status-every", args.status_every)
+    store_url(args.store)
+    if args.job is not None:
+        job_name(args.job)
+    if args.restore_from is not None:
+        restore_reference(args.restore_from)
+
+
+def demo_options(args: argparse.Namespace) -> None:
+    """``cjob demo``'s options (no I/O)."""
+    if not 0 < args.kill_at < 1:
+        raise fail(
+            f"--kill-at must be a fraction between 0 and 1 (e.g. 0.45), got {args.kill_at:g}"
+        )
+    at_least("--parallelism", args.parallelism, 1, why="the number of Spark workers")
+    at_least("--keys", args.keys, 1)
+    at_least("--events-per-key", args.events_per_key, 1)
+    positive("--interval", args.interval, why="seconds between checkpoints")
+    positive("--rate", args.rate, why="events per second")
+    if args.store is not None:
+        store_url(args.store)
+
+
+def driver_document(doc: job_document.JobDocument) -> None:
+    """A job configuration's values (the operator's CRD validates them too; files may not)."""
+    fix = job_document.FIX
+    cp, rp = doc.checkpointing, doc.restart_policy
+
+    def field(path: str) -> str:
+        return f"`{path}` in the job configuration"
+
+    checkpointing(
+        cp.interval, cp.timeout, mode=cp.mode, unaligned=cp.unaligned, fix=fix,
+        names={"interval": field("checkpointing.intervalSeconds"),
+               "timeout": field("checkpointing.timeoutSeconds"),
+               "unaligned": field("checkpointing.unaligned"), "mode": field("checkpointing.mode")},
+    )  # fmt: skip
+    at_least(field("checkpointing.minPauseSeconds"), cp.min_pause, 0, fix=fix)
+    at_least(field("checkpointing.maxConcurrent"), cp.max_concurrent, 1, fix=fix)
+    at_least(field("checkpointing.tolerableFailures"), cp.tolerable_failures, 0, fix=fix)
+    at_least(field("checkpointing.alignedTimeoutSeconds"), cp.aligned_timeout, 0, fix=fix)
+    at_least(field("checkpointing.retained"), cp.retained, 1, fix=fix)
+    at_least(field("restartPolicy.maxRestarts"), rp.max_restarts, 0, fix=fix)
+    positive(field("restartPolicy.windowSeconds"), rp.window, fix=fix)
+    at_least(field("restartPolicy.backoff.initialSeconds"), rp.initial, 0, fix=fix)
+    at_least(field("restartPolicy.backoff.maxSeconds"), rp.max, rp.initial, fix=fix,
+             why="not below `restartPolicy.backoff.initialSeconds`")  # fmt: skip
+    at_least(field("restartPolicy.backoff.multiplier"), rp.multiplier, 1, fix=fix)
+    between(field("restartPolicy.backoff.jitter"), rp.jitter, 0, 1, fix=fix)
+    at_least(field("restartPolicy.resetAfterSeconds"), rp.reset_after, 0, fix=fix)
+    if doc.control is not None:
+        port(field("control.port"), doc.control.port, fix=fix)
+    port(field("coordinator.port"), doc.coordinator_port, fix=fix)
+    endpoint = doc.storage.endpoint
+    if endpoint and not endpoint.startswith(("http://", "https://", "file://")):
+        raise fail(
+            f"{field('storage.endpoint')} is {endpoint!r}: it must start with http:// or "
+            f"https:// (an S3 endpoint such as http://{endpoint.split('://')[-1]}) or file://",
+            fix,
+        )
+
+
+_RUN_CHECKPOINT_NAMES = {
+    "interval": "--checkpoint-interval", "timeout": "--checkpoint-timeout",
+    "unaligned": "--unaligned", "mode": "--mode",
+}  # fmt: skip
+
+
+def job_name(value: str, name: str = "--job") -> None:
+    try:
+        object_store.validate_key(value.strip("/"))
+    except ValueError:
+        raise fail(f"{name} must be NAMESPACE/NAME (e.g. default/orders), got {value!r}") from None
+
+
+def restore_reference(value: str, name: str = "--restore-from") -> None:
+    if layout.parse_reference(value) is None:
+        raise fail(
+            f"{name} {value!r} names no checkpoint: give an id (42), chk-42, sp-42 or the path "
+            "of a checkpoint or savepoint directory"
+        )
+
+
+# -- the job against its pipeline and store (I/O: reads and probes the store) ---------
+
+
+def job(
+    spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names = RUN
+) -> checkpoint_store.CheckpointStore:
+    """Check ``spec`` against ``flow`` and its store; the job's store, opened, when all is well."""
+    # Step 1: the parallelism against the pipeline and the master
+    parallelism(spec, flow, names)
+    # Step 2: the store: reachable, credentials accepted, writable (short timeouts)
+    probe = spec.store.open(timeouts=PROBE_TIMEOUTS)
+    storage_preflight.check_usable(probe)
+    # Step 3: what the first attempt restores
+    if spec.restore_from is not None:
+        restore_target(probe, spec.restore_from, flow, names)
+    else:
+        latest_checkpoint(probe, flow, names)
+    return spec.store.open()
+
+
+def parallelism(spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names) -> None:
+    p, most = spec.parallelism, flow.max_parallelism
+    if p > most:
+        raise fail(
+            f"{names.parallelism} is {p} but the pipeline {flow.name} has max parallelism {most} "
+            f"(its number of key groups): use at most {most}, or raise max_parallelism in "
+            "Dataflow(...) for a new job", names.fix
+        )  # fmt: skip
+    slots = session.local_slots(spec.effective_master)
+    if slots is not None and slots < p:
+        raise fail(
+            f"{names.master} {spec.effective_master} has {slots} task slot(s) but "
+            f"{names.parallelism} is {p} (one slot per worker): use local[{p}] or a lower "
+            "parallelism", names.fix
+        )  # fmt: skip
+
+
+def restore_target(
+    store: checkpoint_store.CheckpointStore,
+    value: int | str,
+    flow: dataflow.Dataflow,
+    names: Names = RUN,
+) -> md.CheckpointMetadata:
+    """The checkpoint ``--restore-from`` names: it exists, completed, and fits the pipeline."""
+    reference = layout.parse_reference(value)
+    if reference is None:
+        restore_reference(str(value), names.restore_from)
+        raise AssertionError("unreachable")  # pragma: no cover
+    shown = f"{names.restore_from} {value}"
+    if reference.location:
+        _local_path_exists(store, str(value), shown, names)
+    try:
+        found = store.find(value)
+    except errors.CheckpointNotFoundError:
+        raise _not_found(store, reference, shown, names) from None
+    missing = store.missing_objects(found)
+    if missing:
+        raise fail(
+            f"{shown} cannot be restored: {len(missing)} of its state objects are missing or "
+            f"truncated (first: {missing[0]}); restore another one ({_CHECKPOINTS_LIST})",
+            names.fix,
+        )
+    _same_max_parallelism(found, flow, f"{shown} ({found.kind.value} {found.checkpoint_id})",
+                          names)  # fmt: skip
+    return found
+
+
+def latest_checkpoint(
+    store: checkpoint_store.CheckpointStore, flow: dataflow.Dataflow, names: Names = RUN
+) -> None:
+    """The checkpoint a run without ``--restore-from`` would resume must fit the pipeline."""
+    completed = store.list_completed()
+    if completed:
+        newest = completed[-1]
+        what = f"the latest {newest.kind.value} ({newest.checkpoint_id}) in {store.describe()}"
+        _same_max_parallelism(newest, flow, what, names)
+
+
+def _same_max_parallelism(
+    found: md.CheckpointMetadata, flow: dataflow.Dataflow, what: str, names: Names
+) -> None:
+    taken = found.fingerprint.max_parallelism
+    if taken != flow.max_parallelism:
+        raise fail(
+            f"{what} was taken with max parallelism {taken} but the pipeline {flow.name} has "
+            f"{flow.max_parallelism}: its keyed state cannot be split differently; set "
+            f"Dataflow(..., max_parallelism={taken}), or start a new job (another {names.job})",
+            names.fix,
+        )
+
+
+def _local_path_exists(
+    store: checkpoint_store.CheckpointStore, value: str, shown: str, names: Names
+) -> None:
+    """A path on this machine must exist, and in a local store it must be this job's."""
+    path = _local_path(value)
+    objects = store.object_store
+    if path is None or not isinstance(objects, local.LocalObjectStore):
+        return
+    job_root = objects.root / store.job_path
+    candidates = [path] if path.is_absolute() else [pathlib.Path.cwd() / path, job_root / path,
+                                                     objects.root / path]  # fmt: skip
+    existing = [c.resolve() for c in candidates if c.exists()]
+    if not existing:
+        raise fail(
+            f"{shown} does not exist: name a checkpoint or savepoint directory, or an id "
+            f"({_CHECKPOINTS_LIST})", names.fix
+        )  # fmt: skip
+    root = job_root.resolve()
+    if not any(c == root or root in c.parents for c in existing):
+        raise _elsewhere(store, shown, names)
+
+
+def _elsewhere(store: checkpoint_store.CheckpointStore, shown: str, names: Names) -> PreflightError:
+    return fail(
+        f"{shown} is not in this job's store ({store.describe()}): restore it with the "
+        f"{names.job} of the job it belongs to", names.fix
+    )  # fmt: skip
+
+
+def _local_path(value: str) -> pathlib.Path | None:
+    """The directory ``value`` names on this machine (``None`` for s3:// URLs)."""
+    raw = value.split("?", 1)[0]
+    if "://" in raw:
+        parsed = urllib.parse.urlsplit(raw)
+        if parsed.scheme.lower() != "file":
+            return None
+        raw = urllib.parse.unquote(parsed.path)
+    raw = raw.rstrip("/").removesuffix(f"/{layout.METADATA_NAME}")
+    return pathlib.Path(raw).expanduser()
+
+
+def _not_found(
+    store: checkpoint_store.CheckpointStore,
+    reference: layout.Reference,
+    shown: str,
+    names: Names,
+) -> PreflightError:
+    location, job = reference.location.rstrip("/"), store.job_path
+    if location and job and not (location == job or location.endswith(f"/{job}")):
+        return _elsewhere(store, shown, names)
+    kinds = [reference.kind] if reference.kind else list(types.CheckpointKind)
+    refs = [layout.CheckpointRef(reference.checkpoint_id, kind) for kind in kinds]
+    inventory = store.scan()
+    torn = [ref for ref in refs if ref in inventory.dirs]
+    if torn:
+        return fail(
+            f"{shown} is not a completed checkpoint: {torn[0]} has no _metadata (it was never "
+            f"committed, or its commit was lost); restore a completed one ({_CHECKPOINTS_LIST})",
+            names.fix,
+        )
+    if location:
+        return fail(f"{shown} does not exist in {store.describe()} ({_CHECKPOINTS_LIST})",
+                    names.fix)  # fmt: skip
+    return fail(
+        f"{shown}: checkpoint {reference.checkpoint_id} is not in {store.describe()}: name one "
+        f"that exists ({_CHECKPOINTS_LIST})", names.fix
+    )  # fmt: skip
