@@ -1,4 +1,4 @@
-"""A client of a running job's control API (docs/control-api.md) for ``cjob stop`` and ``cjob savepoint``.
+"""A client of a running job's control API (docs/control-api.md): ``cjob stop``, ``cjob savepoint``.
 
 Only the standard library: JSON over HTTP with a bearer token. What can go
 wrong becomes one named error with one sentence:
