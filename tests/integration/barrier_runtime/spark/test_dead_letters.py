@@ -55,7 +55,7 @@ def test_in_process_with_crashes_at_every_life_cycle_point(tmp_path) -> None:
     assert len(bad) == 100 and len(good) == 9_900  # 1 % of 10 000
     out, dead = f"file://{tmp_path}/out", f"file://{tmp_path}/dead"
     flow = pipeline.build_flow(["--input", str(tmp_path / "in"), "--out", out,
-                                "--dead-letters", dead, "--pace", "0.002"])  # fmt: skip
+                                "--dead-letters", dead, "--pace", "0.03"])  # fmt: skip
     P = FaultPoint
     injector = FaultInjector([
         Crash(P.PROCESSING, subtask=0, after_records=1_000),
