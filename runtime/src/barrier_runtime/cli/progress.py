@@ -141,8 +141,11 @@ class ProgressView:
         self._last_status, self._last_records = now, records
         self._last_backpressure = backpressure
         latest = self._job.coordinator.stats().latest_completed
+        rejected = sum(metrics.records_rejected.values())
+        last_id = info.restored_from if latest is None else latest.checkpoint_id
         if latest is None or latest.end_time is None:
-            last = "no checkpoint yet"
+            last = ("no checkpoint yet" if info.restored_from is None
+                    else f"restored checkpoint {info.restored_from}")  # fmt: skip
         else:
             age = max(0.0, self._job.clock.now() - latest.end_time)
             last = (
@@ -151,8 +154,9 @@ class ProgressView:
             )
         self._out.say(
             f"{info.state.value.lower()} | {rate:,.0f} records/s | back-pressure "
-            f"{pressured:.0%} | {last} | restarts {info.restarts}",
+            f"{pressured:.0%} | {last} | restarts {info.restarts}"
+            + (f" | rejected {rejected:,}" if rejected else ""),
             "status", state=info.state.value, records_per_s=round(rate, 1), records=records,
             backpressure=round(pressured, 3), restarts=info.restarts,
-            last_checkpoint=None if latest is None else latest.checkpoint_id,
+            last_checkpoint=last_id, rejected=rejected,
         )  # fmt: skip

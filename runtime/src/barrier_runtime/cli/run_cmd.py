@@ -35,7 +35,7 @@ import os
 import pathlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from barrier_runtime.checkpoint import types
@@ -309,6 +309,12 @@ class _ControlPublisher:
         self._record = None
 
 
+def _rejected_text(rejected: Mapping[str, int]) -> str:
+    """``; rejected: parse 3, lines 2`` (skipped or dead-lettered, per step), or nothing."""
+    shown = ", ".join(f"{step} {n:,}" for step, n in sorted(rejected.items()) if n)
+    return f"; records rejected (skipped or dead-lettered): {shown}" if shown else ""
+
+
 def _summary(
     out: progress.Output,
     driver: driver_mod.SparkDriver,
@@ -325,6 +331,7 @@ def _summary(
         "savepoint_id": result.stopped_savepoint_id,
         "stopped_by": stopped_by,
         "records_out": dict(metrics.records_out),
+        "records_rejected": dict(metrics.records_rejected),
         "wall_time_s": round(out.elapsed, 2),
     }
     if out.json_lines:
@@ -336,6 +343,7 @@ def _summary(
         + (f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
            if result.stopped_with_savepoint else "")
         + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
+        + _rejected_text(metrics.records_rejected)
     )
 
 

@@ -47,6 +47,8 @@ class RuntimeMetrics:
     records_out: Mapping[str, int] = field(default_factory=dict)
     backpressure_seconds: Mapping[str, float] = field(default_factory=dict)
     """Per task: time spent waiting for downstream capacity."""
+    records_rejected: Mapping[str, int] = field(default_factory=dict)
+    """Per step or source with ``on_error`` skip or dead-letter: records passed over."""
 
 
 class SavepointFailedError(RuntimeError):

@@ -232,7 +232,14 @@ class JobMetrics:
         )
         for task, seconds in sorted(runtime.backpressure_seconds.items()):
             base.add(backpressure, track("bp", task, seconds), task=task)
-        return [records_in, records_out, backpressure]
+        rejected = base.counters(
+            "cjob_records_rejected_total",
+            "Records a step or source passed over: skipped or sent to dead letters (on_error).",
+            "step",
+        )
+        for step, n in sorted(runtime.records_rejected.items()):
+            base.add(rejected, track("rejected", step, n), step=step)
+        return [records_in, records_out, backpressure, rejected]
 
     def _checkpoint_families(
         self, base: _Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals

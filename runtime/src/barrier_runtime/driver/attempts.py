@@ -38,11 +38,14 @@ class AttemptMetrics:
     records_in: dict[str, int] = field(default_factory=dict)
     records_out: dict[str, int] = field(default_factory=dict)
     backpressure_seconds: dict[str, float] = field(default_factory=dict)
+    records_rejected: dict[str, int] = field(default_factory=dict)
+    """Per step (or source) with ``on_error`` skip or dead-letter: records passed over."""
 
     def add(self, other: AttemptMetrics) -> None:
         for mine, theirs in (
             (self.records_in, other.records_in),
             (self.records_out, other.records_out),
+            (self.records_rejected, other.records_rejected),
         ):
             for step, n in theirs.items():
                 mine[step] = mine.get(step, 0) + n
@@ -51,7 +54,8 @@ class AttemptMetrics:
 
     def copy(self) -> AttemptMetrics:
         return AttemptMetrics(
-            dict(self.records_in), dict(self.records_out), dict(self.backpressure_seconds)
+            dict(self.records_in), dict(self.records_out), dict(self.backpressure_seconds),
+            dict(self.records_rejected),
         )
 
 

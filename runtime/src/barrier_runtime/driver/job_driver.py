@@ -173,7 +173,8 @@ class JobDriver:
             live = self._live
             if live is not None:
                 total.add(live.metrics())
-        return job.RuntimeMetrics(total.records_in, total.records_out, total.backpressure_seconds)
+        return job.RuntimeMetrics(total.records_in, total.records_out, total.backpressure_seconds,
+                                  total.records_rejected)  # fmt: skip
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
         """Take an aligned savepoint, then stop every subtask cleanly; return its outcome.

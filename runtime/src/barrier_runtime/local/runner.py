@@ -120,6 +120,8 @@ def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> attempts.AttemptMetr
             out.records_in[step] = out.records_in.get(step, 0) + n
         for step, n in list(s.records_out.items()):
             out.records_out[step] = out.records_out.get(step, 0) + n
+        for step, rejects in list(s.rejects.items()):
+            out.records_rejected[step] = out.records_rejected.get(step, 0) + rejects.count
         task = s.task.task_id
         out.backpressure_seconds[task] = (
             out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds

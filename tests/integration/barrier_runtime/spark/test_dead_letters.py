@@ -65,11 +65,15 @@ def test_in_process_with_crashes_at_every_life_cycle_point(tmp_path) -> None:
         Crash(P.COMMIT, checkpoint_id=7),
     ])  # fmt: skip
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/dead-letters")
-    result = LocalExecutor(flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.05),
-                           fault_injector=injector).run()  # fmt: skip
+    executor = LocalExecutor(flow, parallelism=2, store=store,
+                             config=CheckpointConfig(interval=0.05), fault_injector=injector)
+    result = executor.run()
     assert len(injector.fired) == 5, injector.fired
     assert result.restarts == 5
     _check(good, bad, out, dead)
+    # Counted in the metrics (cumulative over attempts: a replayed rejection counts again).
+    rejected = executor.runtime_metrics().records_rejected
+    assert rejected["lines"] >= 50 and rejected["parse-amount"] >= 50, rejected
 
 
 @pytest.mark.slow
