@@ -1,4 +1,6 @@
-"""A failure no restart can heal, on the local Kubernetes: Failed, the reason shown, no loop.
+"""Failures on the local Kubernetes: one that no restart heals, and an operator outage.
+
+A failure no restart can heal: Failed, the reason shown, no loop.
 
 The README's own-pipeline path: the example word count in an image built with
 ``examples/Dockerfile`` on top of the runtime image, its input and output in S3
@@ -9,6 +11,10 @@ times, restarting its executors from the latest checkpoint, then exits with the
 reason (file and line) in ``status.error`` and a Warning Event, counts the
 driver's own restarts in ``status.restarts`` (the Restarts column), and creates
 no second driver pod.
+
+An operator outage: the driver paces its own checkpoints, so with the operator
+scaled to zero for 10 checkpoint intervals, checkpoints keep completing and the
+newest never gets as old as the CheckpointStale alert's threshold.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +33,7 @@ from scenario import Scenario, Settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"
+MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
 MALFORMED_LINE = 301
 
 
@@ -104,3 +112,60 @@ def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
     assert isinstance(restarts, dict) and restarts.get("lastReason") != "DriverFailed", restarts
     _say(f"  Failed with restarts {restarts}; error: {error[:160]}")
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", "wordcount", "--timeout=120s")
+
+
+INTERVAL = 2.0
+
+
+def _driver_metrics(cluster: Cluster, name: str) -> dict[str, float]:
+    """``cjob_*`` samples of the driver's ``/metrics`` (no token needed), by metric name."""
+    pods = cluster.pods("streaming", f"checkpointed.dev/job={name},checkpointed.dev/role=driver")
+    ip = next((p.get("status") or {}).get("podIP") for p in pods
+              if (p.get("status") or {}).get("phase") == "Running")
+    with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("cjob_") and " " in line:
+            metric, value = line.rsplit(" ", 1)
+            samples.setdefault(metric.split("{", 1)[0], float(value))
+    return samples
+
+
+def test_checkpoints_go_on_while_the_operator_is_down(
+    installed: Scenario, images: dict[str, str]
+) -> None:
+    """The driver paces its checkpoints itself: an operator outage of 10 intervals ages
+    nothing. What the CheckpointStale alert compares stays below its threshold."""
+    cluster = installed.cluster
+    manifest = yaml.safe_load(MINIMAL.read_text())
+    manifest["metadata"]["name"] = "unattended"
+    manifest["spec"]["image"] = images["runtime"]
+    manifest["spec"]["checkpointing"] = {"interval": f"{INTERVAL:g}s"}
+    cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+    wait_until("the job Running with a checkpoint", lambda: _status(cluster, "unattended")
+               .get("phase") == "Running" and _driver_metrics(cluster, "unattended")
+               .get("cjob_checkpoints_completed_total", 0) >= 1, 300,
+               lambda: str(_status(cluster, "unattended")))  # fmt: skip
+    operator = f"deployment/{installed.s.release}-checkpointed-operator"
+    ns = installed.s.operator_namespace
+    cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=0")
+    wait_until("the operator gone", lambda: not cluster.pods(ns), 120)
+    before = _driver_metrics(cluster, "unattended")["cjob_checkpoints_completed_total"]
+    worst_age = 0.0
+
+    def ten_more() -> bool:
+        nonlocal worst_age
+        now = _driver_metrics(cluster, "unattended")
+        age = time.time() - now["cjob_last_completed_checkpoint_timestamp_seconds"]
+        worst_age = max(worst_age, age)
+        assert age < 3 * INTERVAL, f"the last checkpoint is {age:.1f}s old: it would alert"
+        return now["cjob_checkpoints_completed_total"] >= before + 10
+
+    wait_until("10 checkpoints with the operator down", ten_more, 10 * INTERVAL * 3)
+    _say(f"  operator down: 10 checkpoints completed, the newest never older than "
+         f"{worst_age:.1f}s (the stale alert fires at {3 * INTERVAL:g}s)")
+    cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=1")
+    wait_until("the operator back", lambda: any(
+        (p.get("status") or {}).get("phase") == "Running" for p in cluster.pods(ns)), 120)
+    cluster.kubectl_run("-n", "streaming", "delete", "cjob", "unattended", "--timeout=120s")
