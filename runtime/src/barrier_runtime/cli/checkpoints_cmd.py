@@ -2,7 +2,7 @@
 
 A store or job that does not exist is a mistake (exit 2 naming what was
 looked at), not an empty listing; an existing job without completed
-checkpoints lists nothing and exits 0. An unknown checkpoint id is exit 2;
+checkpoints says so and exits 1 (like ``grep`` finding nothing). An unknown checkpoint id is exit 2;
 ``verify`` exits 1 only for a checkpoint that exists but would not restore.
 
 ``delete`` asks before it deletes a savepoint (retention never deletes
@@ -83,7 +83,8 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     elif not rows:
-        print("no completed checkpoints")
+        print(f"cjob: job {args.job} in {store.describe()} has no completed checkpoint "
+              "(only ones that never completed)", file=sys.stderr)  # fmt: skip
     else:
         print(f"{'ID':>6}  {'KIND':<10}  {'COMPLETED':<20}  {'DURATION':>9}  {'SIZE':>10}  P")
         for r in rows:
@@ -91,7 +92,7 @@ def _list(args: argparse.Namespace) -> int:
                 f"{r['id']:>6}  {r['kind']:<10}  {r['completed']:<20}  "
                 f"{r['duration_s']:>8.3f}s  {r['size_bytes']:>10}  {r['parallelism']}"
             )
-    return 0
+    return 0 if rows else 1
 
 
 def _show(args: argparse.Namespace) -> int:

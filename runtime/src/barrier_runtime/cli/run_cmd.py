@@ -45,7 +45,15 @@ from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import pipeline
 
-DEFAULT_STORE = ".cjob/checkpoints"
+STATE_DIR_ENV = "XDG_STATE_HOME"
+
+
+def default_store() -> pathlib.Path:
+    """Where checkpoints go without ``--store``: the user's state directory, not the
+    working directory, so the same job resumes wherever ``cjob run`` is started from
+    (jobs are kept apart by ``--job``)."""
+    state = os.environ.get(STATE_DIR_ENV) or str(pathlib.Path.home() / ".local" / "state")
+    return pathlib.Path(state) / "cjob" / "checkpoints"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
 USAGE = "cjob run [-h] [OPTIONS] PIPELINE [OPTIONS] [-- PIPELINE_ARGS ...]"
 
@@ -100,11 +108,11 @@ def add_parser(sub: Any) -> None:
     )
     opt(
         "--store",
-        default=DEFAULT_STORE,
         metavar="URL",
         help="checkpoint store: a directory, file:///DIR or "
         "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT (credentials from $AWS_ACCESS_KEY_ID "
-        f"and $AWS_SECRET_ACCESS_KEY) (default {DEFAULT_STORE})",
+        "and $AWS_SECRET_ACCESS_KEY) (default: $XDG_STATE_HOME/cjob/checkpoints, else "
+        "~/.local/state/cjob/checkpoints: the same wherever cjob runs)",
     )
     opt(
         "--job",
@@ -192,6 +200,8 @@ def add_parser(sub: Any) -> None:
 
 def check_args(args: argparse.Namespace) -> None:
     """Option mistakes, found before the pipeline is imported or Spark starts."""
+    if args.store is None:
+        args.store = str(default_store())
     preflight.run_options(args)
     _conf(args.conf)
 

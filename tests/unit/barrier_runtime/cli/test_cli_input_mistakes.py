@@ -109,11 +109,12 @@ def test_checkpoints_with_an_unknown_id(cjob, tmp_path, action) -> None:
     cjob(*argv).assert_mistake("checkpoint 999 is not in", f"job {JOB}", "cjob checkpoints list")
 
 
-def test_an_existing_job_without_completed_checkpoints_lists_nothing(cjob, tmp_path) -> None:
+def test_an_existing_job_without_completed_checkpoints_says_so_and_exits_1(cjob, tmp_path) -> None:
     store = object_store.open_object_store(str(tmp_path / "cp"))
     store.put(f"{JOB}/checkpoints/chk-0000000001/count/0.arrow", b"torn: never committed")
     result = cjob("checkpoints", "list", "--store", str(tmp_path / "cp"), "--job", JOB)
-    assert (result.code, result.out.strip(), result.err) == (0, "no completed checkpoints", "")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.startswith(f"cjob: job {JOB} in ") and "has no completed checkpoint" in result.err
 
 
 def test_checkpoints_commands_that_succeed_leave_no_log_file(cjob, tmp_path, log_dir) -> None:
