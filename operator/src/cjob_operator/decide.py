@@ -196,6 +196,10 @@ def _failed_for_good(what: str, code: int) -> Action:
                        "spec.restartNonce")
 
 
+STATUS_TIME_RESOLUTION = 0.001
+"""Timestamps in status are stored to the millisecond."""
+
+
 def _counting_driver_restarts(obs: observation.Observation, sp: spec.JobSpec,
                               action: Action) -> Action:
     """Count the restarts the driver made itself (``/v1/job``) in ``status.restarts``
@@ -205,7 +209,10 @@ def _counting_driver_restarts(obs: observation.Observation, sp: spec.JobSpec,
             or action.kind not in (ActionKind.NOTHING, ActionKind.WAIT):
         return action
     prev = obs.status.restarts
-    new = sorted(t for t in control.failure_times if prev.last_time is None or t > prev.last_time)
+    # Status keeps milliseconds (truncated): a failure already counted reads back up to
+    # 1 ms older than the driver reports it.
+    new = sorted(t for t in control.failure_times
+                 if prev.last_time is None or t >= prev.last_time + STATUS_TIME_RESOLUTION)
     if not new:
         return action
     window = sp.restart_policy.window

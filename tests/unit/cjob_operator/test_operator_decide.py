@@ -495,14 +495,19 @@ def _restarting_driver_control(*failure_times: float) -> ControlView:
 
 
 def test_restarts_inside_the_driver_count_in_the_restarts_column_once() -> None:
-    action = decide(observe(control=_restarting_driver_control(NOW - 30, NOW - 5)))
+    first, second = NOW - 30.1234567, NOW - 5.9876543  # finer than status keeps
+    action = decide(observe(control=_restarting_driver_control(first, second)))
     assert action.restarts is not None
-    assert (action.restarts.count, action.restarts.recent) == (2, (NOW - 30, NOW - 5))
+    assert (action.restarts.count, action.restarts.recent) == (2, (first, second))
     assert action.reason == "JobRestarted" and action.event
     assert "after: attempt 0 (subtask 1): WorkerLostError" in action.message
-    seen = running_status().evolve(restarts=action.restarts)
-    again = decide(observe(st=seen, control=_restarting_driver_control(NOW - 30, NOW - 5)))
+    stored = status.JobStatus.from_storage(  # as the next reconcile reads it back
+        running_status().evolve(restarts=action.restarts).for_storage())
+    again = decide(observe(st=stored, control=_restarting_driver_control(first, second)))
     assert again.restarts is None  # already counted: the next reconcile adds nothing
+    third = NOW - 1.0
+    later = decide(observe(st=stored, control=_restarting_driver_control(first, second, third)))
+    assert later.restarts is not None and later.restarts.count == 3
 
 
 def test_the_new_driver_gets_the_windows_restarts_to_spend_one_budget() -> None:
