@@ -319,6 +319,7 @@ class Scenario:
                 self.finish()
                 recorder.sample()
                 status = self.status()
+                restarted_pods = self.operator_restarts()
             left = self.uninstall()
         finally:
             if left is None:  # a step failed: say what was going on, leave the cluster clean
@@ -329,13 +330,22 @@ class Scenario:
             "executor_kills": executor_kills,
             "driver_kills": driver_kills,
             "driver_pods_created": len(recorder.driver_uids),
-            "operator_restarts": int((status.get("restarts") or {}).get("count") or 0),
+            "operator_restarts": restarted_pods,
+            "restarts_counted": int((status.get("restarts") or {}).get("count") or 0),
             "checkpoints_completed": len(recorder.completed_ids),
             "last_checkpoint": self.last_completed_of(status),
             "left_after_uninstall": left,
             "executor_pod_names": sorted(recorder.executor_pods),
         }
         return self.summary
+
+    def operator_restarts(self) -> int:
+        """Driver pods the operator replaced after a failure (its restart Events); the
+        Restarts column also counts the restarts the driver made itself."""
+        return sum(
+            int(e.get("count") or 1) for e in self.cluster.events(self.s.namespace)
+            if e.get("reason") in ("DriverFailed", "DriverDisappeared")
+            and (e.get("involvedObject") or {}).get("name") == self.s.job)
 
     def _get_cjob_shows_running(self) -> bool:
         try:
