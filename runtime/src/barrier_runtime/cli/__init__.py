@@ -124,7 +124,9 @@ def _usage_error(exc: parsing.UsageError, *, json_event: bool) -> int:
 def _thresholds(command: str, verbosity: int) -> dict[str, int]:
     """Per-logger terminal levels: the command's exceptions, or the chatty libraries at -v."""
     if verbosity == 0:
-        return dict(_SHOWN.get(command, {}))
+        quiet = dict.fromkeys(CHATTY_LIBRARIES, logging.CRITICAL + 1) if command in _JVM_TO_LOG \
+            else {}  # run and demo: Spark's errors (Java stack traces) go to the log file only
+        return {**quiet, **_SHOWN.get(command, {})}
     if verbosity == 1:
         return dict.fromkeys(CHATTY_LIBRARIES, logging.WARNING)
     return {}

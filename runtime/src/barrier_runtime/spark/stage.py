@@ -27,6 +27,7 @@ import functools
 import json
 import logging
 import pickle
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -125,14 +126,37 @@ class StageFailedError(RuntimeError):
     """Spark failed (or cancelled) the barrier stage; the message is Spark's first line."""
 
 
+_BARRIER_TASK = re.compile(r"barrier task ResultTask\(\d+, (\d+)\)")
+_JAVA_PREFIXES = ("org.apache.spark.SparkException: ", "Job aborted due to stage failure: ")
+
+
 def summarize(exc: BaseException) -> str:
-    """One line out of a Py4J error's Java stack trace (the worker's error if it is there)."""
+    """One line out of a Py4J error's Java stack trace: the worker's own error if it is
+    there, else which worker Spark lost and Spark's first line, without Java's prefixes.
+
+    >>> print(summarize(RuntimeError(
+    ...     "An error occurred while calling o91.collectAndServe.\\n"
+    ...     ": org.apache.spark.SparkException: Job aborted due to stage failure: Could not "
+    ...     "recover from a failed barrier ResultStage. Most recent failure reason: Stage "
+    ...     "failed because barrier task ResultTask(3, 1) finished unsuccessfully.\\n"
+    ...     "\\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages")))
+    ...     # doctest: +NORMALIZE_WHITESPACE
+    worker 1 was lost: Could not recover from a failed barrier ResultStage. Most recent
+    failure reason: Stage failed because barrier task ResultTask(3, 1) finished unsuccessfully.
+    """
     text = str(exc)
     for line in text.splitlines():
         if "WorkerFailedError:" in line:
             return line.split("WorkerFailedError:", 1)[1].strip()
+    first = ""
     for line in text.splitlines():
-        stripped = line.strip()
+        stripped = line.strip().lstrip(":").strip()
         if stripped and not stripped.startswith(("at ", "An error occurred")):
-            return stripped[:300]
-    return type(exc).__name__
+            first = stripped
+            break
+    for prefix in _JAVA_PREFIXES:
+        first = first.removeprefix(prefix)
+    lost = _BARRIER_TASK.search(text)
+    if lost is not None:
+        return f"worker {lost[1]} was lost: {first[:300]}"
+    return first[:300] or type(exc).__name__

@@ -40,3 +40,16 @@ def test_restores_fallbacks_and_fresh_starts_are_announced_quietly(
         "object missing",
         "cjob: attempt 0 restores checkpoint 21 from file:///s",
     ]
+
+
+def test_sparks_own_errors_stay_in_the_log_file(cjob, logs_while_running) -> None:
+    """Java stack traces that py4j and pyspark log while a worker is lost at start-up:
+    the log file keeps them, the terminal shows only cjob's one line."""
+    logs_while_running(
+        ("py4j.clientserver", logging.ERROR, "org.apache.spark.TaskKilledException\n\tat …"),
+        ("pyspark.sql", logging.ERROR, "Could not recover from a failed barrier ResultStage"),
+    )
+    result = cjob("run", "p.py")
+    assert result.code == 0 and result.err == ""
+    loud = cjob("-vv", "run", "p.py")
+    assert "TaskKilledException" in loud.err
