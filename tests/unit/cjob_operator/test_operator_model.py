@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cjob_operator import validate
-from cjob_operator.model import changes, durations, intent, spec, status, times
-from cjob_operator.model.enums import ChangeKind, Phase, RestartType
+from cjob_operator.model import changes, durations, enums, intent, spec, status, times
+from cjob_operator.model.enums import ChangeKind, DesiredState, Phase, RestartType, UpgradeMode
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -25,8 +25,38 @@ def test_bad_durations_are_rejected(text: str) -> None:
 def test_bad_spec_values_name_the_field() -> None:
     with pytest.raises(spec.SpecError, match=r"spec.checkpointing.interval"):
         spec.JobSpec.from_storage({"checkpointing": {"interval": "soon"}})
-    with pytest.raises(spec.SpecError, match=r"spec.upgradeMode.*savepoint"):
+    with pytest.raises(spec.SpecError, match=r"spec.upgradeMode.*Savepoint"):
         spec.JobSpec.from_storage({"upgradeMode": "yolo"})
+
+
+@pytest.mark.parametrize(("field", "old", "new"), [
+    ("state", "running", DesiredState.RUNNING),
+    ("state", "suspended", DesiredState.SUSPENDED),
+    ("upgradeMode", "last-checkpoint", UpgradeMode.LAST_CHECKPOINT),
+    ("upgradeMode", "savepoint", UpgradeMode.SAVEPOINT),
+    ("upgradeMode", "stateless", UpgradeMode.STATELESS),
+])
+def test_deprecated_enum_spellings_read_as_the_new_ones(field: str, old: str,
+                                                        new: DesiredState | UpgradeMode) -> None:
+    """v1alpha1 accepts the first lower-case spellings as aliases and normalises them."""
+    as_alias = spec.JobSpec.from_storage({field: old})
+    as_new = spec.JobSpec.from_storage({field: new.value})
+    assert as_alias == as_new
+    assert getattr(as_alias, "state" if field == "state" else "upgrade_mode") is new
+    assert new.value[0].isupper()
+
+
+def test_switching_to_the_new_spelling_never_redeploys() -> None:
+    old = {"image": "x", "state": "running", "upgradeMode": "last-checkpoint"}
+    new = {"image": "x", "state": "Running", "upgradeMode": "LastCheckpoint"}
+    assert changes.classify(old, new).kind is ChangeKind.IGNORE
+
+
+def test_aliases_cover_only_enums_whose_values_changed() -> None:
+    for enum_name, aliases in enums.DEPRECATED_ALIASES.items():
+        cls = getattr(enums, enum_name)
+        assert {cls(new) for new in aliases.values()} == set(cls)
+        assert not set(aliases) & {m.value for m in cls}
 
 
 def test_spec_defaults_match_the_crd() -> None:

@@ -98,7 +98,7 @@ def _full_status() -> status_model.JobStatus:
             ),
         ),
         restarts=status_model.RestartsStatus(2, T, "DriverFailed", T + 10, (T - 60, T)),
-        last_reconciled_spec={"parallelism": 2, "state": "running"},
+        last_reconciled_spec={"parallelism": 2, "state": "Running"},
         intent=intents.Intent.stop("i-1", "suspend requested", T, intents.StopPurpose.SUSPEND),
         error="checkpoint 43 timed out",
     )

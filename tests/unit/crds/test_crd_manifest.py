@@ -221,8 +221,11 @@ def test_status_declares_exactly_the_designed_fields(schema: dict[str, Any]) -> 
         (("spec", "imagePullPolicy"), ["Always", "IfNotPresent", "Never"]),
         (("spec", "checkpointing", "mode"), ["ExactlyOnce", "AtLeastOnce"]),
         (("spec", "restartPolicy", "type"), ["Always", "OnFailure", "Never"]),
-        (("spec", "state"), ["running", "suspended"]),
-        (("spec", "upgradeMode"), ["last-checkpoint", "savepoint", "stateless"]),
+        (("spec", "state"), ["Running", "Suspended", "running", "suspended"]),
+        (
+            ("spec", "upgradeMode"),
+            ["LastCheckpoint", "Savepoint", "Stateless", "last-checkpoint", "savepoint", "stateless"],
+        ),
         (
             ("status", "phase"),
             [

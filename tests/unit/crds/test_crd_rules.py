@@ -214,3 +214,49 @@ def test_env_rule(
     minimal["spec"]["env"] = env
 
     assert validator.validate_create(minimal).ok is ok
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("state", "Running"),
+        ("state", "Suspended"),
+        ("upgradeMode", "LastCheckpoint"),
+        ("upgradeMode", "Savepoint"),
+        ("upgradeMode", "Stateless"),
+        # deprecated aliases of v1alpha1, still accepted (the operator normalises them)
+        ("state", "running"),
+        ("state", "suspended"),
+        ("upgradeMode", "last-checkpoint"),
+        ("upgradeMode", "savepoint"),
+        ("upgradeMode", "stateless"),
+    ],
+)
+def test_enum_values_and_their_deprecated_aliases_are_accepted(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], field: str, value: str
+) -> None:
+    minimal["spec"][field] = value
+
+    result = validator.validate_create(minimal)
+
+    assert result.ok, result.message()
+    assert result.object["spec"][field] == value
+
+
+def test_every_spec_enum_is_upper_camel_case_apart_from_documented_aliases(
+    schema: dict[str, Any],
+) -> None:
+    from crdcheck import manifest
+
+    for path, node in manifest.iter_schema(schema):
+        values = node.get("enum")
+        if not values:
+            continue
+        canonical = [v for v in values if isinstance(v, str) and v[:1].isupper()]
+        aliases = [v for v in values if v not in canonical]
+        assert canonical, path
+        for alias in aliases:
+            assert alias in node["description"], (path, alias)
+        if aliases:
+            assert "Deprecated aliases" in node["description"], path
+        assert node.get("default", canonical[0]) in canonical, path

@@ -5,7 +5,7 @@ Fields the operator alone uses (restart policy, checkpoint interval, nonces, des
 state, upgrade mode, restore selection) are ``IGNORE``: changing them never
 redeploys the driver. Everything the driver reads is ``UPGRADE``.
 
->>> classify({"image": "a", "state": "running"}, {"image": "b", "state": "suspended"}).kind
+>>> classify({"image": "a", "state": "Running"}, {"image": "b", "state": "Suspended"}).kind
 <ChangeKind.UPGRADE: 1>
 >>> classify({"restartPolicy": {"maxRestarts": 1}}, {"restartPolicy": {"maxRestarts": 2}}).kind
 <ChangeKind.IGNORE: 0>
