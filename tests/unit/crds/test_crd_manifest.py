@@ -198,6 +198,15 @@ checkpoints.consecutiveFailures checkpoints.lastSavepoint checkpoints.lastSavepo
 checkpoints.lastSavepoint.path checkpoints.lastSavepoint.time restarts restarts.count
 restarts.lastTime restarts.lastReason restarts.nextAttemptTime restarts.recent restarts.recent[*]
 lastReconciledSpec intent error
+savepoints savepoints.history savepoints.history[*] savepoints.history[*].id
+savepoints.history[*].path savepoints.history[*].kind savepoints.history[*].state
+savepoints.history[*].triggerTime savepoints.history[*].completionTime
+savepoints.history[*].message savepoints.lastPeriodicTriggerTime nonces
+nonces.checkpointTriggerNonce nonces.checkpointTriggerNonce.value nonces.checkpointTriggerNonce.outcome nonces.checkpointTriggerNonce.time nonces.checkpointTriggerNonce.settledTime nonces.checkpointTriggerNonce.snapshotId nonces.checkpointTriggerNonce.message
+nonces.savepointTriggerNonce nonces.savepointTriggerNonce.value nonces.savepointTriggerNonce.outcome nonces.savepointTriggerNonce.time nonces.savepointTriggerNonce.settledTime nonces.savepointTriggerNonce.snapshotId nonces.savepointTriggerNonce.message
+nonces.restartNonce nonces.restartNonce.value nonces.restartNonce.outcome nonces.restartNonce.time nonces.restartNonce.settledTime nonces.restartNonce.snapshotId nonces.restartNonce.message
+nonces.restoreNonce nonces.restoreNonce.value nonces.restoreNonce.outcome nonces.restoreNonce.time nonces.restoreNonce.settledTime nonces.restoreNonce.snapshotId nonces.restoreNonce.message
+lastStableSpec rollout rollout.state rollout.since rollout.message
 """.split()  # noqa: SIM905
 
 

@@ -105,3 +105,53 @@ class ChangeKind(enum.IntEnum):
     """Operator-side only (restart policy, checkpoint interval, …): no redeploy."""
     UPGRADE = 1
     """The driver must be redeployed, carrying state over per ``upgradeMode``."""
+
+
+class SavepointKind(enum.Enum):
+    """Why a savepoint in ``status.savepoints.history`` was taken."""
+
+    MANUAL = "Manual"
+    """``spec.savepointTriggerNonce``."""
+    PERIODIC = "Periodic"
+    """``spec.savepoints.interval``; the only kind ``spec.savepoints.retained`` deletes."""
+    UPGRADE = "Upgrade"
+    """The final savepoint of an upgrade in ``upgradeMode: Savepoint``."""
+    SUSPEND = "Suspend"
+    """The final savepoint of ``state: Suspended``."""
+
+
+class SavepointState(enum.Enum):
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    DISCARDED = "Discarded"
+    """Deleted from storage by ``spec.savepoints.retained`` (periodic savepoints only)."""
+
+
+class NonceOutcome(enum.Enum):
+    """What came of a nonce the operator acted on (``status.nonces``)."""
+
+    IN_PROGRESS = "InProgress"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    IGNORED = "Ignored"
+    """Accepted without action (e.g. ``restartNonce`` of a suspended job)."""
+    UNKNOWN = "Unknown"
+    """The outcome was not seen in time (e.g. the driver's history lost it)."""
+
+    @property
+    def settled(self) -> bool:
+        return self is not NonceOutcome.IN_PROGRESS
+
+
+class RolloutState(enum.Enum):
+    """Whether the deployed spec has proven itself (``status.rollout``)."""
+
+    VERIFYING = "Verifying"
+    """Deployed, not yet running with a completed checkpoint."""
+    STABLE = "Stable"
+    """Ran checkpoint-healthy: recorded as ``status.lastStableSpec``."""
+    ROLLED_BACK = "RolledBack"
+    """Did not become healthy within ``spec.rollback.timeout``: the last stable spec runs."""
+    UNSTABLE = "Unstable"
+    """Did not become healthy within ``spec.rollback.timeout`` and cannot be rolled back."""
