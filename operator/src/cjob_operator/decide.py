@@ -72,13 +72,15 @@ def _running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestoreRequested", obs.now,
                                  target),
             Phase.DEPLOYING, f"restoring the job from {_describe(target)} as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st))
+            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
+            nonce="restoreNonce")
     if lifecycle.changed(obs, "restartNonce", sp.restart_nonce):
         return Action.schedule(
             intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestartRequested", obs.now,
                                  intent.RestoreTarget.latest()),
             Phase.RESTARTING, "restarting the job from the latest checkpoint as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st))
+            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
+            nonce="restartNonce")
     if diff.kind is enums.ChangeKind.UPGRADE:
         return _upgrade(obs, sp, diff)
     if st.phase is Phase.FAILED and sp.allow_fresh_start \
@@ -182,12 +184,13 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
     if lifecycle.changed(obs, "savepointTriggerNonce", sp.savepoint_trigger_nonce):
         last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
         return Action.trigger(enums.SnapshotKind.SAVEPOINT, "SavepointTriggered",
-                              "savepoint requested (savepointTriggerNonce)", reconciled_spec=last)
+                              "savepoint requested (savepointTriggerNonce)", reconciled_spec=last,
+                              nonce="savepointTriggerNonce")
     if lifecycle.changed(obs, "checkpointTriggerNonce", sp.checkpoint_trigger_nonce):
         last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
         return Action.trigger(enums.SnapshotKind.CHECKPOINT, "ManualCheckpointTriggered",
                               "checkpoint requested (checkpointTriggerNonce)",
-                              reconciled_spec=last)
+                              reconciled_spec=last, nonce="checkpointTriggerNonce")
     # Periodic checkpoints are the driver's: its coordinator paces them (interval,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
     # millisecond and even while the operator is down. The operator only asks for the

@@ -1,5 +1,9 @@
 """The next status, computed from what was observed, decided and done (pure).
 
+:func:`write_ahead` is what to persist *before* acting on an action that records an
+intent; :func:`next_status` the single patch after acting. The savepoint history and
+the nonce acknowledgements are kept by :mod:`cjob_operator.ledger`.
+
 Also :func:`merge_patch`: the minimal RFC 7386 merge patch from the stored status
 to the new one, empty when nothing changed (so unchanged statuses are not written).
 """
@@ -10,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cjob_operator import ledger
 from cjob_operator.model import intent, observation, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import Phase
@@ -27,6 +32,8 @@ class Outcome:
     savepoint: status.SavepointRef | None = None
     triggered_id: int | None = None
     error: str | None = None
+    discarded: tuple[int, ...] = ()
+    """Savepoints deleted from storage (or found already gone)."""
 
 
 def _newest(*items: status.CompletedCheckpoint | None) -> status.CompletedCheckpoint | None:
@@ -88,6 +95,22 @@ def checkpoint_health(obs: observation.Observation, phase: Phase,
     return True, "CheckpointsCompleting", "checkpoints complete on schedule"
 
 
+def write_ahead(obs: observation.Observation, action: Action) -> status.JobStatus | None:
+    """The status to persist before acting, if the action records an intent: the intent
+    with the reconciled spec, restart bookkeeping and the nonce it acts on."""
+    if action.intent is None or action.intent == obs.status.intent:
+        return None
+    old = obs.status
+    return old.evolve(
+        intent=action.intent,
+        restarts=action.restarts or old.restarts,
+        last_reconciled_spec=action.reconciled_spec
+        if action.reconciled_spec is not None else old.last_reconciled_spec,
+        phase=action.phase or old.phase,
+        nonces=ledger.acknowledge(obs, action, Outcome()),
+    )
+
+
 def next_status(obs: observation.Observation, action: Action, outcome: Outcome) -> status.JobStatus:
     old = obs.status
     phase = action.phase or old.phase or Phase.PENDING
@@ -106,6 +129,9 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         service=old.driver.service or (f"{obs.name}-driver" if d.pod_name else None),
         start_time=d.started_at if d.pod_name else None)
     health = checkpoint_health(obs, phase, cps)
+    history = ledger.savepoints_after(obs, action, outcome)
+    nonces = ledger.settle_nonces(obs, ledger.acknowledge(obs, action, outcome), phase,
+                                  new_intent, error, history)
     conditions = (
         _condition(obs, "Ready", phase is Phase.RUNNING,
                    "Running" if phase is Phase.RUNNING else phase.value,
@@ -126,6 +152,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         intent=new_intent, error=error,
         job_state=obs.control.job_state if obs.control and obs.control.reachable
         else (None if d.pod_name is None else old.job_state),
+        savepoints=history, nonces=nonces,
     )
 
 

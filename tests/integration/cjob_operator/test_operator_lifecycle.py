@@ -205,7 +205,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
     start_running(h, manifest, "delta")
-    h.patch_spec("delta", {"state": "suspended"})
+    h.patch_spec("delta", {"state": "Suspended"})
     status = h.wait_for(lambda: h.job_status("delta").get("phase") == "Suspended"
                         and h.job_status("delta"), "phase Suspended")
     assert h.driver.calls_to(h.namespace, "delta", "POST", "/v1/stop")[0].body == {
@@ -216,7 +216,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
     h.wait_for(lambda: {"Suspending", "Suspended", "SavepointCompleted"}
                <= set(h.event_reasons("delta")), "suspend events")
 
-    h.patch_spec("delta", {"state": "running"})
+    h.patch_spec("delta", {"state": "Running"})
     pod = h.wait_for(lambda: h.pod("delta"), "resumed driver pod")
     assert pod["spec"]["containers"][0]["args"][-2:] == ["--restore-from", savepoint]
     h.set_pod_phase("delta", "Running")
@@ -226,7 +226,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
 def test_upgrade_in_savepoint_mode_redeploys_from_the_savepoint(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
-    start_running(h, manifest, "epsilon", upgradeMode="savepoint")
+    start_running(h, manifest, "epsilon", upgradeMode="Savepoint")
     h.patch_spec("epsilon", {"image": "registry.local/cjob-runtime:2"})
 
     def upgraded() -> dict[str, Any] | None:
@@ -267,6 +267,23 @@ def test_manual_savepoint_and_checkpoint_nonces(
                >= seen + 4, "four more reconciles")
     triggers = h.driver.calls_to(h.namespace, "lambda", "POST", "/v1/checkpoints")
     assert len(triggers) == 2
+
+    # Both nonces are acknowledged with their outcome; the savepoint is in the history.
+    def settled() -> dict[str, Any] | None:
+        nonces = h.job_status("lambda").get("nonces", {})
+        done = [nonces.get(f, {}).get("outcome") for f in ("savepointTriggerNonce",
+                                                           "checkpointTriggerNonce")]
+        return nonces if done == ["Succeeded", "Succeeded"] else None
+
+    nonces = h.wait_for(settled, "nonces acknowledged as Succeeded")
+    assert nonces["savepointTriggerNonce"]["value"] == 1
+    assert nonces["checkpointTriggerNonce"]["value"] == 7
+    [saved] = h.job_status("lambda")["savepoints"]["history"]
+    assert (saved["kind"], saved["state"]) == ("Manual", "Completed")
+    assert saved["id"] == nonces["savepointTriggerNonce"]["snapshotId"]
+    assert "/savepoints/sp-" in saved["path"]
+    h.wait_for(lambda: {"SavepointCompleted", "NonceSucceeded"} <= set(h.event_reasons("lambda")),
+               "events")
 
 
 def test_delete_removes_everything_then_the_finalizer(
@@ -326,7 +343,7 @@ def test_restore_from_a_chosen_checkpoint_with_restore_nonce(
 def test_delete_in_savepoint_mode_takes_a_final_savepoint_first(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
-    start_running(h, manifest, "nu", upgradeMode="savepoint")
+    start_running(h, manifest, "nu", upgradeMode="Savepoint")
     h.delete_job("nu")
     h.wait_for(lambda: h.job("nu") is None, "job gone")
     assert len(h.driver.calls_to(h.namespace, "nu", "POST", "/v1/stop")) == 1
@@ -338,7 +355,7 @@ def test_suspend_without_a_savepoint_after_repeated_stop_failures(
     h = harness
     h.driver.behaviour(h.namespace, "xi").fail_stop = True
     start_running(h, manifest, "xi", checkpointing={"interval": "1s"})
-    h.patch_spec("xi", {"state": "suspended"})
+    h.patch_spec("xi", {"state": "suspended"})  # the deprecated alias still works
     h.wait_for(lambda: h.job_status("xi").get("phase") == "Suspended", "Suspended", timeout=30)
     assert len(h.driver.calls_to(h.namespace, "xi", "POST", "/v1/stop")) == 3
     h.wait_for(lambda: {"ActionFailed", "SavepointFailed"} <= set(h.event_reasons("xi")),
