@@ -10,7 +10,9 @@ Order of precedence (the first that applies wins):
 6. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
 7. driver health: absent, failed or exited drivers are restarted with backoff from
    the newest usable checkpoint — never from empty state when checkpoints exist;
-8. a running driver: on-demand savepoint/checkpoint (nonces), then periodic ones.
+8. a running driver: on-demand savepoint/checkpoint (nonces), then a periodic savepoint
+   when one is due, then deleting periodic savepoints beyond retention
+   (:mod:`cjob_operator.decide_savepoints`); periodic checkpoints are the driver's.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from cjob_operator import decide_lifecycle as lifecycle
-from cjob_operator import validate
+from cjob_operator import decide_savepoints, validate
 from cjob_operator.model import changes, enums, intent, observation, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
-from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.enums import DriverState, Phase, SavepointKind
 
 
 def decide(obs: observation.Observation) -> Action:
@@ -193,8 +195,19 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
                               reconciled_spec=last, nonce="checkpointTriggerNonce")
     # Periodic checkpoints are the driver's: its coordinator paces them (interval,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
-    # millisecond and even while the operator is down. The operator only asks for the
-    # on-demand ones above.
+    # millisecond and even while the operator is down. The operator asks for the
+    # on-demand ones above and for periodic savepoints (spec.savepoints).
+    if decide_savepoints.periodic_due(obs, sp):
+        every = format_duration(sp.savepoints.interval or 0.0)
+        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "PeriodicSavepointTriggered",
+                              f"periodic savepoint (every {every})", reconciled_spec=accepted,
+                              savepoint_kind=SavepointKind.PERIODIC)
+    old = decide_savepoints.beyond_retention(obs, sp)
+    if old:
+        ids = ", ".join(str(r.id) for r in old)
+        return Action.discard_savepoints(
+            old, f"deleting periodic savepoints {ids}: beyond spec.savepoints.retained "
+                 f"({sp.savepoints.retained})", reconciled_spec=accepted)
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
 
 

@@ -286,6 +286,37 @@ def test_manual_savepoint_and_checkpoint_nonces(
                "events")
 
 
+def test_periodic_savepoints_are_taken_and_old_ones_deleted(
+        harness: OperatorHarness, manifest: Manifest, store_dir: Path) -> None:
+    h = harness
+    start_running(h, manifest, "omicron", checkpointing={"interval": "1h"},
+                  savepoints={"interval": "1s", "retained": 2})
+    h.patch_spec("omicron", {"savepointTriggerNonce": 1})  # a manual one, never deleted
+
+    def discarded() -> list[dict[str, Any]] | None:
+        history = h.job_status("omicron").get("savepoints", {}).get("history", [])
+        gone = [r for r in history if r["state"] == "Discarded"]
+        return history if len(gone) >= 2 else None
+
+    history = h.wait_for(discarded, "two periodic savepoints discarded", timeout=60)
+    periodic = [r for r in history if r["kind"] == "Periodic"]
+    manual = [r for r in history if r["kind"] == "Manual"]
+    assert [r["state"] for r in manual] == ["Completed"]
+    kept = [r["id"] for r in periodic if r["state"] == "Completed"]
+    assert 1 <= len(kept) <= 2  # a third may have completed since the last discard
+    assert all(r["id"] < min(kept) for r in periodic if r["state"] == "Discarded")
+    folders = {p.name for p in (store_dir / "ckpt/cjob" / h.namespace / "omicron/savepoints")
+               .iterdir()}
+    for r in history:  # (a Completed periodic one may have been deleted since: not checked)
+        name = f"sp-{r['id']:010d}"
+        if r["state"] == "Discarded":
+            assert name not in folders, name
+        if r["kind"] == "Manual":
+            assert name in folders, name
+    assert "PeriodicSavepointTriggered" in h.event_reasons("omicron")
+    assert "SavepointsDiscarded" in h.event_reasons("omicron")
+
+
 def test_delete_removes_everything_then_the_finalizer(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness

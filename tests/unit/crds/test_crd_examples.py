@@ -92,6 +92,7 @@ def test_minimal_example_is_stored_with_every_default(
         "state": "Running",
         "upgradeMode": "LastCheckpoint",
         "allowFreshStart": False,
+        "savepoints": {"retained": 5},
     }
 
 

@@ -183,7 +183,7 @@ restartPolicy.type restartPolicy.maxRestarts restartPolicy.window restartPolicy.
 restartPolicy.backoff.initial restartPolicy.backoff.max restartPolicy.backoff.multiplier
 restartPolicy.backoff.jitter restartPolicy.resetAfter state upgradeMode restoreFrom
 restoreFrom.checkpointId restoreFrom.path restoreNonce restartNonce checkpointTriggerNonce
-savepointTriggerNonce allowFreshStart
+savepointTriggerNonce allowFreshStart savepoints savepoints.interval savepoints.retained
 """.split()  # noqa: SIM905 (groups of names per line read better than a list literal)
 
 STATUS_FIELDS = """
@@ -277,6 +277,7 @@ def test_every_duration_field_uses_one_pattern(schema: dict[str, Any]) -> None:
             "restartPolicy.backoff.initial",
             "restartPolicy.backoff.max",
             "restartPolicy.resetAfter",
+            "savepoints.interval",
         )
     )
 
@@ -291,4 +292,4 @@ def test_rules_guard_duration_calls_with_the_schema_pattern(schema: dict[str, An
                 calls += 1
                 guard = f"!{operand}.matches('{DURATION}')"
                 assert guard in rule.rule, rule.rule
-    assert calls == 8
+    assert calls == 9

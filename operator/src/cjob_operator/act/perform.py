@@ -120,6 +120,17 @@ async def _release(tools: Tools, obs: observation.Observation) -> Outcome:
     return Outcome()
 
 
+async def _discard(tools: Tools, obs: observation.Observation, action: Action) -> Outcome:
+    ids = tuple(r.id for r in action.discard if r.id is not None)
+    try:
+        store = await open_store(tools, obs)
+    except Exception as exc:  # credentials missing, bad endpoint, …
+        return Outcome(error=f"could not open the checkpoint store: {type(exc).__name__}: {exc}")
+    gone, error = await store.discard_savepoints(ids)
+    tools.memory.store_view = None  # read the store afresh next time
+    return Outcome(discarded=gone, error=error)
+
+
 async def open_store(tools: Tools, obs: observation.Observation) -> catalog.Catalog:
     assert obs.spec is not None
     st = obs.spec.storage
@@ -146,4 +157,6 @@ async def perform(tools: Tools, obs: observation.Observation, action: Action) ->
         return await _stop(tools, obs, action)
     if kind is ActionKind.RELEASE:
         return await _release(tools, obs)
+    if kind is ActionKind.DISCARD:
+        return await _discard(tools, obs, action)
     return Outcome()

@@ -30,6 +30,7 @@ IGNORED_PATHS: tuple[str, ...] = (
     "savepointTriggerNonce",
     "allowFreshStart",
     "checkpointing.interval",
+    "savepoints",
 )
 
 

@@ -115,6 +115,22 @@ class CheckpointingSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SavepointsSpec:
+    """``spec.savepoints``: periodic savepoints, taken by the operator."""
+
+    interval: float | None = None
+    """Seconds between periodic savepoints; ``None``: none are taken."""
+    retained: int = 5
+    """Periodic savepoints kept in storage (never manual or final ones)."""
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> SavepointsSpec:
+        interval = None if raw.get("interval") in (None, "") \
+            else _dur(raw, "interval", "0s", "savepoints")
+        return cls(interval=interval, retained=int(raw.get("retained", 5)))
+
+
+@dataclass(frozen=True, slots=True)
 class SecretKeys:
     """A reference to storage credentials: never the values themselves."""
 
@@ -224,6 +240,7 @@ class JobSpec:
     checkpoint_trigger_nonce: Nonce
     savepoint_trigger_nonce: Nonce
     allow_fresh_start: bool
+    savepoints: SavepointsSpec = SavepointsSpec()
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -254,6 +271,7 @@ class JobSpec:
                 checkpoint_trigger_nonce=_opt_str(raw.get("checkpointTriggerNonce")),
                 savepoint_trigger_nonce=_opt_str(raw.get("savepointTriggerNonce")),
                 allow_fresh_start=bool(raw.get("allowFreshStart", False)),
+                savepoints=SavepointsSpec.from_storage(raw.get("savepoints") or {}),
                 raw=_thaw(raw),
             )
         except SpecError:
