@@ -10,8 +10,8 @@ Order of precedence (the first that applies wins):
 6. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
 7. driver health: absent, failed or exited drivers are restarted with backoff from
    the newest usable checkpoint — never from empty state when checkpoints exist;
-8. a running driver: on-demand savepoint/checkpoint (nonces), then a periodic savepoint
-   when one is due, then deleting periodic savepoints beyond retention
+8. a running driver: on-demand savepoint/checkpoint (nonces), then deleting periodic
+   savepoints beyond retention, then a periodic savepoint when one is due
    (:mod:`cjob_operator.decide_savepoints`); periodic checkpoints are the driver's.
 """
 
@@ -197,17 +197,19 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
     # millisecond and even while the operator is down. The operator asks for the
     # on-demand ones above and for periodic savepoints (spec.savepoints).
-    if decide_savepoints.periodic_due(obs, sp):
-        every = format_duration(sp.savepoints.interval or 0.0)
-        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "PeriodicSavepointTriggered",
-                              f"periodic savepoint (every {every})", reconciled_spec=accepted,
-                              savepoint_kind=SavepointKind.PERIODIC)
+    # Retention before the next periodic savepoint: a discard is done in one action,
+    # while with a short interval a periodic savepoint is due at almost every reconcile.
     old = decide_savepoints.beyond_retention(obs, sp)
     if old:
         ids = ", ".join(str(r.id) for r in old)
         return Action.discard_savepoints(
             old, f"deleting periodic savepoints {ids}: beyond spec.savepoints.retained "
                  f"({sp.savepoints.retained})", reconciled_spec=accepted)
+    if decide_savepoints.periodic_due(obs, sp):
+        every = format_duration(sp.savepoints.interval or 0.0)
+        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "PeriodicSavepointTriggered",
+                              f"periodic savepoint (every {every})", reconciled_spec=accepted,
+                              savepoint_kind=SavepointKind.PERIODIC)
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
 
 

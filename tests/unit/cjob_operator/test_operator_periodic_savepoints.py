@@ -216,3 +216,14 @@ def test_changing_the_savepoint_schedule_never_redeploys() -> None:
     assert action.reconciled_spec is not None
     assert action.reconciled_spec["savepoints"] == {"interval": "2h", "retained": 4}
 
+
+
+def test_retention_comes_before_the_next_periodic_savepoint() -> None:
+    """With a short interval a savepoint is due at almost every reconcile: deleting first
+    keeps retention from being starved (one action deletes all that is beyond it)."""
+    sps = history(rec(10), rec(12), rec(14), last=NOW - 2 * HOUR)
+    first = decide(observe(sps=sps))
+    assert first.kind is ActionKind.DISCARD and [r.id for r in first.discard] == [10]
+    after = status_mod.next_status(observe(sps=sps), first, Outcome(discarded=(10,)))
+    second = decide(observe(sps=after.savepoints))
+    assert second.kind is ActionKind.TRIGGER and second.savepoint_kind is SavepointKind.PERIODIC
