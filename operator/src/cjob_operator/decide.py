@@ -4,13 +4,15 @@ Order of precedence (the first that applies wins):
 
 1. deletion (finalizer): optional final savepoint, delete the driver, release;
 2. an invalid spec is rejected (the running driver is left alone);
-3. a recorded intent is carried on or settled (status as a write-ahead log);
-4. ``state: suspended``: final savepoint, then delete the driver;
-5. ``Failed``/``Finished`` stay so until a nonce or an upgrade asks otherwise;
-6. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
-7. driver health: absent, failed or exited drivers are restarted with backoff from
+3. a spec change that did not prove itself within ``spec.rollback.timeout`` is rolled
+   back to the last stable spec (:mod:`cjob_operator.decide_rollback`);
+4. a recorded intent is carried on or settled (status as a write-ahead log);
+5. ``state: Suspended``: final savepoint, then delete the driver;
+6. ``Failed``/``Finished`` stay so until a nonce or an upgrade asks otherwise;
+7. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
+8. driver health: absent, failed or exited drivers are restarted with backoff from
    the newest usable checkpoint — never from empty state when checkpoints exist;
-8. a running driver: on-demand savepoint/checkpoint (nonces), then deleting periodic
+9. a running driver: on-demand savepoint/checkpoint (nonces), then deleting periodic
    savepoints beyond retention, then a periodic savepoint when one is due
    (:mod:`cjob_operator.decide_savepoints`); periodic checkpoints are the driver's.
 """
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cjob_operator import decide_lifecycle as lifecycle
-from cjob_operator import decide_savepoints, validate
+from cjob_operator import decide_rollback, decide_savepoints, validate
 from cjob_operator.model import changes, enums, intent, observation, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
@@ -36,6 +38,9 @@ def decide(obs: observation.Observation) -> Action:
     problems = validate.validate(obs.spec)
     if problems:
         return _reject(obs, "; ".join(problems))
+    rollback = decide_rollback.check(obs, obs.spec)
+    if rollback is not None:
+        return rollback
     if obs.status.intent is not None:
         return lifecycle.carry_on(obs, obs.spec, obs.status.intent)
     if obs.spec.state is enums.DesiredState.SUSPENDED:

@@ -108,6 +108,7 @@ def write_ahead(obs: observation.Observation, action: Action) -> status.JobStatu
         if action.reconciled_spec is not None else old.last_reconciled_spec,
         phase=action.phase or old.phase,
         nonces=ledger.acknowledge(obs, action, Outcome()),
+        rollout=ledger.rollout_accepting(obs, action),
     )
 
 
@@ -142,7 +143,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
                    (action.message or f"the job is {phase.value}") if phase in PROGRESSING
                    else f"the job is {phase.value}"),
     )
-    return old.evolve(
+    new = old.evolve(
         phase=phase, conditions=conditions,
         observed_generation=old.observed_generation
         if action.kind is ActionKind.REJECT else obs.generation,
@@ -154,6 +155,8 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         else (None if d.pod_name is None else old.job_state),
         savepoints=history, nonces=nonces,
     )
+    rollout, stable = ledger.rollout_after(obs, action, new, health[0])
+    return new.evolve(rollout=rollout, last_stable_spec=stable)
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,7 @@ def validate(spec: spec_model.JobSpec) -> list[str]:
         )
     problems.extend(_checkpointing_problems(spec.checkpointing))
     problems.extend(_savepoints_problems(spec.savepoints))
+    problems.extend(_rollback_problems(spec))
     problems.extend(_storage_problems(spec.storage))
     problems.extend(_restore_problems(spec))
     problems.extend(problems_in_spark_conf(spec.spark_conf))
@@ -167,6 +168,16 @@ def _savepoints_problems(sp: spec_model.SavepointsSpec) -> list[str]:
 
 
 MAX_RETAINED_SAVEPOINTS = 100
+
+
+def _rollback_problems(spec: spec_model.JobSpec) -> list[str]:
+    rb = spec.rollback
+    if rb.timeout <= 0:
+        return ["spec.rollback.timeout must be positive"]
+    if rb.enabled and rb.timeout <= spec.checkpointing.interval:
+        return ["spec.rollback.timeout must be longer than spec.checkpointing.interval: a "
+                "new spec proves itself with a completed checkpoint"]
+    return []
 
 
 def _storage_problems(storage: spec_model.StorageSpec) -> list[str]:

@@ -321,6 +321,45 @@ def test_periodic_savepoints_are_taken_and_old_ones_deleted(
     assert "SavepointsDiscarded" in h.event_reasons("omicron")
 
 
+def test_an_upgrade_that_never_runs_is_rolled_back_to_the_last_stable_spec(
+        harness: OperatorHarness, manifest: Manifest) -> None:
+    h = harness
+    start_running(h, manifest, "pi", rollback={"enabled": True, "timeout": "3s"})
+    status = h.wait_for(lambda: h.job_status("pi").get("rollout", {}).get("state") == "Stable"
+                        and h.job_status("pi"), "the first spec is stable")
+    assert json.loads(status["lastStableSpec"])["image"] == "registry.local/cjob-runtime:1"
+
+    h.patch_spec("pi", {"image": "registry.local/cjob-runtime:2"})  # its pod never runs
+    h.wait_for(lambda: (h.pod("pi") or {}).get("spec", {}).get("containers", [{}])[0]
+               .get("image") == "registry.local/cjob-runtime:2", "the upgraded driver pod")
+
+    def rolled_back() -> dict[str, Any] | None:
+        pod = h.pod("pi")
+        image = pod and pod["spec"]["containers"][0]["image"]
+        return pod if image == "registry.local/cjob-runtime:1" else None
+
+    pod = rolled_back() or h.wait_for(rolled_back, "the stable spec redeployed")
+    assert "--restore-from" in pod["spec"]["containers"][0]["args"]
+    assert job_json(h, "pi")["sparkConf"]["spark.kubernetes.container.image"] == \
+        "registry.local/cjob-runtime:1"
+    status = h.job_status("pi")
+    assert status["rollout"]["state"] == "RolledBack"
+    assert json.loads(status["lastReconciledSpec"])["image"] == "registry.local/cjob-runtime:2"
+    h.wait_for(lambda: "RolledBack" in h.event_reasons("pi"), "a RolledBack event")
+    h.set_pod_phase("pi", "Running")
+    h.wait_for(lambda: h.job_status("pi").get("phase") == "Running", "Running the stable spec")
+    seen = len(h.driver.calls_to(h.namespace, "pi", "GET", "/v1/checkpoints"))
+    h.wait_for(lambda: len(h.driver.calls_to(h.namespace, "pi", "GET", "/v1/checkpoints"))
+               >= seen + 4, "four more reconciles")
+    assert rolled_back() is not None  # the rejected spec is not deployed again
+    assert h.job_status("pi")["rollout"]["state"] == "RolledBack"
+
+    h.patch_spec("pi", {"image": "registry.local/cjob-runtime:3"})  # a new attempt
+    h.wait_for(lambda: (h.pod("pi") or {}).get("spec", {}).get("containers", [{}])[0]
+               .get("image") == "registry.local/cjob-runtime:3", "the next spec deployed")
+    assert h.job_status("pi")["rollout"]["state"] == "Verifying"
+
+
 def test_delete_removes_everything_then_the_finalizer(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness

@@ -93,6 +93,7 @@ def test_minimal_example_is_stored_with_every_default(
         "upgradeMode": "LastCheckpoint",
         "allowFreshStart": False,
         "savepoints": {"retained": 5},
+        "rollback": {"enabled": False, "timeout": "5m"},
     }
 
 
@@ -112,6 +113,8 @@ def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
     assert spec["checkpointing"]["unaligned"] == {"enabled": True, "alignedTimeout": "30s"}
     assert spec["checkpointing"]["incremental"] is False  # defaulted; true is refused
     assert spec["upgradeMode"] == "Savepoint"
+    assert spec["savepoints"] == {"interval": "6h", "retained": 4}
+    assert spec["rollback"] == {"enabled": True, "timeout": "10m"}
     assert spec["executor"]["podTemplate"]["spec"]["tolerations"][0]["key"] == "dedicated"
     assert "credentials" not in str(spec["sparkConf"]).lower()
 

@@ -184,6 +184,7 @@ restartPolicy.backoff.initial restartPolicy.backoff.max restartPolicy.backoff.mu
 restartPolicy.backoff.jitter restartPolicy.resetAfter state upgradeMode restoreFrom
 restoreFrom.checkpointId restoreFrom.path restoreNonce restartNonce checkpointTriggerNonce
 savepointTriggerNonce allowFreshStart savepoints savepoints.interval savepoints.retained
+rollback rollback.enabled rollback.timeout
 """.split()  # noqa: SIM905 (groups of names per line read better than a list literal)
 
 STATUS_FIELDS = """
@@ -278,6 +279,7 @@ def test_every_duration_field_uses_one_pattern(schema: dict[str, Any]) -> None:
             "restartPolicy.backoff.max",
             "restartPolicy.resetAfter",
             "savepoints.interval",
+            "rollback.timeout",
         )
     )
 
@@ -287,9 +289,9 @@ def test_rules_guard_duration_calls_with_the_schema_pattern(schema: dict[str, An
     calls = 0
     for _, node in manifest.iter_schema(schema):
         for rule in cel.rules_of(node):
-            operands = re.findall(r"duration\((self(?:\.\w+)?)\)", rule.rule)
+            operands = re.findall(r"duration\((self(?:\.\w+)*)\)", rule.rule)
             for operand in set(operands):
                 calls += 1
                 guard = f"!{operand}.matches('{DURATION}')"
                 assert guard in rule.rule, rule.rule
-    assert calls == 9
+    assert calls == 12

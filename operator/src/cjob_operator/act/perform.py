@@ -61,10 +61,11 @@ async def _ensure_token(tools: Tools) -> None:
 async def _deploy(tools: Tools, obs: observation.Observation, action: Action) -> Outcome:
     assert obs.spec is not None and obs.status.intent is not None
     job = tools.job
+    sp = action.spec or obs.spec  # the last stable spec while rolled back
     await _ensure_token(tools)
-    await tools.kube.apply(manifests.config_map(job, obs.spec, obs.status.intent.id))
+    await tools.kube.apply(manifests.config_map(job, sp, obs.status.intent.id))
     await tools.kube.apply(manifests.service(job))
-    pod = manifests.driver_pod(job, obs.spec, obs.status.intent.id, action.restore,
+    pod = manifests.driver_pod(job, sp, obs.status.intent.id, action.restore,
                                tools.driver_service_account)
     if not await tools.kube.create(pod):
         return Outcome(error="a driver pod already exists; will retry")

@@ -31,6 +31,7 @@ IGNORED_PATHS: tuple[str, ...] = (
     "allowFreshStart",
     "checkpointing.interval",
     "savepoints",
+    "rollback",
 )
 
 

@@ -131,6 +131,20 @@ class SavepointsSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class RollbackSpec:
+    """``spec.rollback``: redeploy the last stable spec when a new one never proves itself."""
+
+    enabled: bool = False
+    timeout: float = 300.0
+    """Seconds a new spec has to run with a completed checkpoint."""
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> RollbackSpec:
+        return cls(enabled=bool(raw.get("enabled", False)),
+                   timeout=_dur(raw, "timeout", "5m", "rollback"))
+
+
+@dataclass(frozen=True, slots=True)
 class SecretKeys:
     """A reference to storage credentials: never the values themselves."""
 
@@ -241,6 +255,7 @@ class JobSpec:
     savepoint_trigger_nonce: Nonce
     allow_fresh_start: bool
     savepoints: SavepointsSpec = SavepointsSpec()
+    rollback: RollbackSpec = RollbackSpec()
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -272,6 +287,7 @@ class JobSpec:
                 savepoint_trigger_nonce=_opt_str(raw.get("savepointTriggerNonce")),
                 allow_fresh_start=bool(raw.get("allowFreshStart", False)),
                 savepoints=SavepointsSpec.from_storage(raw.get("savepoints") or {}),
+                rollback=RollbackSpec.from_storage(raw.get("rollback") or {}),
                 raw=_thaw(raw),
             )
         except SpecError:
