@@ -289,20 +289,20 @@ def test_manual_savepoint_and_checkpoint_nonces(
 def test_periodic_savepoints_are_taken_and_old_ones_deleted(
         harness: OperatorHarness, manifest: Manifest, store_dir: Path) -> None:
     h = harness
-    start_running(h, manifest, "omicron", checkpointing={"interval": "1h"},
+    start_running(h, manifest, "sigma", checkpointing={"interval": "1h"},
                   savepoints={"interval": "1s", "retained": 2})
-    h.patch_spec("omicron", {"savepointTriggerNonce": 1})  # a manual one, never deleted
+    h.patch_spec("sigma", {"savepointTriggerNonce": 1})  # a manual one, never deleted
 
     def discarded() -> list[dict[str, Any]] | None:
-        history = h.job_status("omicron").get("savepoints", {}).get("history", [])
+        history = h.job_status("sigma").get("savepoints", {}).get("history", [])
         gone = [r for r in history if r["state"] == "Discarded"]
         return history if len(gone) >= 2 else None
 
     h.wait_for(discarded, "two periodic savepoints discarded", timeout=60)
-    h.patch_spec("omicron", {"savepoints": {"interval": None}})  # no more: let it settle
+    h.patch_spec("sigma", {"savepoints": {"interval": None}})  # no more: let it settle
 
     def settled() -> list[dict[str, Any]] | None:
-        history = h.job_status("omicron").get("savepoints", {}).get("history", [])
+        history = h.job_status("sigma").get("savepoints", {}).get("history", [])
         live = [r for r in history if r["kind"] == "Periodic" and r["state"] != "Discarded"]
         done = len(live) == 2 and all(r["state"] == "Completed" for r in live)
         return history if done else None
@@ -313,12 +313,12 @@ def test_periodic_savepoints_are_taken_and_old_ones_deleted(
     assert [r["state"] for r in manual] == ["Completed"]
     kept = [r["id"] for r in periodic if r["state"] == "Completed"]
     assert all(r["id"] < min(kept) for r in periodic if r["state"] == "Discarded")
-    folders = {p.name for p in (store_dir / "ckpt/cjob" / h.namespace / "omicron/savepoints")
+    folders = {p.name for p in (store_dir / "ckpt/cjob" / h.namespace / "sigma/savepoints")
                .iterdir()}
     assert {f"sp-{r['id']:010d}" for r in history if r["state"] == "Completed"} <= folders
     assert not {f"sp-{r['id']:010d}" for r in history if r["state"] == "Discarded"} & folders
-    assert "PeriodicSavepointTriggered" in h.event_reasons("omicron")
-    assert "SavepointsDiscarded" in h.event_reasons("omicron")
+    assert "PeriodicSavepointTriggered" in h.event_reasons("sigma")
+    assert "SavepointsDiscarded" in h.event_reasons("sigma")
 
 
 def test_an_upgrade_that_never_runs_is_rolled_back_to_the_last_stable_spec(
