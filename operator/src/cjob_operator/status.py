@@ -22,6 +22,7 @@ from cjob_operator.model.enums import Phase
 PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING,
                Phase.DELETING}
 STALE_INTERVALS = 3
+KEEPS_ERROR = {Phase.FAILED, Phase.RESTARTING}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +118,14 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
     phase = action.phase or old.phase or Phase.PENDING
     new_intent = None if action.clear_intent else outcome.intent or action.intent or old.intent
     if action.kind in (ActionKind.FAIL, ActionKind.REJECT) or (
-            action.kind is ActionKind.WAIT and action.warning):
+            action.kind in (ActionKind.WAIT, ActionKind.SCHEDULE) and action.warning):
         error: str | None = action.message
     elif outcome.error:
         error = outcome.error
     else:
-        error = old.error if phase is Phase.FAILED else None
+        # Why the job failed, or why it is being restarted (e.g. the driver's one-line
+        # refusal of its configuration), stays until the job runs again.
+        error = old.error if phase in KEEPS_ERROR else None
     cps = checkpoints(obs, outcome)
     d = obs.driver
     driver = status.DriverStatus(
