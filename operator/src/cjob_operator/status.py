@@ -122,6 +122,8 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         error: str | None = action.message
     elif outcome.error:
         error = outcome.error
+    elif action.kind is ActionKind.SCHEDULE:
+        error = None  # a new start the user asked for (create, upgrade, resume, nonce)
     else:
         # Why the job failed, or why it is being restarted (e.g. the driver's one-line
         # refusal of its configuration), stays until the job runs again.

@@ -86,3 +86,17 @@ def test_why_a_job_restarts_stays_in_status_error_until_it_runs_again() -> None:
     assert backing_off.error is not None and line in backing_off.error
     running = after(Phase.RUNNING, DriverView(DriverState.RUNNING, "wc-driver", "r-1", 990.0))
     assert running.error is None
+
+
+def test_a_restart_the_user_asks_for_starts_without_the_old_error() -> None:
+    sp = spec.JobSpec.from_storage({
+        "image": "i:1", "pipeline": {"module": "jobs.orders"}, "restartNonce": 2,
+        "storage": {"endpoint": "file:///s", "bucket": "b"}})
+    failed = status.JobStatus(phase=Phase.FAILED, error="it was restarted 10 times: giving up",
+                              last_reconciled_spec={**dict(sp.raw), "restartNonce": 1})
+    obs = Observation(namespace="ns", name="wc", uid="u", generation=1, deleting=False,
+                      spec=sp, spec_error=None, status=failed, driver=DriverView.absent(),
+                      control=None, store=StoreView.empty(), now=1000.0)
+    action = decide(obs)
+    assert action.kind is ActionKind.SCHEDULE and action.phase is Phase.RESTARTING
+    assert status_mod.next_status(obs, action, status_mod.Outcome()).error is None
