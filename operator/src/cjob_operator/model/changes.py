@@ -2,8 +2,8 @@
 
 The most severe changed field decides the action (Flink Kubernetes Operator style).
 Fields the operator alone uses (restart policy, checkpoint interval, nonces, desired
-state, upgrade mode, restore selection, periodic savepoints, rollback) are ``IGNORE``: changing them never
-redeploys the driver. Everything the driver reads is ``UPGRADE``.
+state, upgrade mode, restore selection, periodic savepoints, rollback) are ``IGNORE``:
+changing them never redeploys the driver. Everything the driver reads is ``UPGRADE``.
 
 >>> classify({"image": "a", "state": "Running"}, {"image": "b", "state": "Suspended"}).kind
 <ChangeKind.UPGRADE: 1>
