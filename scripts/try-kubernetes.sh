@@ -102,7 +102,7 @@ The job runs on the local Kubernetes. Try:
   export KUBECONFIG=$KUBECONFIG
   kubectl -n streaming get cjob -w
   kubectl -n streaming describe cjob running-count
-  kubectl -n streaming patch cjob running-count --type merge -p '{"spec":{"state":"suspended"}}'
+  kubectl -n streaming patch cjob running-count --type merge -p '{"spec":{"state":"Suspended"}}'
   kubectl -n streaming logs running-count-driver
   scripts/try-kubernetes.sh down
 MSG

@@ -221,11 +221,11 @@ metrics | grep -q '^cjob_checkpoints_completed_total{' || fail "no cjob_checkpoi
 
 # -- 6. suspend and resume --------------------------------------------------------------------
 log "suspending"
-kubectl -n "$NS" patch cjob "$JOB" --type merge -p '{"spec":{"state":"suspended"}}'
+kubectl -n "$NS" patch cjob "$JOB" --type merge -p '{"spec":{"state":"Suspended"}}'
 wait_for "$TIMEOUT" "phase Suspended" phase_is Suspended
 wait_for "$TIMEOUT" "the driver pod to be gone" no_driver
 log "resuming"
-kubectl -n "$NS" patch cjob "$JOB" --type merge -p '{"spec":{"state":"running"}}'
+kubectl -n "$NS" patch cjob "$JOB" --type merge -p '{"spec":{"state":"Running"}}'
 wait_for "$TIMEOUT" "phase Running after resume" phase_is Running
 
 log "PASSED: install, first checkpoint, recovery from the last completed checkpoint, metrics, suspend/resume"

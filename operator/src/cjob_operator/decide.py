@@ -4,17 +4,21 @@ Order of precedence (the first that applies wins):
 
 1. deletion (finalizer): optional final savepoint, delete the driver, release;
 2. an invalid spec is rejected (the running driver is left alone);
-3. a recorded intent is carried on or settled (status as a write-ahead log);
-4. ``state: suspended``: final savepoint, then delete the driver;
-5. ``Failed``/``Finished`` stay so until a nonce or an upgrade asks otherwise;
-6. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
-7. driver health: absent, failed or exited drivers are restarted with backoff from
+3. a spec change that did not prove itself within ``spec.rollback.timeout`` is rolled
+   back to the last stable spec (:mod:`cjob_operator.decide_rollback`);
+4. a recorded intent is carried on or settled (status as a write-ahead log);
+5. ``state: Suspended``: final savepoint, then delete the driver;
+6. ``Failed``/``Finished`` stay so until a nonce or an upgrade asks otherwise;
+7. explicit instructions: ``restoreNonce``, ``restartNonce``, an upgrade;
+8. driver health: absent, failed or exited drivers are restarted with backoff from
    the newest usable checkpoint — never from empty state when checkpoints exist —
    unless the driver's exit code says no restart can help
    (:data:`barrier_runtime.exit_codes.FINAL`: the job failed for good, or its input
    is wrong); restarts the driver made itself are counted in ``status.restarts``,
    and the new driver is handed the window's restarts, so both spend one budget;
-8. a running driver: on-demand savepoint/checkpoint (nonces), then periodic ones.
+9. a running driver: on-demand savepoint/checkpoint (nonces), then deleting periodic
+   savepoints beyond retention, then a periodic savepoint when one is due
+   (:mod:`cjob_operator.decide_savepoints`); periodic checkpoints are the driver's.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from typing import Any
 
 from barrier_runtime import exit_codes
 from cjob_operator import decide_lifecycle as lifecycle
-from cjob_operator import validate
+from cjob_operator import decide_rollback, decide_savepoints, validate
 from cjob_operator.model import changes, enums, intent, observation, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
-from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.enums import DriverState, Phase, SavepointKind
 
 
 def decide(obs: observation.Observation) -> Action:
@@ -40,6 +44,9 @@ def decide(obs: observation.Observation) -> Action:
     problems = validate.validate(obs.spec)
     if problems:
         return _reject(obs, "; ".join(problems))
+    rollback = decide_rollback.check(obs, obs.spec)
+    if rollback is not None:
+        return rollback
     if obs.status.intent is not None:
         return lifecycle.carry_on(obs, obs.spec, obs.status.intent)
     if obs.spec.state is enums.DesiredState.SUSPENDED:
@@ -78,13 +85,15 @@ def _running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestoreRequested", obs.now,
                                  target),
             Phase.DEPLOYING, f"restoring the job from {_describe(target)} as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st))
+            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
+            nonce="restoreNonce")
     if lifecycle.changed(obs, "restartNonce", sp.restart_nonce):
         return Action.schedule(
             intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestartRequested", obs.now,
                                  intent.RestoreTarget.latest()),
             Phase.RESTARTING, "restarting the job from the latest checkpoint as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st))
+            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
+            nonce="restartNonce")
     if diff.kind is enums.ChangeKind.UPGRADE:
         return _upgrade(obs, sp, diff)
     if st.phase is Phase.FAILED and sp.allow_fresh_start \
@@ -233,16 +242,30 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
     if lifecycle.changed(obs, "savepointTriggerNonce", sp.savepoint_trigger_nonce):
         last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
         return Action.trigger(enums.SnapshotKind.SAVEPOINT, "SavepointTriggered",
-                              "savepoint requested (savepointTriggerNonce)", reconciled_spec=last)
+                              "savepoint requested (savepointTriggerNonce)", reconciled_spec=last,
+                              nonce="savepointTriggerNonce")
     if lifecycle.changed(obs, "checkpointTriggerNonce", sp.checkpoint_trigger_nonce):
         last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
         return Action.trigger(enums.SnapshotKind.CHECKPOINT, "ManualCheckpointTriggered",
                               "checkpoint requested (checkpointTriggerNonce)",
-                              reconciled_spec=last)
+                              reconciled_spec=last, nonce="checkpointTriggerNonce")
     # Periodic checkpoints are the driver's: its coordinator paces them (interval,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
-    # millisecond and even while the operator is down. The operator only asks for the
-    # on-demand ones above.
+    # millisecond and even while the operator is down. The operator asks for the
+    # on-demand ones above and for periodic savepoints (spec.savepoints).
+    # Retention before the next periodic savepoint: a discard is done in one action,
+    # while with a short interval a periodic savepoint is due at almost every reconcile.
+    old = decide_savepoints.beyond_retention(obs, sp)
+    if old:
+        ids = ", ".join(str(r.id) for r in old)
+        return Action.discard_savepoints(
+            old, f"deleting periodic savepoints {ids}: beyond spec.savepoints.retained "
+                 f"({sp.savepoints.retained})", reconciled_spec=accepted)
+    if decide_savepoints.periodic_due(obs, sp):
+        every = format_duration(sp.savepoints.interval or 0.0)
+        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "PeriodicSavepointTriggered",
+                              f"periodic savepoint (every {every})", reconciled_spec=accepted,
+                              savepoint_kind=SavepointKind.PERIODIC)
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
 
 

@@ -10,11 +10,13 @@ except for upgrades), then deletes the driver.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from cjob_operator import decide_rollback
 from cjob_operator.model import enums, intent, observation, spec, times
-from cjob_operator.model.action import Action, RestorePoint
+from cjob_operator.model.action import Action, ActionKind, RestorePoint
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import DriverState, Phase
 
@@ -25,7 +27,7 @@ _STOP_PHASE = {
 }
 _REASON_PHASE = {
     "Created": Phase.DEPLOYING, "Resumed": Phase.DEPLOYING, "RestoreRequested": Phase.DEPLOYING,
-    "Upgrade": Phase.UPGRADING,
+    "Upgrade": Phase.UPGRADING, decide_rollback.REASON: Phase.UPGRADING,
 }
 
 
@@ -92,7 +94,13 @@ def _carry_on_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.
         return Action.wait(phase, "BackingOff",
                            f"restarting after the backoff, at {times.to_rfc3339(it.not_before)}",
                            until=it.not_before)
-    return _resolve_and_deploy(obs, sp, it, phase)
+    action = _resolve_and_deploy(obs, sp, it, phase)
+    stable = decide_rollback.deployed_spec(obs)
+    if action.kind is ActionKind.DEPLOY and stable is not None:
+        return dataclasses.replace(action, spec=stable,
+                                   message=f"{action.message} with the last stable spec "
+                                           "(rolled back)")
+    return action
 
 
 def _resolve_and_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent,

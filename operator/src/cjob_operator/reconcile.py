@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cjob_operator import metrics
+from cjob_operator import ledger, metrics
 from cjob_operator import observe as observe_mod
 from cjob_operator import status as status_mod
 from cjob_operator.act import control, events, kube, perform
@@ -35,26 +35,13 @@ async def _patch_status(tools: perform.Tools, old: Mapping[str, Any],
     return True
 
 
-def _write_ahead(obs: observation.Observation, action: Action) -> status.JobStatus | None:
-    """The status to persist before acting, if the action records an intent."""
-    if action.intent is None or action.intent == obs.status.intent:
-        return None
-    return obs.status.evolve(
-        intent=action.intent,
-        restarts=action.restarts or obs.status.restarts,
-        last_reconciled_spec=action.reconciled_spec
-        if action.reconciled_spec is not None else obs.status.last_reconciled_spec,
-        phase=action.phase or obs.status.phase,
-    )
-
-
 async def reconcile(tools: perform.Tools, body: Mapping[str, Any],
                     now: float | None = None) -> tuple[observation.Observation, Action]:
     obs = await observe_mod.observe(tools, body, time.time() if now is None else now,
                                     random.Random())
     action = decide(obs)
     stored = status_mod.storable(obs.status)
-    ahead = _write_ahead(obs, action)
+    ahead = status_mod.write_ahead(obs, action)
     if ahead is not None:
         written = status_mod.storable(ahead)
         await _patch_status(tools, stored, written)
@@ -98,4 +85,6 @@ async def _announce(tools: perform.Tools, obs: observation.Observation, action: 
     failed = new.checkpoints.last_failed
     if failed is not None and failed != obs.status.checkpoints.last_failed:
         await post(True, "CheckpointFailed", f"checkpoint {failed.id} failed: {failed.reason}")
+    for warning, reason, message in ledger.events(obs.status, new):
+        await post(warning, reason, message)
 

@@ -1,5 +1,9 @@
 """The next status, computed from what was observed, decided and done (pure).
 
+:func:`write_ahead` is what to persist *before* acting on an action that records an
+intent; :func:`next_status` the single patch after acting. The savepoint history and
+the nonce acknowledgements are kept by :mod:`cjob_operator.ledger`.
+
 Also :func:`merge_patch`: the minimal RFC 7386 merge patch from the stored status
 to the new one, empty when nothing changed (so unchanged statuses are not written).
 """
@@ -10,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cjob_operator import ledger
 from cjob_operator.model import intent, observation, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import Phase
@@ -17,6 +22,7 @@ from cjob_operator.model.enums import Phase
 PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING,
                Phase.DELETING}
 STALE_INTERVALS = 3
+KEEPS_ERROR = {Phase.FAILED, Phase.RESTARTING}
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,8 @@ class Outcome:
     savepoint: status.SavepointRef | None = None
     triggered_id: int | None = None
     error: str | None = None
+    discarded: tuple[int, ...] = ()
+    """Savepoints deleted from storage (or found already gone)."""
 
 
 def _newest(*items: status.CompletedCheckpoint | None) -> status.CompletedCheckpoint | None:
@@ -88,17 +96,38 @@ def checkpoint_health(obs: observation.Observation, phase: Phase,
     return True, "CheckpointsCompleting", "checkpoints complete on schedule"
 
 
+def write_ahead(obs: observation.Observation, action: Action) -> status.JobStatus | None:
+    """The status to persist before acting, if the action records an intent: the intent
+    with the reconciled spec, restart bookkeeping and the nonce it acts on."""
+    if action.intent is None or action.intent == obs.status.intent:
+        return None
+    old = obs.status
+    return old.evolve(
+        intent=action.intent,
+        restarts=action.restarts or old.restarts,
+        last_reconciled_spec=action.reconciled_spec
+        if action.reconciled_spec is not None else old.last_reconciled_spec,
+        phase=action.phase or old.phase,
+        nonces=ledger.acknowledge(obs, action, Outcome()),
+        rollout=ledger.rollout_accepting(obs, action),
+    )
+
+
 def next_status(obs: observation.Observation, action: Action, outcome: Outcome) -> status.JobStatus:
     old = obs.status
     phase = action.phase or old.phase or Phase.PENDING
     new_intent = None if action.clear_intent else outcome.intent or action.intent or old.intent
     if action.kind in (ActionKind.FAIL, ActionKind.REJECT) or (
-            action.kind is ActionKind.WAIT and action.warning):
+            action.kind in (ActionKind.WAIT, ActionKind.SCHEDULE) and action.warning):
         error: str | None = action.message
     elif outcome.error:
         error = outcome.error
+    elif action.kind is ActionKind.SCHEDULE:
+        error = None  # a new start the user asked for (create, upgrade, resume, nonce)
     else:
-        error = old.error if phase is Phase.FAILED else None
+        # Why the job failed, or why it is being restarted (e.g. the driver's one-line
+        # refusal of its configuration), stays until the job runs again.
+        error = old.error if phase in KEEPS_ERROR else None
     cps = checkpoints(obs, outcome)
     d = obs.driver
     driver = status.DriverStatus(
@@ -107,6 +136,9 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         start_time=d.started_at if d.pod_name else None)
     health = checkpoint_health(obs, phase, cps)
     ready = _ready(phase, error)
+    history = ledger.savepoints_after(obs, action, outcome)
+    nonces = ledger.settle_nonces(obs, ledger.acknowledge(obs, action, outcome), phase,
+                                  new_intent, error, history)
     conditions = (
         _condition(obs, "Ready", phase is Phase.RUNNING, ready[0], ready[1]),
         _condition(obs, "CheckpointHealthy", health[0], health[1], health[2]),
@@ -115,7 +147,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
                    (action.message or f"the job is {phase.value}") if phase in PROGRESSING
                    else f"the job is {phase.value}"),
     )
-    return old.evolve(
+    new = old.evolve(
         phase=phase, conditions=conditions,
         observed_generation=old.observed_generation
         if action.kind is ActionKind.REJECT else obs.generation,
@@ -125,7 +157,10 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         intent=new_intent, error=error,
         job_state=obs.control.job_state if obs.control and obs.control.reachable
         else (None if d.pod_name is None else old.job_state),
+        savepoints=history, nonces=nonces,
     )
+    rollout, stable = ledger.rollout_after(obs, action, new, health[0])
+    return new.evolve(rollout=rollout, last_stable_spec=stable)
 
 
 def _ready(phase: Phase, error: str | None) -> tuple[str, str]:

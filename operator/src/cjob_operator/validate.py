@@ -103,6 +103,8 @@ def validate(spec: spec_model.JobSpec) -> list[str]:
             f"({spec.parallelism}) task slots for the barrier stage"
         )
     problems.extend(_checkpointing_problems(spec.checkpointing))
+    problems.extend(_savepoints_problems(spec.savepoints))
+    problems.extend(_rollback_problems(spec))
     problems.extend(_storage_problems(spec.storage))
     problems.extend(_restore_problems(spec))
     problems.extend(problems_in_spark_conf(spec.spark_conf))
@@ -153,6 +155,29 @@ def _checkpointing_problems(cp: spec_model.CheckpointingSpec) -> list[str]:
             "false (every checkpoint is a full one)"
         )
     return problems
+
+
+def _savepoints_problems(sp: spec_model.SavepointsSpec) -> list[str]:
+    problems = []
+    if sp.interval is not None and sp.interval <= 0:
+        problems.append("spec.savepoints.interval must be positive")
+    if not 1 <= sp.retained <= MAX_RETAINED_SAVEPOINTS:
+        problems.append(
+            f"spec.savepoints.retained must be between 1 and {MAX_RETAINED_SAVEPOINTS}")
+    return problems
+
+
+MAX_RETAINED_SAVEPOINTS = 100
+
+
+def _rollback_problems(spec: spec_model.JobSpec) -> list[str]:
+    rb = spec.rollback
+    if rb.timeout <= 0:
+        return ["spec.rollback.timeout must be positive"]
+    if rb.enabled and rb.timeout <= spec.checkpointing.interval:
+        return ["spec.rollback.timeout must be longer than spec.checkpointing.interval: a "
+                "new spec proves itself with a completed checkpoint"]
+    return []
 
 
 def _storage_problems(storage: spec_model.StorageSpec) -> list[str]:

@@ -205,7 +205,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
     start_running(h, manifest, "delta")
-    h.patch_spec("delta", {"state": "suspended"})
+    h.patch_spec("delta", {"state": "Suspended"})
     status = h.wait_for(lambda: h.job_status("delta").get("phase") == "Suspended"
                         and h.job_status("delta"), "phase Suspended")
     assert h.driver.calls_to(h.namespace, "delta", "POST", "/v1/stop")[0].body == {
@@ -216,7 +216,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
     h.wait_for(lambda: {"Suspending", "Suspended", "SavepointCompleted"}
                <= set(h.event_reasons("delta")), "suspend events")
 
-    h.patch_spec("delta", {"state": "running"})
+    h.patch_spec("delta", {"state": "Running"})
     pod = h.wait_for(lambda: h.pod("delta"), "resumed driver pod")
     assert pod["spec"]["containers"][0]["args"][-2:] == ["--restore-from", savepoint]
     h.set_pod_phase("delta", "Running")
@@ -226,7 +226,7 @@ def test_suspend_takes_a_savepoint_and_resume_restores_it(
 def test_upgrade_in_savepoint_mode_redeploys_from_the_savepoint(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
-    start_running(h, manifest, "epsilon", upgradeMode="savepoint")
+    start_running(h, manifest, "epsilon", upgradeMode="Savepoint")
     h.patch_spec("epsilon", {"image": "registry.local/cjob-runtime:2"})
 
     def upgraded() -> dict[str, Any] | None:
@@ -267,6 +267,97 @@ def test_manual_savepoint_and_checkpoint_nonces(
                >= seen + 4, "four more reconciles")
     triggers = h.driver.calls_to(h.namespace, "lambda", "POST", "/v1/checkpoints")
     assert len(triggers) == 2
+
+    # Both nonces are acknowledged with their outcome; the savepoint is in the history.
+    def settled() -> dict[str, Any] | None:
+        nonces = h.job_status("lambda").get("nonces", {})
+        done = [nonces.get(f, {}).get("outcome") for f in ("savepointTriggerNonce",
+                                                           "checkpointTriggerNonce")]
+        return nonces if done == ["Succeeded", "Succeeded"] else None
+
+    nonces = h.wait_for(settled, "nonces acknowledged as Succeeded")
+    assert nonces["savepointTriggerNonce"]["value"] == 1
+    assert nonces["checkpointTriggerNonce"]["value"] == 7
+    [saved] = h.job_status("lambda")["savepoints"]["history"]
+    assert (saved["kind"], saved["state"]) == ("Manual", "Completed")
+    assert saved["id"] == nonces["savepointTriggerNonce"]["snapshotId"]
+    assert "/savepoints/sp-" in saved["path"]
+    h.wait_for(lambda: {"SavepointCompleted", "NonceSucceeded"} <= set(h.event_reasons("lambda")),
+               "events")
+
+
+def test_periodic_savepoints_are_taken_and_old_ones_deleted(
+        harness: OperatorHarness, manifest: Manifest, store_dir: Path) -> None:
+    h = harness
+    start_running(h, manifest, "sigma", checkpointing={"interval": "1h"},
+                  savepoints={"interval": "1s", "retained": 2})
+    h.patch_spec("sigma", {"savepointTriggerNonce": 1})  # a manual one, never deleted
+
+    def discarded() -> list[dict[str, Any]] | None:
+        history = h.job_status("sigma").get("savepoints", {}).get("history", [])
+        gone = [r for r in history if r["state"] == "Discarded"]
+        return history if len(gone) >= 2 else None
+
+    h.wait_for(discarded, "two periodic savepoints discarded", timeout=60)
+    h.patch_spec("sigma", {"savepoints": {"interval": None}})  # no more: let it settle
+
+    def settled() -> list[dict[str, Any]] | None:
+        history = h.job_status("sigma").get("savepoints", {}).get("history", [])
+        live = [r for r in history if r["kind"] == "Periodic" and r["state"] != "Discarded"]
+        done = len(live) == 2 and all(r["state"] == "Completed" for r in live)
+        return history if done else None
+
+    history = h.wait_for(settled, "two periodic savepoints kept")
+    periodic = [r for r in history if r["kind"] == "Periodic"]
+    manual = [r for r in history if r["kind"] == "Manual"]
+    assert [r["state"] for r in manual] == ["Completed"]
+    kept = [r["id"] for r in periodic if r["state"] == "Completed"]
+    assert all(r["id"] < min(kept) for r in periodic if r["state"] == "Discarded")
+    folders = {p.name for p in (store_dir / "ckpt/cjob" / h.namespace / "sigma/savepoints")
+               .iterdir()}
+    assert {f"sp-{r['id']:010d}" for r in history if r["state"] == "Completed"} <= folders
+    assert not {f"sp-{r['id']:010d}" for r in history if r["state"] == "Discarded"} & folders
+    assert "PeriodicSavepointTriggered" in h.event_reasons("sigma")
+    assert "SavepointsDiscarded" in h.event_reasons("sigma")
+
+
+def test_an_upgrade_that_never_runs_is_rolled_back_to_the_last_stable_spec(
+        harness: OperatorHarness, manifest: Manifest) -> None:
+    h = harness
+    start_running(h, manifest, "pi", rollback={"enabled": True, "timeout": "3s"})
+    status = h.wait_for(lambda: h.job_status("pi").get("rollout", {}).get("state") == "Stable"
+                        and h.job_status("pi"), "the first spec is stable")
+    assert json.loads(status["lastStableSpec"])["image"] == "registry.local/cjob-runtime:1"
+
+    h.patch_spec("pi", {"image": "registry.local/cjob-runtime:2"})  # its pod never runs
+    h.wait_for(lambda: (h.pod("pi") or {}).get("spec", {}).get("containers", [{}])[0]
+               .get("image") == "registry.local/cjob-runtime:2", "the upgraded driver pod")
+
+    def rolled_back() -> dict[str, Any] | None:
+        pod = h.pod("pi")
+        image = pod and pod["spec"]["containers"][0]["image"]
+        return pod if image == "registry.local/cjob-runtime:1" else None
+
+    pod = rolled_back() or h.wait_for(rolled_back, "the stable spec redeployed")
+    assert "--restore-from" in pod["spec"]["containers"][0]["args"]
+    assert job_json(h, "pi")["sparkConf"]["spark.kubernetes.container.image"] == \
+        "registry.local/cjob-runtime:1"
+    status = h.job_status("pi")
+    assert status["rollout"]["state"] == "RolledBack"
+    assert json.loads(status["lastReconciledSpec"])["image"] == "registry.local/cjob-runtime:2"
+    h.wait_for(lambda: "RolledBack" in h.event_reasons("pi"), "a RolledBack event")
+    h.set_pod_phase("pi", "Running")
+    h.wait_for(lambda: h.job_status("pi").get("phase") == "Running", "Running the stable spec")
+    seen = len(h.driver.calls_to(h.namespace, "pi", "GET", "/v1/checkpoints"))
+    h.wait_for(lambda: len(h.driver.calls_to(h.namespace, "pi", "GET", "/v1/checkpoints"))
+               >= seen + 4, "four more reconciles")
+    assert rolled_back() is not None  # the rejected spec is not deployed again
+    assert h.job_status("pi")["rollout"]["state"] == "RolledBack"
+
+    h.patch_spec("pi", {"image": "registry.local/cjob-runtime:3"})  # a new attempt
+    h.wait_for(lambda: (h.pod("pi") or {}).get("spec", {}).get("containers", [{}])[0]
+               .get("image") == "registry.local/cjob-runtime:3", "the next spec deployed")
+    assert h.job_status("pi")["rollout"]["state"] == "Verifying"
 
 
 def test_delete_removes_everything_then_the_finalizer(
@@ -326,7 +417,7 @@ def test_restore_from_a_chosen_checkpoint_with_restore_nonce(
 def test_delete_in_savepoint_mode_takes_a_final_savepoint_first(
         harness: OperatorHarness, manifest: Manifest) -> None:
     h = harness
-    start_running(h, manifest, "nu", upgradeMode="savepoint")
+    start_running(h, manifest, "nu", upgradeMode="Savepoint")
     h.delete_job("nu")
     h.wait_for(lambda: h.job("nu") is None, "job gone")
     assert len(h.driver.calls_to(h.namespace, "nu", "POST", "/v1/stop")) == 1
@@ -338,7 +429,7 @@ def test_suspend_without_a_savepoint_after_repeated_stop_failures(
     h = harness
     h.driver.behaviour(h.namespace, "xi").fail_stop = True
     start_running(h, manifest, "xi", checkpointing={"interval": "1s"})
-    h.patch_spec("xi", {"state": "suspended"})
+    h.patch_spec("xi", {"state": "suspended"})  # the deprecated alias still works
     h.wait_for(lambda: h.job_status("xi").get("phase") == "Suspended", "Suspended", timeout=30)
     assert len(h.driver.calls_to(h.namespace, "xi", "POST", "/v1/stop")) == 3
     h.wait_for(lambda: {"ActionFailed", "SavepointFailed"} <= set(h.event_reasons("xi")),

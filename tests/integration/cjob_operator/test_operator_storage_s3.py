@@ -86,6 +86,24 @@ def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
     assert chosen is not None and int(chosen.checkpoint_id) == view.newest_usable.id
 
 
+def test_s3_discard_of_periodic_savepoints_deletes_only_those(
+        s3: embedded.EmbeddedS3Server) -> None:
+    """spec.savepoints.retained on S3: the runtime's delete_checkpoint('sp-N') removes the
+    named savepoints (metadata first), never a checkpoint, and counts a missing one as gone."""
+    root = f"cjob/ns/job-{uuid.uuid4().hex[:8]}"
+    store = s3.open_store(BUCKET, root)
+    for sid in (2, 3, 5):
+        commit(store, sid, kind="savepoint")
+    commit(store, 4)
+    cat = catalog.open_catalog(s3.endpoint, BUCKET, root, s3.access_key, s3.secret_key)
+    gone, error = asyncio.run(cat.discard_savepoints((2, 3, 4)))
+    assert error is None and gone == (2, 3, 4)
+    assert {key.split("/")[1] for key in store.list("savepoints/")} == {"sp-0000000005"}
+    assert {key.split("/")[1] for key in store.list("checkpoints/")} == {"chk-0000000004"}
+    view = cat.view_sync()
+    assert view.latest_savepoint is not None and view.latest_savepoint.id == 5
+
+
 def test_wrong_credentials_make_the_store_unreadable_not_empty(
         s3: embedded.EmbeddedS3Server) -> None:
     cat = catalog.open_catalog(s3.endpoint, BUCKET, "cjob/ns/x", "nobody", "wrong-secret")

@@ -114,3 +114,34 @@ def test_corrupt_object_of_unchanged_size_falls_back_like_the_driver(tmp_path: P
     assert [(u.id, "sha256" in u.reason) for u in v.unusable] == [(4, True)]
     driver_choice = view(tmp_path).store.select_restore_point()
     assert driver_choice is not None and int(driver_choice.checkpoint_id) == 3
+
+
+def test_discarding_savepoints_deletes_exactly_those_savepoints(tmp_path: Path) -> None:
+    """spec.savepoints.retained goes through the runtime's delete_checkpoint: only the named
+    savepoints go, a checkpoint is never taken for one, a missing one counts as gone."""
+    for sid in (2, 3, 5):
+        commit(tmp_path, sid, "savepoint")
+    commit(tmp_path, 4)
+    gone, error = view(tmp_path).discard_savepoints_sync((2, 4, 9))
+    assert error is None and gone == (2, 4, 9)
+    assert ids(tmp_path, "savepoint") == [5, 3]
+    assert ids(tmp_path, "checkpoint") == [4]  # "sp-4" never names checkpoint 4
+    assert not (tmp_path / "savepoints/sp-0000000002").exists()
+
+
+def test_a_storage_failure_stops_the_discard_and_is_reported(tmp_path: Path) -> None:
+    commit(tmp_path, 2, "savepoint")
+    commit(tmp_path, 3, "savepoint")
+    cat = view(tmp_path)
+
+    def broken(path_or_id: int | str) -> None:
+        if path_or_id == "sp-3":
+            raise OSError("disk on fire")
+        original(path_or_id)
+
+    original = cat.store.delete_checkpoint
+    cat.store.delete_checkpoint = broken  # type: ignore[method-assign]
+    gone, error = cat.discard_savepoints_sync((2, 3))
+    assert gone == (2,)
+    assert error == "could not delete savepoint 3: OSError: disk on fire"
+    assert ids(tmp_path, "savepoint") == [3]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cjob_operator.act import control
 from cjob_operator.model.enums import SnapshotKind
+from cjob_operator.model.observation import EntryStatus
 
 
 def test_checkpoint_overview_is_parsed() -> None:
@@ -37,3 +38,28 @@ def test_camel_case_and_savepoints() -> None:
 
 def test_default_url_is_the_headless_service() -> None:
     assert control.base_url("ns", "job", "job-driver", 8080) == "http://job-driver.ns.svc:8080"
+
+
+def test_history_entries_are_parsed_for_their_outcome() -> None:
+    """The operator settles triggered savepoints and checkpoint nonces from the history."""
+    doc = {"latest": {"completed": {"id": 3, "kind": "checkpoint", "completion_timestamp": 9.0},
+                      "failed": {"id": 2, "failure_reason": "DECLINED"}},
+           "history": [
+               {"id": 4, "status": "completed", "kind": "savepoint", "trigger_timestamp": 10.0,
+                "completion_timestamp": 11.0, "path": "cjob/ns/j/savepoints/sp-0000000004"},
+               {"id": 5, "status": "FAILED", "kind": "savepoint", "failure_reason": "TIMEOUT"},
+               {"id": 6, "status": "in-progress", "kind": "checkpoint"},
+               {"status": "completed"}, {"id": 7, "status": "exploded"}]}
+    view = control.parse_checkpoints(doc, None, ready=True)
+    assert [(e.id, e.status) for e in view.history] == [
+        (4, EntryStatus.COMPLETED), (5, EntryStatus.FAILED), (6, EntryStatus.IN_PROGRESS)]
+    four = view.entry(4)
+    assert four is not None and four.kind is SnapshotKind.SAVEPOINT
+    assert four.path == "cjob/ns/j/savepoints/sp-0000000004" and four.completion_time == 11.0
+    five = view.entry(5)
+    assert five is not None and five.failure_reason == "TIMEOUT"
+    # beyond the history, the latest completed and failed entries still answer
+    three, two = view.entry(3), view.entry(2)
+    assert three is not None and three.status is EntryStatus.COMPLETED
+    assert two is not None and two.status is EntryStatus.FAILED and two.failure_reason == "DECLINED"
+    assert view.entry(99) is None

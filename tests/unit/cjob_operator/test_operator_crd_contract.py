@@ -10,9 +10,16 @@ from typing import Any
 import pytest
 import yaml
 
-from cjob_operator.model import intent, status
+from cjob_operator.model import acks, intent, status
 from cjob_operator.model import spec as spec_model
-from cjob_operator.model.enums import Phase
+from cjob_operator.model.enums import (
+    NonceOutcome,
+    Phase,
+    RolloutState,
+    SavepointKind,
+    SavepointState,
+)
+from cjob_operator.model.savepoints import SavepointRecord, SavepointsStatus
 
 CRD = Path(__file__).parents[3] / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
 pytestmark = pytest.mark.skipif(not CRD.exists(), reason="the CRD is not written yet")
@@ -51,7 +58,19 @@ def full_status() -> dict[str, Any]:
         restarts=status.RestartsStatus(1, 1.0, "DriverFailed", 2.0, (1.0,)),
         last_reconciled_spec={"image": "x"},
         intent=intent.Intent.deploy("d", "Created", 1.0, intent.RestoreTarget.latest(), 2.0),
-        error="e", job_state="RUNNING")
+        error="e", job_state="RUNNING",
+        savepoints=SavepointsStatus((
+            SavepointRecord(SavepointKind.PERIODIC, SavepointState.COMPLETED, 1.0, 3, "s3://y",
+                            2.0),
+            SavepointRecord(SavepointKind.MANUAL, SavepointState.FAILED, 4.0, message="busy"),
+        ), last_periodic_trigger_time=1.0),
+        nonces=acks.NonceAcks(
+            acks.NonceAck(5, NonceOutcome.SUCCEEDED, 1.0, "done", 4, 2.0),
+            acks.NonceAck(6, NonceOutcome.IN_PROGRESS, 1.0, "", 5),
+            acks.NonceAck(7, NonceOutcome.IGNORED, 1.0, "suspended", None, 1.0),
+            acks.NonceAck(8, NonceOutcome.FAILED, 1.0, "no", None, 3.0)),
+        last_stable_spec={"image": "w"},
+        rollout=status.RolloutStatus(RolloutState.ROLLED_BACK, 5.0, "rolled back"))
     return st.for_storage()
 
 
@@ -63,6 +82,18 @@ def test_every_status_field_the_operator_writes_is_in_the_schema() -> None:
 def test_phases_match_the_schema_enum() -> None:
     enum = schema()["properties"]["status"]["properties"]["phase"]["enum"]
     assert sorted(enum) == sorted(p.value for p in Phase)
+
+
+def test_status_enums_match_the_model() -> None:
+    props = schema()["properties"]["status"]["properties"]
+    record = props["savepoints"]["properties"]["history"]["items"]["properties"]
+    assert record["kind"]["enum"] == [k.value for k in SavepointKind]
+    assert record["state"]["enum"] == [s.value for s in SavepointState]
+    assert props["rollout"]["properties"]["state"]["enum"] == [s.value for s in RolloutState]
+    assert sorted(props["nonces"]["properties"]) == sorted(acks.NONCE_FIELDS)
+    for field in acks.NONCE_FIELDS:
+        outcome = props["nonces"]["properties"][field]["properties"]["outcome"]
+        assert outcome["enum"] == [o.value for o in NonceOutcome]
 
 
 def test_spec_fields_the_operator_reads_are_in_the_schema() -> None:

@@ -82,6 +82,10 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "checkpointTriggerNonce": ((DECIDE, "manual checkpoint"),),
     "savepointTriggerNonce": ((DECIDE, "manual savepoint"),),
     "allowFreshStart": ((JOB_JSON, "allowFreshStart"), (DECIDE, "fresh_start_refusal")),
+    "savepoints.interval": ((DECIDE, "decide_savepoints.periodic_due"),),
+    "savepoints.retained": ((DECIDE, "decide_savepoints.beyond_retention"),),
+    "rollback.enabled": ((DECIDE, "decide_rollback.check"),),
+    "rollback.timeout": ((DECIDE, "decide_rollback.check"),),
 }
 
 

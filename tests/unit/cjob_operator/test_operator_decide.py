@@ -35,7 +35,7 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
         "restartPolicy": {"type": "Always", "maxRestarts": 3, "window": "1h",
                           "backoff": {"initial": "10s", "max": "5m", "multiplier": 2,
                                       "jitter": 0.0}},
-        "upgradeMode": "last-checkpoint",
+        "upgradeMode": "LastCheckpoint",
     }
     base.update(overrides)
     return base
@@ -148,8 +148,8 @@ def test_allow_fresh_start_accepts_losing_unusable_state() -> None:
 
 
 def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() -> None:
-    new_spec = raw_spec(image="registry.local/jobs:2", upgradeMode="savepoint")
-    old = running_status(last_reconciled_spec=raw_spec(upgradeMode="savepoint"))
+    new_spec = raw_spec(image="registry.local/jobs:2", upgradeMode="Savepoint")
+    old = running_status(last_reconciled_spec=raw_spec(upgradeMode="Savepoint"))
     first = decide(observe(spec_raw=new_spec, st=old))
     assert first.kind is ActionKind.STOP and first.phase is Phase.UPGRADING
     assert first.intent is not None and first.intent.purpose is intent.StopPurpose.UPGRADE
@@ -176,7 +176,7 @@ def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() ->
 
 
 def test_suspend_takes_a_savepoint_then_deletes_the_driver() -> None:
-    suspended = raw_spec(state="suspended")
+    suspended = raw_spec(state="Suspended")
     first = decide(observe(spec_raw=suspended))
     assert first.kind is ActionKind.STOP and first.phase is Phase.SUSPENDING
     assert first.intent is not None and first.intent.purpose is intent.StopPurpose.SUSPEND
@@ -324,8 +324,8 @@ def test_deploy_intent_settles_when_its_pod_exists() -> None:
 
 
 def test_stateless_upgrade_starts_empty_only_when_chosen() -> None:
-    new = raw_spec(image="registry.local/jobs:2", upgradeMode="stateless")
-    old = running_status(last_reconciled_spec=raw_spec(upgradeMode="stateless"))
+    new = raw_spec(image="registry.local/jobs:2", upgradeMode="Stateless")
+    old = running_status(last_reconciled_spec=raw_spec(upgradeMode="Stateless"))
     action = decide(observe(spec_raw=new, st=old))
     assert action.kind is ActionKind.SCHEDULE and action.intent is not None
     assert action.intent.restore.mode is intent.RestoreMode.NONE
@@ -355,7 +355,7 @@ def test_incremental_checkpoints_are_refused_not_ignored() -> None:
 
 
 def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:
-    sp = raw_spec(upgradeMode="savepoint")
+    sp = raw_spec(upgradeMode="Savepoint")
     first = decide(observe(spec_raw=sp, deleting=True))
     assert first.kind is ActionKind.STOP and first.phase is Phase.DELETING
     assert first.intent is not None
@@ -381,7 +381,7 @@ CHANGES = {
     "ignorable": {"restartPolicy": {"maxRestarts": 5}},
     "upgrade": {"image": "registry.local/jobs:2"},
     "restart-nonce": {"restartNonce": "r1"},
-    "suspend": {"state": "suspended"},
+    "suspend": {"state": "Suspended"},
 }
 PHASES = [Phase.RUNNING, Phase.RESTARTING, Phase.SUSPENDED, Phase.FAILED]
 DRIVERS = {

@@ -6,8 +6,11 @@ import subprocess
 import sys
 
 PURE = ["cjob_operator.decide", "cjob_operator.decide_lifecycle", "cjob_operator.status",
-        "cjob_operator.manifests", "cjob_operator.validate", "cjob_operator.model.spec",
-        "cjob_operator.model.status", "cjob_operator.model.observation"]
+        "cjob_operator.decide_rollback", "cjob_operator.decide_savepoints",
+        "cjob_operator.ledger", "cjob_operator.manifests", "cjob_operator.validate",
+        "cjob_operator.model.spec", "cjob_operator.model.status",
+        "cjob_operator.model.observation", "cjob_operator.model.savepoints",
+        "cjob_operator.model.acks"]
 
 
 def test_pure_modules_import_no_kopf_no_kubernetes_no_io_clients() -> None:

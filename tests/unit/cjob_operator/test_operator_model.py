@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cjob_operator import validate
-from cjob_operator.model import changes, durations, intent, spec, status, times
-from cjob_operator.model.enums import ChangeKind, Phase, RestartType
+from cjob_operator.model import acks, changes, durations, enums, intent, spec, status, times
+from cjob_operator.model.enums import (
+    ChangeKind,
+    DesiredState,
+    NonceOutcome,
+    Phase,
+    RestartType,
+    RolloutState,
+    SavepointKind,
+    SavepointState,
+    UpgradeMode,
+)
+from cjob_operator.model.savepoints import HISTORY_LIMIT, SavepointRecord, SavepointsStatus
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -25,8 +38,38 @@ def test_bad_durations_are_rejected(text: str) -> None:
 def test_bad_spec_values_name_the_field() -> None:
     with pytest.raises(spec.SpecError, match=r"spec.checkpointing.interval"):
         spec.JobSpec.from_storage({"checkpointing": {"interval": "soon"}})
-    with pytest.raises(spec.SpecError, match=r"spec.upgradeMode.*savepoint"):
+    with pytest.raises(spec.SpecError, match=r"spec.upgradeMode.*Savepoint"):
         spec.JobSpec.from_storage({"upgradeMode": "yolo"})
+
+
+@pytest.mark.parametrize(("field", "old", "new"), [
+    ("state", "running", DesiredState.RUNNING),
+    ("state", "suspended", DesiredState.SUSPENDED),
+    ("upgradeMode", "last-checkpoint", UpgradeMode.LAST_CHECKPOINT),
+    ("upgradeMode", "savepoint", UpgradeMode.SAVEPOINT),
+    ("upgradeMode", "stateless", UpgradeMode.STATELESS),
+])
+def test_deprecated_enum_spellings_read_as_the_new_ones(field: str, old: str,
+                                                        new: DesiredState | UpgradeMode) -> None:
+    """v1alpha1 accepts the first lower-case spellings as aliases and normalises them."""
+    as_alias = spec.JobSpec.from_storage({field: old})
+    as_new = spec.JobSpec.from_storage({field: new.value})
+    assert as_alias == as_new
+    assert getattr(as_alias, "state" if field == "state" else "upgrade_mode") is new
+    assert new.value[0].isupper()
+
+
+def test_switching_to_the_new_spelling_never_redeploys() -> None:
+    old = {"image": "x", "state": "running", "upgradeMode": "last-checkpoint"}
+    new = {"image": "x", "state": "Running", "upgradeMode": "LastCheckpoint"}
+    assert changes.classify(old, new).kind is ChangeKind.IGNORE
+
+
+def test_aliases_cover_only_enums_whose_values_changed() -> None:
+    for enum_name, aliases in enums.DEPRECATED_ALIASES.items():
+        cls = getattr(enums, enum_name)
+        assert {cls(new) for new in aliases.values()} == set(cls)
+        assert not set(aliases) & {m.value for m in cls}
 
 
 def test_spec_defaults_match_the_crd() -> None:
@@ -52,11 +95,49 @@ def test_status_round_trips_through_storage() -> None:
         intent=intent.Intent.deploy("r-1", "DriverFailed", 999.0, intent.RestoreTarget.latest(),
                                     not_before=1009.0),
         error=None,
+        savepoints=SavepointsStatus((
+            SavepointRecord(SavepointKind.PERIODIC, SavepointState.DISCARDED, 900.0, 5,
+                            "s3://b/sp5", 901.0),
+            SavepointRecord(SavepointKind.SUSPEND, SavepointState.COMPLETED, 950.0, 6,
+                            "s3://b/sp", 951.5),
+            SavepointRecord(SavepointKind.MANUAL, SavepointState.FAILED, 960.0,
+                            message="POST /v1/checkpoints answered 409"),
+        ), last_periodic_trigger_time=900.0),
+        nonces=acks.NonceAcks(
+            checkpoint_trigger=acks.NonceAck(4, NonceOutcome.UNKNOWN, 970.0, "lost", 9, 990.0),
+            restart=acks.NonceAck(3, NonceOutcome.IN_PROGRESS, 999.0, "restarting")),
+        last_stable_spec={"image": "w"},
+        rollout=status.RolloutStatus(RolloutState.VERIFYING, 999.0),
     )
     stored = st.for_storage()
     assert isinstance(stored["lastReconciledSpec"], str)  # a JSON string, as in the CRD
+    assert isinstance(stored["lastStableSpec"], str)
     assert status.JobStatus.from_storage(stored) == st
+    assert status.JobStatus.from_storage(json.loads(json.dumps(stored))) == st
 
+
+def test_unreadable_new_status_parts_read_as_absent() -> None:
+    st = status.JobStatus.from_storage({
+        "savepoints": {"history": [{"kind": "Sometimes", "state": "Completed"}, "x"]},
+        "nonces": {"restartNonce": {"value": 1, "outcome": "Maybe"}},
+        "rollout": {"state": "Sideways"}, "lastStableSpec": "{not json"})
+    assert st.savepoints.history == () and st.nonces == acks.NonceAcks()
+    assert st.rollout is None and st.last_stable_spec is None
+
+
+def test_savepoint_history_is_bounded_but_keeps_periodic_savepoints_in_storage() -> None:
+    periodic = SavepointRecord(SavepointKind.PERIODIC, SavepointState.COMPLETED, 1.0, 1, "p")
+    gone = SavepointRecord(SavepointKind.PERIODIC, SavepointState.DISCARDED, 2.0, 2, "q")
+    history = SavepointsStatus().record(periodic).record(gone)
+    for i in range(3, 3 + HISTORY_LIMIT):
+        history = history.record(SavepointRecord(SavepointKind.MANUAL,
+                                                 SavepointState.COMPLETED, float(i), i))
+    ids = [r.id for r in history.history]
+    assert ids == [1, *range(3, 3 + HISTORY_LIMIT)]  # the discarded one fell off
+    settled = history.record(history.history[-1].settle(SavepointState.FAILED, 99.0,
+                                                        message="x"))
+    assert len(settled.history) == len(history.history)
+    assert settled.history[-1].state is SavepointState.FAILED
 
 def test_times_round_trip() -> None:
     assert times.from_rfc3339(times.to_rfc3339(1700000000.25)) == 1700000000.25

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from cjob_operator import validate as operator_validate
-from cjob_operator.model import enums
+from cjob_operator.model import acks, enums, savepoints
 from cjob_operator.model import intent as intents
 from cjob_operator.model import spec as spec_model
 from cjob_operator.model import status as status_model
@@ -98,9 +98,27 @@ def _full_status() -> status_model.JobStatus:
             ),
         ),
         restarts=status_model.RestartsStatus(2, T, "DriverFailed", T + 10, (T - 60, T)),
-        last_reconciled_spec={"parallelism": 2, "state": "running"},
+        last_reconciled_spec={"parallelism": 2, "state": "Running"},
         intent=intents.Intent.stop("i-1", "suspend requested", T, intents.StopPurpose.SUSPEND),
         error="checkpoint 43 timed out",
+        savepoints=savepoints.SavepointsStatus(
+            (
+                savepoints.SavepointRecord(
+                    enums.SavepointKind.PERIODIC, enums.SavepointState.COMPLETED, T - 9, 40,
+                    "s3://checkpoints/cjob/default/wordcount/savepoints/sp-0000000040", T - 8,
+                ),
+                savepoints.SavepointRecord(
+                    enums.SavepointKind.MANUAL, enums.SavepointState.IN_PROGRESS, T, 44
+                ),
+            ),
+            last_periodic_trigger_time=T - 9,
+        ),
+        nonces=acks.NonceAcks(
+            savepoint_trigger=acks.NonceAck(3, enums.NonceOutcome.IN_PROGRESS, T, "", 44),
+            restart=acks.NonceAck(1, enums.NonceOutcome.SUCCEEDED, T - 60, "running", None, T),
+        ),
+        last_stable_spec={"parallelism": 2, "state": "Running"},
+        rollout=status_model.RolloutStatus(enums.RolloutState.STABLE, T - 30),
     )
 
 

@@ -90,9 +90,11 @@ def test_minimal_example_is_stored_with_every_default(
             "backoff": {"initial": "10s", "max": "5m", "multiplier": 2.0, "jitter": 0.2},
             "resetAfter": "10m",
         },
-        "state": "running",
-        "upgradeMode": "last-checkpoint",
+        "state": "Running",
+        "upgradeMode": "LastCheckpoint",
         "allowFreshStart": False,
+        "savepoints": {"retained": 5},
+        "rollback": {"enabled": False, "timeout": "5m"},
     }
 
 
@@ -111,7 +113,9 @@ def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
     assert spec["executor"]["instances"] * spec["executor"]["cores"] >= spec["parallelism"]
     assert spec["checkpointing"]["unaligned"] == {"enabled": True, "alignedTimeout": "30s"}
     assert spec["checkpointing"]["incremental"] is False  # defaulted; true is refused
-    assert spec["upgradeMode"] == "savepoint"
+    assert spec["upgradeMode"] == "Savepoint"
+    assert spec["savepoints"] == {"interval": "6h", "retained": 4}
+    assert spec["rollback"] == {"enabled": True, "timeout": "10m"}
     assert spec["executor"]["podTemplate"]["spec"]["tolerations"][0]["key"] == "dedicated"
     assert "credentials" not in str(spec["sparkConf"]).lower()
 
@@ -121,7 +125,7 @@ def test_suspended_example_is_suspended_and_runs_a_file(
 ) -> None:
     spec = _stored(validator, "suspended.yaml")
 
-    assert spec["state"] == "suspended"
+    assert spec["state"] == "Suspended"
     assert spec["pipeline"] == {"file": "/opt/pipelines/sessions.py", "args": ["--gap", "30m"]}
 
 

@@ -183,7 +183,8 @@ restartPolicy.type restartPolicy.maxRestarts restartPolicy.attemptsPerRecord res
 restartPolicy.backoff.initial restartPolicy.backoff.max restartPolicy.backoff.multiplier
 restartPolicy.backoff.jitter restartPolicy.resetAfter state upgradeMode restoreFrom
 restoreFrom.checkpointId restoreFrom.path restoreNonce restartNonce checkpointTriggerNonce
-savepointTriggerNonce allowFreshStart
+savepointTriggerNonce allowFreshStart savepoints savepoints.interval savepoints.retained
+rollback rollback.enabled rollback.timeout
 """.split()  # noqa: SIM905 (groups of names per line read better than a list literal)
 
 STATUS_FIELDS = """
@@ -198,6 +199,15 @@ checkpoints.consecutiveFailures checkpoints.lastSavepoint checkpoints.lastSavepo
 checkpoints.lastSavepoint.path checkpoints.lastSavepoint.time restarts restarts.count
 restarts.lastTime restarts.lastReason restarts.nextAttemptTime restarts.recent restarts.recent[*]
 lastReconciledSpec intent error
+savepoints savepoints.history savepoints.history[*] savepoints.history[*].id
+savepoints.history[*].path savepoints.history[*].kind savepoints.history[*].state
+savepoints.history[*].triggerTime savepoints.history[*].completionTime
+savepoints.history[*].message savepoints.lastPeriodicTriggerTime nonces
+nonces.checkpointTriggerNonce nonces.checkpointTriggerNonce.value nonces.checkpointTriggerNonce.outcome nonces.checkpointTriggerNonce.time nonces.checkpointTriggerNonce.settledTime nonces.checkpointTriggerNonce.snapshotId nonces.checkpointTriggerNonce.message
+nonces.savepointTriggerNonce nonces.savepointTriggerNonce.value nonces.savepointTriggerNonce.outcome nonces.savepointTriggerNonce.time nonces.savepointTriggerNonce.settledTime nonces.savepointTriggerNonce.snapshotId nonces.savepointTriggerNonce.message
+nonces.restartNonce nonces.restartNonce.value nonces.restartNonce.outcome nonces.restartNonce.time nonces.restartNonce.settledTime nonces.restartNonce.snapshotId nonces.restartNonce.message
+nonces.restoreNonce nonces.restoreNonce.value nonces.restoreNonce.outcome nonces.restoreNonce.time nonces.restoreNonce.settledTime nonces.restoreNonce.snapshotId nonces.restoreNonce.message
+lastStableSpec rollout rollout.state rollout.since rollout.message
 """.split()  # noqa: SIM905
 
 
@@ -221,8 +231,11 @@ def test_status_declares_exactly_the_designed_fields(schema: dict[str, Any]) -> 
         (("spec", "imagePullPolicy"), ["Always", "IfNotPresent", "Never"]),
         (("spec", "checkpointing", "mode"), ["ExactlyOnce", "AtLeastOnce"]),
         (("spec", "restartPolicy", "type"), ["Always", "OnFailure", "Never"]),
-        (("spec", "state"), ["running", "suspended"]),
-        (("spec", "upgradeMode"), ["last-checkpoint", "savepoint", "stateless"]),
+        (("spec", "state"), ["Running", "Suspended", "running", "suspended"]),
+        (
+            ("spec", "upgradeMode"),
+            ["LastCheckpoint", "Savepoint", "Stateless", "last-checkpoint", "savepoint", "stateless"],
+        ),
         (
             ("status", "phase"),
             [
@@ -265,6 +278,8 @@ def test_every_duration_field_uses_one_pattern(schema: dict[str, Any]) -> None:
             "restartPolicy.backoff.initial",
             "restartPolicy.backoff.max",
             "restartPolicy.resetAfter",
+            "savepoints.interval",
+            "rollback.timeout",
         )
     )
 
@@ -274,9 +289,9 @@ def test_rules_guard_duration_calls_with_the_schema_pattern(schema: dict[str, An
     calls = 0
     for _, node in manifest.iter_schema(schema):
         for rule in cel.rules_of(node):
-            operands = re.findall(r"duration\((self(?:\.\w+)?)\)", rule.rule)
+            operands = re.findall(r"duration\((self(?:\.\w+)*)\)", rule.rule)
             for operand in set(operands):
                 calls += 1
                 guard = f"!{operand}.matches('{DURATION}')"
                 assert guard in rule.rule, rule.rule
-    assert calls == 8
+    assert calls == 12

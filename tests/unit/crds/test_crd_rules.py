@@ -214,3 +214,87 @@ def test_env_rule(
     minimal["spec"]["env"] = env
 
     assert validator.validate_create(minimal).ok is ok
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("state", "Running"),
+        ("state", "Suspended"),
+        ("upgradeMode", "LastCheckpoint"),
+        ("upgradeMode", "Savepoint"),
+        ("upgradeMode", "Stateless"),
+        # deprecated aliases of v1alpha1, still accepted (the operator normalises them)
+        ("state", "running"),
+        ("state", "suspended"),
+        ("upgradeMode", "last-checkpoint"),
+        ("upgradeMode", "savepoint"),
+        ("upgradeMode", "stateless"),
+    ],
+)
+def test_enum_values_and_their_deprecated_aliases_are_accepted(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], field: str, value: str
+) -> None:
+    minimal["spec"][field] = value
+
+    result = validator.validate_create(minimal)
+
+    assert result.ok, result.message()
+    assert result.object["spec"][field] == value
+
+
+def test_every_spec_enum_is_upper_camel_case_apart_from_documented_aliases(
+    schema: dict[str, Any],
+) -> None:
+    from crdcheck import manifest
+
+    for path, node in manifest.iter_schema(schema):
+        values = node.get("enum")
+        if not values:
+            continue
+        canonical = [v for v in values if isinstance(v, str) and v[:1].isupper()]
+        aliases = [v for v in values if v not in canonical]
+        assert canonical, path
+        for alias in aliases:
+            assert alias in node["description"], (path, alias)
+        if aliases:
+            assert "Deprecated aliases" in node["description"], path
+        assert node.get("default", canonical[0]) in canonical, path
+
+
+@pytest.mark.parametrize(
+    ("rollback", "checkpointing", "ok"),
+    [
+        ({"enabled": True, "timeout": "2m"}, {"interval": "30s"}, True),
+        ({"enabled": True}, {"interval": "30s"}, True),  # the 5m default
+        ({"enabled": True}, {"interval": "10m"}, False),
+        ({"enabled": False, "timeout": "10s"}, {"interval": "30s"}, True),  # not used
+        ({"enabled": True, "timeout": "500ms"}, {"interval": "1s"}, False),
+        ({"timeout": "0s"}, {}, False),
+    ],
+)
+def test_rollback_timeout_rules(
+    validator: crdcheck.CustomResourceValidator,
+    minimal: dict[str, Any],
+    rollback: dict[str, Any],
+    checkpointing: dict[str, Any],
+    ok: bool,
+) -> None:
+    minimal["spec"]["rollback"] = rollback
+    minimal["spec"]["checkpointing"] = checkpointing
+
+    assert validator.validate_create(minimal).ok is ok
+
+
+def test_operator_validation_matches_the_rollback_rule(
+    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any]
+) -> None:
+    from cjob_operator import validate
+    from cjob_operator.model import spec
+
+    for timeout in ("10s", "30s", "31s", "5m"):
+        minimal["spec"]["rollback"] = {"enabled": True, "timeout": timeout}
+        minimal["spec"]["checkpointing"] = {"interval": "30s"}
+        crd_ok = validator.validate_create(minimal).ok
+        operator_ok = validate.validate(spec.JobSpec.from_storage(minimal["spec"])) == []
+        assert crd_ok == operator_ok, timeout

@@ -66,7 +66,8 @@ def test_suspend_resume_and_nonces_are_plain_updates(
     validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     for change in (
-        {"state": "suspended"},
+        {"state": "Suspended"},
+        {"state": "suspended"},  # deprecated alias, still accepted in v1alpha1
         {"restartNonce": 1},
         {"checkpointTriggerNonce": 7, "savepointTriggerNonce": 3},
         {"restoreFrom": {"checkpointId": 12}, "restoreNonce": 2},

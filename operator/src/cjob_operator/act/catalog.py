@@ -7,7 +7,9 @@ job root with :func:`barrier_runtime.storage.open_object_store`, and asks
 :meth:`barrier_runtime.storage.CheckpointStore.choose_restore_point` — the very
 rule ``cjob driver`` restores with (``_metadata`` parses, every referenced object
 exists with the recorded size *and* sha256, newest first, older ones as fallback).
-Cleanup on deletion is the runtime's retention (:meth:`CheckpointStore.discard_beyond`).
+Cleanup on deletion is the runtime's retention (:meth:`CheckpointStore.discard_beyond`);
+periodic savepoints beyond ``spec.savepoints.retained`` go with the runtime's
+:meth:`CheckpointStore.delete_checkpoint` (which keeps objects other snapshots share).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Protocol
 
 from barrier_runtime.checkpoint import metadata as md
 from barrier_runtime.checkpoint import types
-from barrier_runtime.storage import checkpoint_store, layout, object_store
+from barrier_runtime.storage import checkpoint_store, errors, layout, object_store
 from cjob_operator.model import enums
 from cjob_operator.model.observation import CheckpointInfo, StoreView, Unusable
 
@@ -31,6 +33,8 @@ class CheckpointCatalog(Protocol):
 
     async def view(self) -> StoreView: ...
     async def cleanup(self, retained: int) -> list[str]: ...
+    async def discard_savepoints(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...],
+                                                                        str | None]: ...
 
 
 class Catalog:
@@ -90,6 +94,27 @@ class Catalog:
 
     async def cleanup(self, retained: int) -> list[str]:
         return await asyncio.to_thread(self.cleanup_sync, retained)
+
+    def discard_savepoints_sync(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
+        """Delete savepoints ``ids`` (``sp-{id}``: never a checkpoint of the same id).
+
+        Returns the ids that are gone (deleted now, or already missing) and the first
+        error, if any; a failure leaves the rest for the next attempt.
+        """
+        gone: list[int] = []
+        for sid in ids:
+            try:
+                self._store.delete_checkpoint(f"sp-{sid}")
+            except errors.CheckpointNotFoundError:
+                pass  # deleted before (e.g. by a reconcile whose status patch was lost)
+            except Exception as exc:  # storage failures are reported, never raised
+                return tuple(gone), f"could not delete savepoint {sid}: {type(exc).__name__}: {exc}"
+            gone.append(sid)
+        return tuple(gone), None
+
+    async def discard_savepoints(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...],
+                                                                        str | None]:
+        return await asyncio.to_thread(self.discard_savepoints_sync, ids)
 
 
 def open_catalog(endpoint: str, bucket: str, root: str, access_key: str | None = None,

@@ -16,7 +16,13 @@ from typing import Any
 import aiohttp
 
 from cjob_operator.model import enums
-from cjob_operator.model.observation import CheckpointInfo, ControlView, FailedInfo
+from cjob_operator.model.observation import (
+    CheckpointInfo,
+    ControlView,
+    EntryStatus,
+    FailedInfo,
+    HistoryEntry,
+)
 
 URL_TEMPLATE_ENV = "CJOB_CONTROL_URL_TEMPLATE"
 DEFAULT_URL_TEMPLATE = "http://{service}.{namespace}.svc:{port}"
@@ -76,6 +82,28 @@ def parse_failed(doc: Mapping[str, Any] | None) -> FailedInfo | None:
     )
 
 
+_STATUSES = {"completed": EntryStatus.COMPLETED, "complete": EntryStatus.COMPLETED,
+             "failed": EntryStatus.FAILED, "in-progress": EntryStatus.IN_PROGRESS,
+             "in_progress": EntryStatus.IN_PROGRESS, "pending": EntryStatus.IN_PROGRESS}
+
+
+def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
+    """One ``history[]`` entry; ``None`` when it has no id or an unknown status."""
+    cid = pick(doc, "id", "checkpoint_id", "checkpointId")
+    status = _STATUSES.get(str(pick(doc, "status") or "").lower())
+    if cid is None or status is None:
+        return None
+    kind = str(pick(doc, "kind") or "checkpoint")
+    return HistoryEntry(
+        id=int(cid), status=status,
+        kind=enums.SnapshotKind.SAVEPOINT if kind == "savepoint" else enums.SnapshotKind.CHECKPOINT,
+        path=pick(doc, "path", "external_path", "externalPath"),
+        trigger_time=_float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time")),
+        completion_time=_float(pick(doc, "completion_timestamp", "completionTimestamp")),
+        failure_reason=pick(doc, "failure_reason", "failureReason", "reason"),
+    )
+
+
 def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
                       ready: bool) -> ControlView:
     """Turn ``GET /v1/checkpoints`` (+ ``/v1/job``) into a :class:`ControlView`."""
@@ -113,6 +141,8 @@ def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
             if t is not None
         ),
         last_failure=None if not job else pick(job, "failure"),
+        history=tuple(e for e in (parse_entry(h) for h in history if isinstance(h, Mapping))
+                      if e is not None),
     )
 
 

@@ -61,11 +61,12 @@ async def _ensure_token(tools: Tools) -> None:
 async def _deploy(tools: Tools, obs: observation.Observation, action: Action) -> Outcome:
     assert obs.spec is not None and obs.status.intent is not None
     job = tools.job
+    sp = action.spec or obs.spec  # the last stable spec while rolled back
     await _ensure_token(tools)
-    await tools.kube.apply(manifests.config_map(job, obs.spec, obs.status.intent.id,
+    await tools.kube.apply(manifests.config_map(job, sp, obs.status.intent.id,
                                                 obs.status.restarts.recent))
     await tools.kube.apply(manifests.service(job))
-    pod = manifests.driver_pod(job, obs.spec, obs.status.intent.id, action.restore,
+    pod = manifests.driver_pod(job, sp, obs.status.intent.id, action.restore,
                                tools.driver_service_account)
     if not await tools.kube.create(pod):
         return Outcome(error="a driver pod already exists; will retry")
@@ -121,6 +122,17 @@ async def _release(tools: Tools, obs: observation.Observation) -> Outcome:
     return Outcome()
 
 
+async def _discard(tools: Tools, obs: observation.Observation, action: Action) -> Outcome:
+    ids = tuple(r.id for r in action.discard if r.id is not None)
+    try:
+        store = await open_store(tools, obs)
+    except Exception as exc:  # credentials missing, bad endpoint, …
+        return Outcome(error=f"could not open the checkpoint store: {type(exc).__name__}: {exc}")
+    gone, error = await store.discard_savepoints(ids)
+    tools.memory.store_view = None  # read the store afresh next time
+    return Outcome(discarded=gone, error=error)
+
+
 async def open_store(tools: Tools, obs: observation.Observation) -> catalog.Catalog:
     assert obs.spec is not None
     st = obs.spec.storage
@@ -147,4 +159,6 @@ async def perform(tools: Tools, obs: observation.Observation, action: Action) ->
         return await _stop(tools, obs, action)
     if kind is ActionKind.RELEASE:
         return await _release(tools, obs)
+    if kind is ActionKind.DISCARD:
+        return await _discard(tools, obs, action)
     return Outcome()

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cjob_operator.model import enums, status
+from cjob_operator.model import enums, savepoints, status
 from cjob_operator.model import intent as intents
+from cjob_operator.model import spec as specs
 
 
 class ActionKind(enum.Enum):
@@ -42,6 +43,8 @@ class ActionKind(enum.Enum):
     """The spec is invalid: report it, change nothing."""
     RELEASE = "release"
     """Deletion is complete: remove children, clean storage, drop the finalizer."""
+    DISCARD = "discard-savepoints"
+    """Delete periodic savepoints beyond ``spec.savepoints.retained`` from storage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,15 @@ class Action:
     reconciled_spec: Mapping[str, Any] | None = None
     warning: bool = False
     event: bool = True
+    nonce: str | None = None
+    """The spec nonce (``restartNonce``, …) this action acts on: acknowledged in status."""
+    savepoint_kind: enums.SavepointKind | None = None
+    """Why a triggered savepoint is taken (its ``status.savepoints.history`` kind)."""
+    rollout: status.RolloutStatus | None = None
+    """A new ``status.rollout``, recorded with the intent (write-ahead)."""
+    spec: specs.JobSpec | None = None
+    """What a deploy builds the driver from when not the current spec (a rollback)."""
+    discard: tuple[savepoints.SavepointRecord, ...] = ()
 
     # -- named constructors ---------------------------------------------------------
 
@@ -91,14 +103,17 @@ class Action:
     def schedule(cls, new_intent: intents.Intent, phase: enums.Phase, message: str, *,
                  restarts: status.RestartsStatus | None = None,
                  reconciled_spec: Mapping[str, Any] | None = None,
-                 warning: bool = False) -> Action:
+                 warning: bool = False, nonce: str | None = None,
+                 rollout: status.RolloutStatus | None = None) -> Action:
         return cls(ActionKind.SCHEDULE, phase, new_intent.reason, message, intent=new_intent,
                    restarts=restarts, reconciled_spec=reconciled_spec, warning=warning,
-                   until=new_intent.not_before)
+                   until=new_intent.not_before, nonce=nonce, rollout=rollout)
 
     @classmethod
-    def deploy(cls, phase: enums.Phase, restore: RestorePoint | None, message: str) -> Action:
-        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore)
+    def deploy(cls, phase: enums.Phase, restore: RestorePoint | None, message: str,
+               spec: specs.JobSpec | None = None) -> Action:
+        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore,
+                   spec=spec)
 
     @classmethod
     def delete_driver(cls, phase: enums.Phase | None, reason: str, message: str,
@@ -107,9 +122,19 @@ class Action:
 
     @classmethod
     def trigger(cls, kind: enums.SnapshotKind, reason: str, message: str,
-                reconciled_spec: Mapping[str, Any] | None = None) -> Action:
+                reconciled_spec: Mapping[str, Any] | None = None, *, nonce: str | None = None,
+                savepoint_kind: enums.SavepointKind | None = None) -> Action:
+        if kind is enums.SnapshotKind.SAVEPOINT and savepoint_kind is None:
+            savepoint_kind = enums.SavepointKind.MANUAL
         return cls(ActionKind.TRIGGER, enums.Phase.RUNNING, reason, message, snapshot=kind,
-                   reconciled_spec=reconciled_spec, event=reason != "CheckpointTriggered")
+                   reconciled_spec=reconciled_spec, event=reason != "CheckpointTriggered",
+                   nonce=nonce, savepoint_kind=savepoint_kind)
+
+    @classmethod
+    def discard_savepoints(cls, records: tuple[savepoints.SavepointRecord, ...], message: str,
+                           reconciled_spec: Mapping[str, Any] | None = None) -> Action:
+        return cls(ActionKind.DISCARD, enums.Phase.RUNNING, "SavepointsDiscarded", message,
+                   discard=records, reconciled_spec=reconciled_spec)
 
     @classmethod
     def stop(cls, stop_intent: intents.Intent, phase: enums.Phase, message: str,

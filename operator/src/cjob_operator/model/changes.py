@@ -2,10 +2,10 @@
 
 The most severe changed field decides the action (Flink Kubernetes Operator style).
 Fields the operator alone uses (restart policy, checkpoint interval, nonces, desired
-state, upgrade mode, restore selection) are ``IGNORE``: changing them never
-redeploys the driver. Everything the driver reads is ``UPGRADE``.
+state, upgrade mode, restore selection, periodic savepoints, rollback) are ``IGNORE``:
+changing them never redeploys the driver. Everything the driver reads is ``UPGRADE``.
 
->>> classify({"image": "a", "state": "running"}, {"image": "b", "state": "suspended"}).kind
+>>> classify({"image": "a", "state": "Running"}, {"image": "b", "state": "Suspended"}).kind
 <ChangeKind.UPGRADE: 1>
 >>> classify({"restartPolicy": {"maxRestarts": 1}}, {"restartPolicy": {"maxRestarts": 2}}).kind
 <ChangeKind.IGNORE: 0>
@@ -30,6 +30,8 @@ IGNORED_PATHS: tuple[str, ...] = (
     "savepointTriggerNonce",
     "allowFreshStart",
     "checkpointing.interval",
+    "savepoints",
+    "rollback",
 )
 
 

@@ -7,6 +7,7 @@ a view with ``reachable``/``readable`` false means "looked and could not see".
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from cjob_operator.model import enums, spec, status
@@ -46,6 +47,25 @@ class FailedInfo:
     time: float | None = None
 
 
+class EntryStatus(enum.Enum):
+    IN_PROGRESS = "in-progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One checkpoint or savepoint of the driver's history (``GET /v1/checkpoints``)."""
+
+    id: int
+    status: EntryStatus
+    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    path: str | None = None
+    trigger_time: float | None = None
+    completion_time: float | None = None
+    failure_reason: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ControlView:
     """The driver's control API (``GET /readyz``, ``/v1/job``, ``/v1/checkpoints``)."""
@@ -63,10 +83,26 @@ class ControlView:
     last_failure: str | None = None
     """The driver's last attempt failure."""
     error: str | None = None
+    history: tuple[HistoryEntry, ...] = ()
+    """The driver's recent checkpoints and savepoints (bounded by the driver)."""
 
     @classmethod
     def unreachable(cls, error: str) -> ControlView:
         return cls(reachable=False, error=error)
+
+    def entry(self, cid: int) -> HistoryEntry | None:
+        """What the driver knows of checkpoint or savepoint ``cid`` (``None``: nothing)."""
+        found = next((e for e in self.history if e.id == cid), None)
+        if found is not None:
+            return found
+        done = self.latest_completed
+        if done is not None and done.id == cid:
+            return HistoryEntry(cid, EntryStatus.COMPLETED, done.kind, done.path,
+                                completion_time=done.time)
+        failed = self.latest_failed
+        if failed is not None and failed.id == cid:
+            return HistoryEntry(cid, EntryStatus.FAILED, failure_reason=failed.reason)
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,36 @@ class CheckpointingSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SavepointsSpec:
+    """``spec.savepoints``: periodic savepoints, taken by the operator."""
+
+    interval: float | None = None
+    """Seconds between periodic savepoints; ``None``: none are taken."""
+    retained: int = 5
+    """Periodic savepoints kept in storage (never manual or final ones)."""
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> SavepointsSpec:
+        interval = None if raw.get("interval") in (None, "") \
+            else _dur(raw, "interval", "0s", "savepoints")
+        return cls(interval=interval, retained=int(raw.get("retained", 5)))
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackSpec:
+    """``spec.rollback``: redeploy the last stable spec when a new one never proves itself."""
+
+    enabled: bool = False
+    timeout: float = 300.0
+    """Seconds a new spec has to run with a completed checkpoint."""
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> RollbackSpec:
+        return cls(enabled=bool(raw.get("enabled", False)),
+                   timeout=_dur(raw, "timeout", "5m", "rollback"))
+
+
+@dataclass(frozen=True, slots=True)
 class SecretKeys:
     """A reference to storage credentials: never the values themselves."""
 
@@ -226,6 +256,8 @@ class JobSpec:
     checkpoint_trigger_nonce: Nonce
     savepoint_trigger_nonce: Nonce
     allow_fresh_start: bool
+    savepoints: SavepointsSpec = SavepointsSpec()
+    rollback: RollbackSpec = RollbackSpec()
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -248,14 +280,16 @@ class JobSpec:
                 checkpointing=CheckpointingSpec.from_storage(raw.get("checkpointing") or {}),
                 storage=StorageSpec.from_storage(raw.get("storage") or {}),
                 restart_policy=RestartPolicySpec.from_storage(raw.get("restartPolicy") or {}),
-                state=_enum(enums.DesiredState, raw, "state", "running", ""),
-                upgrade_mode=_enum(enums.UpgradeMode, raw, "upgradeMode", "last-checkpoint", ""),
+                state=_enum(enums.DesiredState, raw, "state", "Running", ""),
+                upgrade_mode=_enum(enums.UpgradeMode, raw, "upgradeMode", "LastCheckpoint", ""),
                 restore_from=RestoreFromSpec.from_storage(raw.get("restoreFrom")),
                 restore_nonce=_opt_str(raw.get("restoreNonce")),
                 restart_nonce=_opt_str(raw.get("restartNonce")),
                 checkpoint_trigger_nonce=_opt_str(raw.get("checkpointTriggerNonce")),
                 savepoint_trigger_nonce=_opt_str(raw.get("savepointTriggerNonce")),
                 allow_fresh_start=bool(raw.get("allowFreshStart", False)),
+                savepoints=SavepointsSpec.from_storage(raw.get("savepoints") or {}),
+                rollback=RollbackSpec.from_storage(raw.get("rollback") or {}),
                 raw=_thaw(raw),
             )
         except SpecError:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cjob_operator.model import enums, times
+from cjob_operator.model import acks, enums, savepoints, times
 from cjob_operator.model import intent as intents
 
 Raw = Mapping[str, Any]
@@ -189,6 +189,29 @@ class RestartsStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class RolloutStatus:
+    """``status.rollout``: has the deployed spec proven itself (see ``spec.rollback``)?"""
+
+    state: enums.RolloutState
+    since: float
+    message: str = ""
+
+    def for_storage(self) -> dict[str, Any]:
+        return _compact({"state": self.state.value, "since": times.to_rfc3339(self.since),
+                         "message": self.message or None})
+
+    @classmethod
+    def from_storage(cls, raw: Raw | None) -> RolloutStatus | None:
+        if not raw:
+            return None
+        try:
+            return cls(enums.RolloutState(raw.get("state")),
+                       times.from_rfc3339(raw.get("since")) or 0.0, str(raw.get("message") or ""))
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
 class JobStatus:
     phase: enums.Phase | None = None
     conditions: tuple[Condition, ...] = ()
@@ -200,6 +223,11 @@ class JobStatus:
     intent: intents.Intent | None = None
     error: str | None = None
     job_state: str | None = None
+    savepoints: savepoints.SavepointsStatus = field(default_factory=savepoints.SavepointsStatus)
+    nonces: acks.NonceAcks = field(default_factory=acks.NonceAcks)
+    last_stable_spec: Mapping[str, Any] | None = None
+    """The spec of the last deployment that ran checkpoint-healthy (``spec.rollback``)."""
+    rollout: RolloutStatus | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def condition(self, ctype: str) -> Condition | None:
@@ -216,12 +244,14 @@ class JobStatus:
             "driver": self.driver.for_storage() or None,
             "checkpoints": self.checkpoints.for_storage() or None,
             "restarts": self.restarts.for_storage() or None,
-            "lastReconciledSpec": json.dumps(self.last_reconciled_spec, sort_keys=True,
-                                             separators=(",", ":"))
-            if self.last_reconciled_spec is not None else None,
+            "lastReconciledSpec": _spec_for_storage(self.last_reconciled_spec),
             "intent": self.intent.for_storage() if self.intent else None,
             "error": self.error,
             "jobState": self.job_state,
+            "savepoints": self.savepoints.for_storage() or None,
+            "nonces": self.nonces.for_storage() or None,
+            "lastStableSpec": _spec_for_storage(self.last_stable_spec),
+            "rollout": self.rollout.for_storage() if self.rollout else None,
         }
 
     @classmethod
@@ -243,16 +273,29 @@ class JobStatus:
             intent=intents.Intent.from_storage(raw.get("intent")),
             error=raw.get("error"),
             job_state=raw.get("jobState"),
+            savepoints=savepoints.SavepointsStatus.from_storage(raw.get("savepoints")),
+            nonces=acks.NonceAcks.from_storage(raw.get("nonces")),
+            last_stable_spec=_spec_from_storage(raw.get("lastStableSpec")),
+            rollout=RolloutStatus.from_storage(raw.get("rollout")),
             extra={k: v for k, v in raw.items() if k not in _KNOWN},
         )
 
 
 _KNOWN = {"phase", "conditions", "observedGeneration", "driver", "checkpoints", "restarts",
-          "lastReconciledSpec", "intent", "error", "jobState"}
+          "lastReconciledSpec", "intent", "error", "jobState", "savepoints", "nonces",
+          "lastStableSpec", "rollout"}
+
+
+def _spec_for_storage(value: Mapping[str, Any] | None) -> str | None:
+    """Specs in the status are JSON strings (Flink operator style): never pruned, never
+    validated against the spec schema."""
+    if value is None:
+        return None
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _spec_from_storage(value: Any) -> Mapping[str, Any] | None:
-    """``lastReconciledSpec`` is stored as a JSON string (Flink operator style)."""
+    """``lastReconciledSpec``/``lastStableSpec`` are stored as JSON strings."""
     if isinstance(value, Mapping):
         return dict(value)
     if not value:

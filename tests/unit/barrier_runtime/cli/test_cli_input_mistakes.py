@@ -193,3 +193,16 @@ def test_driver_with_a_missing_pipeline_names_it(cjob, tmp_path) -> None:
     cjob("driver", "--config", _config(tmp_path, doc)).assert_mistake(
         f"pipeline file {tmp_path / 'gone.py'} does not exist"
     )
+
+
+def test_driver_refuses_a_pipeline_whose_max_parallelism_differs_from_the_job(
+    cjob, tmp_path
+) -> None:
+    """spec.maxParallelism reaches the driver as job.json's maxParallelism; the operator cannot
+    import the pipeline, so the driver refuses before Spark starts, with one sentence (exit 2)
+    that becomes the pod's termination message, which the operator puts in status.error."""
+    doc = _doc(maxParallelism=256)  # barrier_runtime.demo builds its Dataflow with 128
+    sentence = cjob("driver", "--config", _config(tmp_path, doc)).assert_mistake(
+        "maxParallelism is 256 in the job but 128 in the pipeline", "make them equal"
+    )
+    assert "barrier_runtime.demo" in sentence
