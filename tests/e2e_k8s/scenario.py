@@ -22,12 +22,14 @@ The same steps run on the local Kubernetes (tests/e2e_k8s) and on a real cluster
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -399,3 +401,25 @@ def summary_line(summary: Mapping[str, Any]) -> str:
 
 
 __all__ = ["Scenario", "Settings", "check_output", "job_manifest", "names", "summary_line"]
+
+
+def say(line: str) -> None:
+    """A progress line on the real stderr (pytest's capture would hold it back)."""
+    print(f"[e2e-k8s {time.strftime('%H:%M:%S')}] {line}", file=sys.__stderr__, flush=True)
+
+
+@contextlib.contextmanager
+def chart_installed(cluster: Cluster, images: Mapping[str, str], s3_server: Any,
+                    release: str) -> Iterator[Scenario]:
+    """The chart installed as the README does (cluster-wide, the driver account in the
+    job namespace) with the operator image of this checkout; removed again afterwards."""
+    settings = Settings(runtime_image=images["runtime"], release=release)
+    s3_server.create_bucket("checkpoints")
+    scenario = Scenario(cluster, killer=None, s=settings, log=say)
+    repository, tag = images["operator"].split(":")
+    scenario.install({"image.repository": repository, "image.tag": tag,
+                      "image.pullPolicy": "Never"})
+    try:
+        yield scenario
+    finally:
+        scenario.cleanup()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 from cluster import Cluster, wait_until
-from scenario import Scenario, Settings
+from scenario import Scenario, chart_installed, say
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"
@@ -37,8 +36,6 @@ MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
 MALFORMED_LINE = 301
 
 
-def _say(line: str) -> None:
-    print(f"[e2e-k8s {time.strftime('%H:%M:%S')}] {line}", file=sys.__stderr__, flush=True)
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +52,8 @@ def pipelines_image(images: dict[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[Scenario]:
-    settings = Settings(runtime_image=images["runtime"], release="failures")
-    s3_server.create_bucket("checkpoints")
-    scenario = Scenario(cluster, killer=None, s=settings, log=_say)
-    repository, tag = images["operator"].split(":")
-    scenario.install({"image.repository": repository, "image.tag": tag,
-                      "image.pullPolicy": "Never"})
-    try:
+    with chart_installed(cluster, images, s3_server, release="failures") as scenario:
         yield scenario
-    finally:
-        scenario.cleanup()
 
 
 def _status(cluster: Cluster, name: str) -> dict[str, object]:
@@ -110,7 +99,7 @@ def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
     assert len(created) == 1, [e.get("message") for e in created]
     restarts = st.get("restarts") or {}
     assert isinstance(restarts, dict) and restarts.get("lastReason") != "DriverFailed", restarts
-    _say(f"  Failed with restarts {restarts}; error: {error[:160]}")
+    say(f"  Failed with restarts {restarts}; error: {error[:160]}")
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", "wordcount", "--timeout=120s")
 
 
@@ -163,7 +152,7 @@ def test_checkpoints_go_on_while_the_operator_is_down(
         return now["cjob_checkpoints_completed_total"] >= before + 10
 
     wait_until("10 checkpoints with the operator down", ten_more, 10 * INTERVAL * 3)
-    _say(f"  operator down: 10 checkpoints completed, the newest never older than "
+    say(f"  operator down: 10 checkpoints completed, the newest never older than "
          f"{worst_age:.1f}s (the stale alert fires at {3 * INTERVAL:g}s)")
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=1")
     wait_until("the operator back", lambda: any(

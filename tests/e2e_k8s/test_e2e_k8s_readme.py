@@ -10,36 +10,23 @@
 from __future__ import annotations
 
 import pathlib
-import sys
-import time
 from collections.abc import Iterator
 
 import pytest
 import yaml
 from cluster import Cluster, wait_until
-from scenario import Scenario, Settings
+from scenario import Scenario, chart_installed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
 
 
-def _say(line: str) -> None:
-    print(f"[e2e-k8s {time.strftime('%H:%M:%S')}] {line}", file=sys.__stderr__, flush=True)
 
 
 @pytest.fixture(scope="module")
 def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[Scenario]:
-    """The chart installed as the README does (cluster-wide, driver account in streaming)."""
-    settings = Settings(runtime_image=images["runtime"], release="readme")
-    s3_server.create_bucket("checkpoints")
-    scenario = Scenario(cluster, killer=None, s=settings, log=_say)
-    repository, tag = images["operator"].split(":")
-    scenario.install({"image.repository": repository, "image.tag": tag,
-                      "image.pullPolicy": "Never"})
-    try:
+    with chart_installed(cluster, images, s3_server, release="readme") as scenario:
         yield scenario
-    finally:
-        scenario.cleanup()
 
 
 def _status(cluster: Cluster, namespace: str, name: str) -> dict[str, object]:

@@ -6,28 +6,16 @@ import io
 import sys
 
 import pytest
+import stored_checkpoints
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.storage import checkpoint_store, object_store
+from barrier_runtime.checkpoint import types
+from barrier_runtime.storage import checkpoint_store
 
 JOB = "team/orders"
 
 
 def _commit(root, cid: int, kind: types.CheckpointKind) -> checkpoint_store.CheckpointStore:
-    store = checkpoint_store.CheckpointStore(object_store.open_object_store(str(root)), JOB)
-    handle = store.write_state(
-        cid, kind, "count/0.arrow", b"state", step_id="count", subtask=0,
-        handle_kind=metadata.HandleKind.OPERATOR,
-    )  # fmt: skip
-    store.commit(
-        metadata.CheckpointMetadata(
-            checkpoint_id=types.CheckpointId(cid), kind=kind, trigger_time=1.0,
-            completion_time=2.0,
-            fingerprint=metadata.JobFingerprint((types.StepId("count"),), 128, 1),
-            state_handles=(handle,), source_positions={}, sink_transactions={},
-        )
-    )  # fmt: skip
-    return store
+    return stored_checkpoints.commit_checkpoint(root, cid, JOB, kind=kind)
 
 
 class _Terminal(io.StringIO):

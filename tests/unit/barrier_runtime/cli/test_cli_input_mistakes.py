@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+import stored_checkpoints
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.storage import checkpoint_store, object_store
+from barrier_runtime.storage import object_store
 
 JOB = "team/orders"
 
@@ -65,23 +65,7 @@ def test_restore_from_an_id_that_is_not_in_the_store(cjob, ok_pipeline, tmp_path
 
 
 def _commit(root, cid: int) -> None:
-    store = checkpoint_store.CheckpointStore(object_store.open_object_store(str(root)), JOB)
-    handle = store.write_state(
-        cid, types.CheckpointKind.CHECKPOINT, "count/0.arrow", b"state", step_id="count",
-        subtask=0, handle_kind=metadata.HandleKind.KEYED, key_group_start=0, key_group_end=127,
-    )  # fmt: skip
-    store.commit(
-        metadata.CheckpointMetadata(
-            checkpoint_id=types.CheckpointId(cid),
-            kind=types.CheckpointKind.CHECKPOINT,
-            trigger_time=1.0,
-            completion_time=2.0,
-            fingerprint=metadata.JobFingerprint((types.StepId("count"),), 128, 1),
-            state_handles=(handle,),
-            source_positions={},
-            sink_transactions={},
-        )
-    )
+    stored_checkpoints.commit_checkpoint(root, cid, JOB)
 
 
 @pytest.mark.parametrize("action", ["list", "show", "verify", "delete"])

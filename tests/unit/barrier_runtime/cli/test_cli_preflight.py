@@ -17,8 +17,9 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+import stored_checkpoints
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import preflight
 from barrier_runtime.storage import checkpoint_store, object_store
 
@@ -28,20 +29,8 @@ JOB = "default/p"
 
 def _commit(root: pathlib.Path, cid: int, *, kind=types.CheckpointKind.CHECKPOINT,
             max_parallelism: int = 128, job: str = JOB) -> checkpoint_store.CheckpointStore:  # fmt: skip
-    store = checkpoint_store.CheckpointStore(object_store.open_object_store(str(root)), job)
-    handle = store.write_state(
-        cid, kind, "out/0.arrow", b"state", step_id="out", subtask=0,
-        handle_kind=metadata.HandleKind.OPERATOR,
-    )  # fmt: skip
-    store.commit(
-        metadata.CheckpointMetadata(
-            checkpoint_id=types.CheckpointId(cid), kind=kind, trigger_time=1.0,
-            completion_time=2.0,
-            fingerprint=metadata.JobFingerprint((types.StepId("out"),), max_parallelism, 1),
-            state_handles=(handle,), source_positions={}, sink_transactions={},
-        )
-    )  # fmt: skip
-    return store
+    return stored_checkpoints.commit_checkpoint(root, cid, job, kind=kind, step="out",
+                                                max_parallelism=max_parallelism)  # fmt: skip
 
 
 # -- the double sees a command that passes -----------------------------------------------
