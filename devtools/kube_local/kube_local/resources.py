@@ -101,8 +101,11 @@ def resource_list(group_version: str, types: Iterable[ResourceType]) -> dict[str
                         "kind": t.kind, "verbs": list(VERBS), "shortNames": list(t.short_names)})
         for sub in t.subresources:
             verbs = ["create"] if sub == "token" else ["get", "patch", "update"]
-            entries.append({"name": f"{t.plural}/{sub}", "singularName": "",
-                            "namespaced": t.namespaced, "kind": t.kind, "verbs": verbs})
+            entry = {"name": f"{t.plural}/{sub}", "singularName": "",
+                     "namespaced": t.namespaced, "kind": t.kind, "verbs": verbs}
+            if sub == "scale":  # clients decode it as autoscaling/v1 Scale
+                entry.update(group="autoscaling", version="v1", kind="Scale")
+            entries.append(entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": entries}
 

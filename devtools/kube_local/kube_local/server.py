@@ -25,9 +25,11 @@ from kube_local import (
     auth,
     controllers,
     errors,
+    patches,
     protobuf,
     rbac,
     resources,
+    scale,
     selectors,
     store,
     tables,
@@ -230,6 +232,8 @@ class ApiServer:
         if verb == "list":
             return self._answer(request, target,
                                 self.store.select(t, scope, selector), listing=True)
+        if target.subresource == "scale" and verb in ("get", "update", "patch"):
+            return await self._scale(request, target, verb)
         if verb == "get":
             if target.subresource == "log":
                 return aiohttp.web.Response(text=await self._log(target, query),
@@ -297,6 +301,23 @@ class ApiServer:
         if listing:
             return _json(verbs.list_kind(t, target.version, objs, self.store.version), status)
         return _json(objs[0], status)
+
+    async def _scale(self, request: aiohttp.web.Request, target: Target,
+                     verb: str) -> aiohttp.web.Response:
+        """``…/scale``: the object's replicas as a Scale; writes change only those."""
+        t = target.type
+        current = self.store.get(t, target.namespace, target.name)
+        if verb == "get":
+            return _json(scale.view(current))
+        body = await self._body(request)
+        wanted = body if verb == "update" else patches.apply(
+            request.content_type, scale.view(current), body)
+        try:
+            replicas = scale.replicas_of(wanted)
+        except ValueError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        stored = verbs.write(self.store, t, current, scale.scaled(current, replicas), "")
+        return _json(scale.view(stored))
 
     def _token(self, target: Target, body: Any) -> dict[str, Any]:
         account = self.store.get(target.type, target.namespace, target.name)

@@ -123,3 +123,34 @@ def test_helm_install_upgrade_uninstall(kube: Kube) -> None:
     assert left.stdout.split() == ["serviceaccount/default"]
     roles = kube.kubectl("get", "clusterroles", "-o", "name").stdout.split()
     assert not [r for r in roles if "checkpointed-operator" in r]
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: cjob-operator:dev}]}
+"""
+
+
+def test_kubectl_scale_changes_only_the_replicas_through_the_scale_subresource(
+    kube: Kube,
+) -> None:
+    kube.kubectl("create", "namespace", "scaled")
+    kube.kubectl("-n", "scaled", "apply", "-f", "-", stdin=DEPLOYMENT)
+    kube.kubectl("-n", "scaled", "scale", "deployment/web", "--replicas=0")
+    got = json.loads(kube.kubectl("-n", "scaled", "get", "deploy", "web", "-o", "json").stdout)
+    assert got["spec"]["replicas"] == 0
+    assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "cjob-operator:dev"
+    shown = json.loads(kube.kubectl("-n", "scaled", "get", "--raw",
+                                    "/apis/apps/v1/namespaces/scaled/deployments/web/scale").stdout)
+    assert (shown["kind"], shown["apiVersion"], shown["spec"]) == (
+        "Scale", "autoscaling/v1", {"replicas": 0})
+    refused = kube.kubectl("-n", "scaled", "scale", "deployment/web", "--replicas=-1",
+                           check=False)
+    assert refused.returncode != 0
