@@ -5,9 +5,9 @@ from __future__ import annotations
 import http.server
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 
+import http_fakes
 import minio
 import minio.error
 import pytest
@@ -44,14 +44,8 @@ class _RecordingS3(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def recording_endpoint() -> Iterator[str]:
     _RecordingS3.seen = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingS3)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_fakes.serving(_RecordingS3) as url:
+        yield url
 
 
 def closed_port() -> int:

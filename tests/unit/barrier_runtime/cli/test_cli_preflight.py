@@ -13,9 +13,9 @@ import http.server
 import json
 import pathlib
 import socket
-import threading
 from collections.abc import Iterator
 
+import http_fakes
 import pytest
 import stored_checkpoints
 
@@ -225,14 +225,8 @@ class _DenyingS3(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def denying_endpoint() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DenyingS3)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_fakes.serving(_DenyingS3) as url:
+        yield url
 
 
 def test_an_s3_endpoint_that_does_not_answer(refused, ok_pipeline, silent_endpoint,

@@ -13,11 +13,11 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+import http_fakes
 import pytest
 
 from barrier_runtime.checkpoint import outcomes, stats
@@ -261,14 +261,8 @@ class _QuietFiles(http.server.SimpleHTTPRequestHandler):
 
 
 def test_a_url_that_is_not_a_control_api(cjob, tmp_path) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _QuietFiles)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with http_fakes.serving(_QuietFiles) as url:
         cjob("stop", "--url", url).assert_mistake(f"{url} is not a cjob control API")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_missing_token_file(cjob, api, tmp_path) -> None:
