@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cjob_operator.testing.harness import OperatorHarness
 
 Manifest = Callable[..., dict[str, Any]]
@@ -150,7 +152,7 @@ def test_failed_driver_is_replaced_with_backoff_from_the_latest_checkpoint(
     h.wait_for(lambda: len(h.driver.behaviour(h.namespace, "gamma").history) >= 2,
                "two checkpoints")
     failed_at = time.monotonic()
-    h.set_pod_phase("gamma", "Failed", exit_code=1)
+    h.set_pod_phase("gamma", "Failed", exit_code=137)  # killed: a restart may heal it
     restarting = h.wait_for(lambda: h.job_status("gamma").get("restarts", {}).get("count") == 1
                             and h.job_status("gamma"), "restart recorded")
     assert restarting["phase"] == "Restarting"
@@ -173,7 +175,7 @@ def test_failed_driver_is_replaced_with_backoff_from_the_latest_checkpoint(
     h.wait_for(lambda: {"DriverFailed", "Restarting"} <= set(h.event_reasons("gamma")),
                "restart events")
     warning = next(e for e in h.events("gamma") if e["reason"] == "DriverFailed")
-    assert warning["type"] == "Warning" and "exit code 1" in warning["message"]
+    assert warning["type"] == "Warning" and "exit code 137" in warning["message"]
     h.set_pod_phase("gamma", "Running")
     h.wait_for(lambda: h.job_status("gamma").get("phase") == "Running", "Running again")
     assert 'cjob_job_restarts_total{job="gamma"' in h.scrape_metrics()
@@ -185,11 +187,11 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
     policy = {"type": "Always", "maxRestarts": 1, "window": "10m",
               "backoff": {"initial": "0.2s", "max": "1s", "jitter": 0.0}}
     start_running(h, manifest, "iota", restartPolicy=policy)
-    h.set_pod_phase("iota", "Failed", exit_code=2)
+    h.set_pod_phase("iota", "Failed", exit_code=137)
     h.wait_for(lambda: h.job_status("iota").get("restarts", {}).get("count") == 1, "restart 1")
     h.wait_for(lambda: (pod := h.pod("iota")) is not None
                and "phase" not in pod.get("status", {}), "replacement pod")
-    h.set_pod_phase("iota", "Failed", exit_code=2)
+    h.set_pod_phase("iota", "Failed", exit_code=137)
     status = h.wait_for(lambda: h.job_status("iota").get("phase") == "Failed"
                         and h.job_status("iota"), "phase Failed")
     assert "restartPolicy.maxRestarts" in status["error"]
@@ -199,6 +201,22 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
     h.wait_for(lambda: h.job_status("iota").get("phase") in ("Restarting", "Deploying")
                and (pod := h.pod("iota")) is not None and "phase" not in pod.get("status", {}),
                "restarted by nonce")
+
+
+@pytest.mark.parametrize(("job", "code", "reason"),
+                         [("tau", 1, "JobFailed"), ("upsilon", 2, "InvalidJob")])
+def test_a_driver_that_failed_for_good_is_not_restarted(
+        harness: OperatorHarness, manifest: Manifest, job: str, code: int, reason: str) -> None:
+    """Exit 1 (the job failed for good) and 2 (its input is wrong): Failed at once."""
+    h = harness
+    start_running(h, manifest, job)
+    h.set_pod_phase(job, "Failed", exit_code=code)
+    status = h.wait_for(lambda: h.job_status(job).get("phase") == "Failed"
+                        and h.job_status(job), "phase Failed")
+    assert "not restarting" in status["error"] and f"exit code {code}" in status["error"]
+    assert (status.get("restarts") or {}).get("count", 0) == 0
+    h.wait_for(lambda: reason in h.event_reasons(job), f"a {reason} event")
+    assert h.pod(job)["status"]["phase"] == "Failed"  # the same pod: nothing replaced it
 
 
 def test_suspend_takes_a_savepoint_and_resume_restores_it(

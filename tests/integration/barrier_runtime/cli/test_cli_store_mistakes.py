@@ -38,7 +38,7 @@ def _keys(server: embedded.EmbeddedS3Server) -> dict[str, str]:
 def test_run_against_an_unreachable_endpoint_fails_in_seconds(cjob, ok_pipeline) -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
     result = cjob("run", "--store", f"s3://{BUCKET}/cp?endpoint={endpoint}", ok_pipeline)
-    sentence = result.assert_mistake()
+    sentence = result.assert_mistake(code=75)  # the environment: starting again may help
     assert sentence == (
         f"cannot reach S3 at {endpoint} (connection refused): check that the server is running "
         "and the endpoint is right"
@@ -51,7 +51,7 @@ def test_checkpoints_list_against_an_unreachable_endpoint(cjob) -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
     result = cjob("checkpoints", "list", "--store", f"s3://{BUCKET}/cp?endpoint={endpoint}",
                   "--job", JOB)  # fmt: skip
-    result.assert_mistake(f"cannot reach S3 at {endpoint}", "connection refused")
+    result.assert_mistake(f"cannot reach S3 at {endpoint}", "connection refused", code=75)
     assert result.log.name.startswith("cjob-checkpoints-list-")
 
 
@@ -63,6 +63,7 @@ def test_run_with_wrong_credentials(cjob, ok_pipeline, s3_server, which) -> None
     result.assert_mistake(
         f"S3 rejected the credentials for s3://{BUCKET} at {s3_server.endpoint}",
         "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
+        code=75,  # a Secret can be fixed while the job waits
     )
     assert "starting Spark" not in result.out and result.seconds < SPARK_START
     assert "wrong-x1" not in result.err + result.log.read_text()
@@ -71,7 +72,7 @@ def test_run_with_wrong_credentials(cjob, ok_pipeline, s3_server, which) -> None
 def test_checkpoints_list_with_wrong_credentials(cjob, s3_server) -> None:
     env = {**_keys(s3_server), "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
     result = cjob("checkpoints", "list", "--store", _url(s3_server), "--job", JOB, env=env)
-    result.assert_mistake("S3 rejected the credentials")
+    result.assert_mistake("S3 rejected the credentials", code=75)
 
 
 def test_run_with_a_bucket_that_does_not_exist(cjob, ok_pipeline, s3_server) -> None:

@@ -188,7 +188,7 @@ def test_cjob_run_names_a_control_port_in_use(tmp_path) -> None:
         run = subprocess.run(
             command, capture_output=True, text=True, timeout=240, cwd=tmp_path, check=False
         )
-    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.returncode == 75, run.stderr[-2000:]  # EX_TEMPFAIL: the port may free up
     assert run.stderr.strip().splitlines()[-2] == (
         f"cjob: error: cannot serve the control API on 127.0.0.1:{port}: Address already in use; "
         "choose another port (0 picks a free one)"
