@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from prometheus_client import metrics as prom_metrics
 from prometheus_client.metrics_core import Metric
 
-from barrier_runtime.checkpoint import outcomes, stats, types
+from barrier_runtime.checkpoint import stats, types
 from barrier_runtime.control import job
 from barrier_runtime.control import metrics as driver_metrics
 from cjob_operator import metrics as operator_metrics
@@ -80,12 +80,6 @@ class _StandInJob:
     def runtime_metrics(self) -> job.RuntimeMetrics:
         return job.RuntimeMetrics(records_in={"step": 1}, records_out={"step": 1},
                                   backpressure_seconds={"task": 1.0})
-
-    def trigger_checkpoint(self, kind: types.CheckpointKind) -> outcomes.TriggerOutcome:
-        raise NotImplementedError("metrics never trigger checkpoints")
-
-    def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
-        raise NotImplementedError("metrics never stop a job")
 
 
 def _labels(family: Metric) -> tuple[str, ...]:

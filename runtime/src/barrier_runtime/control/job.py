@@ -55,15 +55,21 @@ class SavepointFailedError(RuntimeError):
     """A stop-with-savepoint could not take its savepoint; the job keeps running."""
 
 
-class JobControl(Protocol):
+class JobView(Protocol):
+    """What a job shows (its metrics read only this)."""
+
     def info(self) -> JobInfo: ...
 
-    def trigger_checkpoint(self, kind: types.CheckpointKind) -> outcomes.TriggerOutcome: ...
-
     def checkpoint_stats(self) -> stats.CheckpointStats: ...
+
+    def runtime_metrics(self) -> RuntimeMetrics: ...
+
+
+class JobControl(JobView, Protocol):
+    """What a job shows and what may be asked of it (the control API's seam)."""
+
+    def trigger_checkpoint(self, kind: types.CheckpointKind) -> outcomes.TriggerOutcome: ...
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
         """Take a savepoint, then stop; raise :class:`SavepointFailedError` if it fails."""
         ...
-
-    def runtime_metrics(self) -> RuntimeMetrics: ...

@@ -163,7 +163,7 @@ class JobMetrics:
 
     def __init__(
         self,
-        job_control: job.JobControl,
+        job_control: job.JobView,
         *,
         namespace: str | None = None,
         job_name: str | None = None,
