@@ -40,14 +40,11 @@ class Rejects:
         step_id: types.StepId,
         subtask: int,
         dead_letters: operators.SinkOperator | None,
-        *,
-        log_each: bool = True,
     ) -> None:
         self.step_id = step_id
         self.subtask = subtask
         self.dead_letters = dead_letters
         self.count = 0
-        self._log_each = log_each
 
     def reject_record(self, record: object, error: BaseException) -> None:
         """The step's function raised ``error`` on ``record``."""
@@ -65,7 +62,7 @@ class Rejects:
             row = {"step": self.step_id, "subtask": self.subtask, "error": error,
                    "position": position, "record": record}  # fmt: skip
             self.dead_letters.process(batch_mod.Batch.from_rows([row]), 0)
-        elif not logged and self._log_each and (
+        elif not logged and (
             self.count <= LOGGED_PER_STEP or self.count % 1000 == 0
         ):
             log.warning("step %r skipped a record (%d so far on subtask %d): %s on %s",
