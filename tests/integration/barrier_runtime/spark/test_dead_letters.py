@@ -82,7 +82,7 @@ def test_on_spark_with_worker_kills(spark, s3_env, tmp_path) -> None:
     out_url, store_url = h.s3_urls(s3_env)
     dead_url = out_url.replace("/out", "/dead-letters")
     spec = h.job_spec(PIPELINE, ["--input", str(tmp_path / "in"), "--out", out_url,
-                                 "--dead-letters", dead_url, "--pace", "0.05"],
+                                 "--dead-letters", dead_url, "--pace", "0.4"],
                       store_url, "default/dead-letters")  # fmt: skip
     h.run_with_worker_kills(driver.SparkDriver(spec, session=spark), kills=3)
     _check(good, bad, out_url, dead_url)
