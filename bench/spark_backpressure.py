@@ -28,8 +28,8 @@ import sys
 import uuid
 from typing import Any
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, driver, pipeline, probe, session
 from barrier_runtime.storage import embedded
 from barrier_runtime.testing import check_exactly_once
@@ -71,8 +71,11 @@ def run(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a shorter run (~15 s of data)")
-    parser.add_argument("--compare-aligned", action="store_true",
-                        help="also run with aligned checkpoints and compare durations")  # fmt: skip
+    parser.add_argument(
+        "--compare-aligned",
+        action="store_true",
+        help="also run with aligned checkpoints and compare durations",
+    )
     args = parser.parse_args()
     job = probe.ThrottledJob(events_per_key=150) if args.quick else probe.ThrottledJob()
     with embedded.EmbeddedS3Server(buckets=[BUCKET]) as s3:

@@ -20,8 +20,8 @@ import tempfile
 import threading
 import time
 
-from barrier_runtime.checkpoint import metadata
-from barrier_runtime.checkpoint.types import CheckpointConfig
+from barrier_runtime.core import metadata
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -39,11 +39,17 @@ def run(unaligned: bool, events_per_key: int, crash: bool = False) -> dict:
     sink = TestingSink()
     store = CheckpointStore(open_object_store(tempfile.mkdtemp(prefix="bench-")), "bench/job")
     injector = FaultInjector(
-        [Crash(FaultPoint.PROCESSING, task="count", subtask=1, after_records=8_000)] if crash else []
+        [Crash(FaultPoint.PROCESSING, task="count", subtask=1, after_records=8_000)]
+        if crash
+        else []
     )
     executor = LocalExecutor(
         running_count_flow(
-            sink, keys=300, events_per_key=events_per_key, partitions=3, batch_size=100,
+            sink,
+            keys=300,
+            events_per_key=events_per_key,
+            partitions=3,
+            batch_size=100,
             sink_delay_per_batch=0.01,
         ),
         parallelism=3,

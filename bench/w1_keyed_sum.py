@@ -51,9 +51,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from barrier_runtime.checkpoint import metadata
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
+from barrier_runtime.core import metadata
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
@@ -477,8 +477,10 @@ def describe_series(runs: Series) -> dict[str, Any]:
     """Medians of a series and its checkpoint overhead (1 - with / without) per measure."""
     out: dict[str, Any] = {}
     for label, key in (("without_checkpoints", "without"), ("with_checkpoints", "with")):
-        out[label] = {f"{m}_events_per_second": median_of(runs[key], f"{m}_events_per_second")
-                      for m in MEASURES}  # fmt: skip
+        out[label] = {
+            f"{m}_events_per_second": median_of(runs[key], f"{m}_events_per_second")
+            for m in MEASURES
+        }
         out[label]["runs"] = runs[key]
     cpu = {k: round(statistics.median(r["cpu_seconds"]["total"] for r in runs[k]), 3) for k in runs}
     checkpoints = statistics.median(r["periodic_checkpoints_completed"] for r in runs["with"])
@@ -494,10 +496,14 @@ def describe_series(runs: Series) -> dict[str, Any]:
         ),
     }
     out["checkpoint_overhead"] = {
-        m: round(1 - out["with_checkpoints"][f"{m}_events_per_second"]
-                 / out["without_checkpoints"][f"{m}_events_per_second"], 4)
+        m: round(
+            1
+            - out["with_checkpoints"][f"{m}_events_per_second"]
+            / out["without_checkpoints"][f"{m}_events_per_second"],
+            4,
+        )
         for m in MEASURES
-    }  # fmt: skip
+    }
     return out
 
 
@@ -587,9 +593,12 @@ def targets(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if ss is not None:
-        ratios = {m: round(w1["with_checkpoints"][f"{m}_events_per_second"]
-                           / ss[f"{m}_events_per_second"], 3)
-                  for m in MEASURES}  # fmt: skip
+        ratios = {
+            m: round(
+                w1["with_checkpoints"][f"{m}_events_per_second"] / ss[f"{m}_events_per_second"], 3
+            )
+            for m in MEASURES
+        }
         worst = min(ratios.values())
         ours_start = statistics.median(r["startup_seconds"] for r in w1["with_checkpoints"]["runs"])
         ss_start = statistics.median(

@@ -6,6 +6,9 @@ bash scripts/bootstrap.sh
 bash scripts/install-test-tools.sh
 echo "==> ruff"
 .venv/bin/ruff check runtime operator tests bench examples devtools
+.venv/bin/ruff format --check runtime operator tests bench examples devtools
+echo "==> import layers (import-linter contracts in pyproject.toml)"
+.venv/bin/lint-imports
 echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
 .venv/bin/mypy devtools/kube_local/kube_local tests/integration/kube_local

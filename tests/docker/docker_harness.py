@@ -86,9 +86,13 @@ def run_script(
 def _run(command: list[str], env: dict[str, str], log: pathlib.Path, timeout: float) -> int:
     with log.open("w") as out:
         proc = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
+            command,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

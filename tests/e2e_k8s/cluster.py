@@ -46,15 +46,22 @@ class Cluster:
     def _env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
 
-    def run(self, tool: str, *args: str, stdin: str | None = None,
-            timeout: float = 180.0) -> str:
+    def run(self, tool: str, *args: str, stdin: str | None = None, timeout: float = 180.0) -> str:
         argv = [self.kubectl if tool == "kubectl" else self.helm, *args]
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                              env=self._env(), timeout=timeout, check=False)
+        done = subprocess.run(
+            argv,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self._env(),
+            timeout=timeout,
+            check=False,
+        )
         if done.returncode != 0:
             raise ScenarioError(
                 f"`{tool} {' '.join(args)}` failed ({done.returncode}): "
-                f"{done.stderr.strip() or done.stdout.strip()}")
+                f"{done.stderr.strip() or done.stdout.strip()}"
+            )
         return done.stdout
 
     def kubectl_run(self, *args: str, stdin: str | None = None) -> str:
@@ -66,15 +73,17 @@ class Cluster:
     # -- reads -----------------------------------------------------------------------
 
     def pods(self, namespace: str, selector: str = "") -> list[Obj]:
-        listed = self.core.list_namespaced_pod(namespace, label_selector=selector,
-                                               _preload_content=False)
+        listed = self.core.list_namespaced_pod(
+            namespace, label_selector=selector, _preload_content=False
+        )
         items: list[Obj] = json.loads(listed.data)["items"]
         return items
 
     def cjob(self, namespace: str, name: str) -> Obj | None:
         try:
             found: Obj = self.custom.get_namespaced_custom_object(
-                "checkpointed.dev", "v1alpha1", namespace, "checkpointedjobs", name)
+                "checkpointed.dev", "v1alpha1", namespace, "checkpointedjobs", name
+            )
         except kubernetes.client.ApiException as exc:
             if exc.status == 404:
                 return None
@@ -104,8 +113,12 @@ class DockerKiller:
         if not ids:
             raise ScenarioError(f"pod {pod['metadata']['name']} has no running container")
         container = ids[0].split("://", 1)[-1]
-        subprocess.run([self.docker, "kill", "--signal", "KILL", container], check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [self.docker, "kill", "--signal", "KILL", container],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,12 +137,18 @@ class ExecKiller:
         meta = pod["metadata"]
         # the exec's own process is killed too: its exit status says nothing
         with contextlib.suppress(ScenarioError):
-            cluster.kubectl_run("-n", meta["namespace"], "exec", meta["name"], "--",
-                                "python", "-c", self.script)
+            cluster.kubectl_run(
+                "-n", meta["namespace"], "exec", meta["name"], "--", "python", "-c", self.script
+            )
 
 
-def wait_until(what: str, check: Callable[[], Any], timeout: float,
-               seen: Callable[[], str] = lambda: "", interval: float = 1.0) -> Any:
+def wait_until(
+    what: str,
+    check: Callable[[], Any],
+    timeout: float,
+    seen: Callable[[], str] = lambda: "",
+    interval: float = 1.0,
+) -> Any:
     """Poll ``check`` until it returns something truthy; :class:`ScenarioError` after
     ``timeout`` seconds, naming ``what`` and what ``seen()`` says about the state."""
     deadline = time.monotonic() + timeout

@@ -47,8 +47,15 @@ S3_ACCESS_KEY = "e2e-access"
 
 def _run(argv: list[str], env: dict[str, str], log: pathlib.Path, timeout: float) -> None:
     with log.open("a") as out:
-        done = subprocess.run(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            check=False,
+        )
     if done.returncode != 0:
         tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
         pytest.fail(f"{' '.join(argv)} failed ({done.returncode}):\n{tail}", pytrace=False)
@@ -71,8 +78,14 @@ def images(e2e_dir: pathlib.Path) -> Iterator[dict[str, str]]:
         yield {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
     finally:
         if not was_running:
-            subprocess.run(["bash", "scripts/docker-smoke.sh", "--stop-engine"], cwd=ROOT,
-                           env=env, capture_output=True, timeout=120, check=False)
+            subprocess.run(
+                ["bash", "scripts/docker-smoke.sh", "--stop-engine"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
 
 
 def engine_answers() -> bool:
@@ -88,17 +101,26 @@ def kube_local(images: dict[str, str], e2e_dir: pathlib.Path) -> Iterator[pathli
     try:
         yield state / "kubeconfig"
     finally:
-        subprocess.run(["bash", "scripts/kube-local.sh", "down"], cwd=ROOT, env=env,
-                       capture_output=True, timeout=180, check=False)
+        subprocess.run(
+            ["bash", "scripts/kube-local.sh", "down"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=180,
+            check=False,
+        )
 
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[object]:
     from barrier_runtime.storage import embedded
 
-    server = embedded.EmbeddedS3Server(host=S3_HOST, s3_port=S3_PORT,
-                                       access_key=S3_ACCESS_KEY,
-                                       secret_key=secrets.token_urlsafe(18))
+    server = embedded.EmbeddedS3Server(
+        host=S3_HOST,
+        s3_port=S3_PORT,
+        access_key=S3_ACCESS_KEY,
+        secret_key=secrets.token_urlsafe(18),
+    )
     with server:
         yield server
 
@@ -119,15 +141,21 @@ def _helm() -> str:
 @pytest.fixture(scope="session")
 def cluster(kube_local: pathlib.Path, s3_server: object, e2e_dir: pathlib.Path) -> Cluster:
     if shutil.which("kubectl") is None:
-        pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh",
-                    pytrace=False)
+        pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh", pytrace=False)
     cl = Cluster(kubeconfig=kube_local, helm=_helm())
     access = S3_ACCESS_KEY
     secret = s3_server.secret_key  # type: ignore[attr-defined]
     cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
     for ns in ("cjob-system", "streaming"):
         cl.kubectl_run("create", "namespace", ns)
-    cl.kubectl_run("-n", "streaming", "create", "secret", "generic", "minio-credentials",
-                   f"--from-literal=AWS_ACCESS_KEY_ID={access}",
-                   f"--from-literal=AWS_SECRET_ACCESS_KEY={secret}")
+    cl.kubectl_run(
+        "-n",
+        "streaming",
+        "create",
+        "secret",
+        "generic",
+        "minio-credentials",
+        f"--from-literal=AWS_ACCESS_KEY_ID={access}",
+        f"--from-literal=AWS_SECRET_ACCESS_KEY={secret}",
+    )
     return cl

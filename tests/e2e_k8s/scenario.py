@@ -69,21 +69,39 @@ class Settings:
 
 def job_manifest(s: Settings) -> Obj:
     return {
-        "apiVersion": "checkpointed.dev/v1alpha1", "kind": "CheckpointedJob",
+        "apiVersion": "checkpointed.dev/v1alpha1",
+        "kind": "CheckpointedJob",
         "metadata": {"name": s.job, "namespace": s.namespace},
         "spec": {
-            "image": s.runtime_image, "imagePullPolicy": "Never",
-            "pipeline": {"module": "barrier_runtime.demo", "args": [
-                "--out", s.output_url, "--keys", str(s.keys),
-                "--events-per-key", str(s.events_per_key), "--rate", str(s.rate)]},
+            "image": s.runtime_image,
+            "imagePullPolicy": "Never",
+            "pipeline": {
+                "module": "barrier_runtime.demo",
+                "args": [
+                    "--out",
+                    s.output_url,
+                    "--keys",
+                    str(s.keys),
+                    "--events-per-key",
+                    str(s.events_per_key),
+                    "--rate",
+                    str(s.rate),
+                ],
+            },
             "parallelism": s.parallelism,
             "driver": {"cores": 1, "memory": "512Mi", "terminationGracePeriodSeconds": 30},
             "executor": {"cores": 1, "memory": "512Mi", "instances": s.parallelism},
             "checkpointing": {"interval": "2s", "timeout": "60s", "retained": 3},
-            "storage": {"endpoint": s.storage_endpoint, "bucket": s.bucket,
-                        "credentialsSecret": {"name": s.credentials_secret}},
-            "restartPolicy": {"type": "OnFailure", "maxRestarts": 10,
-                              "backoff": {"initial": "1s", "max": "5s"}},
+            "storage": {
+                "endpoint": s.storage_endpoint,
+                "bucket": s.bucket,
+                "credentialsSecret": {"name": s.credentials_secret},
+            },
+            "restartPolicy": {
+                "type": "OnFailure",
+                "maxRestarts": 10,
+                "backoff": {"initial": "1s", "max": "5s"},
+            },
         },
     }
 
@@ -117,7 +135,8 @@ class Recorder:
                 self.driver_uids.add(pod["metadata"]["uid"])
         job = self.cluster.cjob(self.s.namespace, self.s.job)
         completed = (((job or {}).get("status") or {}).get("checkpoints") or {}).get(
-            "lastCompleted") or {}
+            "lastCompleted"
+        ) or {}
         if isinstance(completed.get("id"), int):
             self.completed_ids.add(completed["id"])
 
@@ -130,8 +149,13 @@ class Recorder:
 
 
 class Scenario:
-    def __init__(self, cluster: Cluster, killer: ContainerKiller | None, s: Settings,
-                 log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        killer: ContainerKiller | None,
+        s: Settings,
+        log: Callable[[str], None] = print,
+    ) -> None:
         self.cluster, self.killer, self.s, self.log = cluster, killer, s, log
         self.summary: dict[str, Any] = {}
 
@@ -151,16 +175,23 @@ class Scenario:
         return self.cluster.pods(self.s.namespace, selector)
 
     def running(self, role: str) -> list[Obj]:
-        return [p for p in self.job_pods(role)
-                if (p.get("status") or {}).get("phase") == "Running"
-                and not p["metadata"].get("deletionTimestamp")]
+        return [
+            p
+            for p in self.job_pods(role)
+            if (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")
+        ]
 
     def seen(self) -> str:
         st = self.status()
-        pods = {p["metadata"]["name"]: (p.get("status") or {}).get("phase")
-                for p in self.cluster.pods(self.s.namespace)}
-        return (f"phase={st.get('phase')} error={st.get('error')!r} "
-                f"lastCompleted={self.last_completed()} pods={pods}")
+        pods = {
+            p["metadata"]["name"]: (p.get("status") or {}).get("phase")
+            for p in self.cluster.pods(self.s.namespace)
+        }
+        return (
+            f"phase={st.get('phase')} error={st.get('error')!r} "
+            f"lastCompleted={self.last_completed()} pods={pods}"
+        )
 
     def wait(self, what: str, check: Callable[[], Any], timeout: float | None = None) -> Any:
         started = time.monotonic()
@@ -175,34 +206,54 @@ class Scenario:
 
     def install(self, values: Mapping[str, str]) -> None:
         self.log("helm install the chart (cluster-wide, driver account in the job namespace)")
-        args = ["install", self.s.release, self.s.chart, "--namespace",
-                self.s.operator_namespace, "--set", f"driver.namespaces={{{self.s.namespace}}}"]
+        args = [
+            "install",
+            self.s.release,
+            self.s.chart,
+            "--namespace",
+            self.s.operator_namespace,
+            "--set",
+            f"driver.namespaces={{{self.s.namespace}}}",
+        ]
         for key, value in values.items():
             args += ["--set", f"{key}={value}"]
         self.cluster.helm_run(*args)
-        self.wait("the operator pod Running", lambda: [
-            p for p in self.cluster.pods(self.s.operator_namespace)
-            if (p.get("status") or {}).get("phase") == "Running"])
+        self.wait(
+            "the operator pod Running",
+            lambda: [
+                p
+                for p in self.cluster.pods(self.s.operator_namespace)
+                if (p.get("status") or {}).get("phase") == "Running"
+            ],
+        )
 
     def submit(self) -> None:
         self.log(f"kubectl apply the CheckpointedJob (P={self.s.parallelism})")
         manifest = yaml.safe_dump(job_manifest(self.s))
         self.cluster.kubectl_run("apply", "-f", "-", stdin=manifest)
-        self.wait(f"{self.s.parallelism} executor pods Running",
-                  lambda: len(self.running("executor")) >= self.s.parallelism, 300)
-        self.wait("phase Running and a completed checkpoint", lambda: (
-            self.status().get("phase") == "Running" and self.last_completed() >= 0))
+        self.wait(
+            f"{self.s.parallelism} executor pods Running",
+            lambda: len(self.running("executor")) >= self.s.parallelism,
+            300,
+        )
+        self.wait(
+            "phase Running and a completed checkpoint",
+            lambda: self.status().get("phase") == "Running" and self.last_completed() >= 0,
+        )
 
     def kill_executors(self) -> int:
         for n in range(self.s.executor_kills):
             before = self.last_completed()
             victim = self.running("executor")[0]
-            self.log(f"SIGKILL executor container {victim['metadata']['name']} "
-                     f"(#{n + 1}, last checkpoint {before})")
+            self.log(
+                f"SIGKILL executor container {victim['metadata']['name']} "
+                f"(#{n + 1}, last checkpoint {before})"
+            )
             self._killer().kill(self.cluster, victim)
             self.wait("Spark replaced the executor", self._replaced(victim["metadata"]["uid"]))
-            self.wait(f"a checkpoint after {before} (the stage restarted)",
-                      self.checkpoints_after(before))
+            self.wait(
+                f"a checkpoint after {before} (the stage restarted)", self.checkpoints_after(before)
+            )
         return self.s.executor_kills
 
     def kill_driver(self) -> int:
@@ -212,13 +263,16 @@ class Scenario:
             (driver,) = self.running("driver")
             self.log(f"SIGKILL the driver container (#{n + 1}, last checkpoint {before})")
             self._killer().kill(self.cluster, driver)
-            self.wait("the operator restarted the driver pod",
-                      self._driver_restarted(driver["metadata"]["uid"], restarts))
+            self.wait(
+                "the operator restarted the driver pod",
+                self._driver_restarted(driver["metadata"]["uid"], restarts),
+            )
             (new,) = self.running("driver")
             restore = new["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from")
             if not restore:
-                raise ScenarioError("the new driver pod restores nothing: "
-                                    f"{new['metadata'].get('annotations')}")
+                raise ScenarioError(
+                    f"the new driver pod restores nothing: {new['metadata'].get('annotations')}"
+                )
             self.log(f"  the new driver restores {restore}")
             self.wait(f"a checkpoint after {before}", self.checkpoints_after(before))
         return self.s.driver_kills
@@ -231,15 +285,20 @@ class Scenario:
     def _replaced(self, gone: str) -> Callable[[], bool]:
         def check() -> bool:
             running = self.running("executor")
-            return (gone not in {p["metadata"]["uid"] for p in running}
-                    and len(running) >= self.s.parallelism)
+            return (
+                gone not in {p["metadata"]["uid"] for p in running}
+                and len(running) >= self.s.parallelism
+            )
+
         return check
 
     def _driver_restarted(self, old: str, restarts: int) -> Callable[[], bool]:
         def check() -> bool:
             count = int((self.status().get("restarts") or {}).get("count") or 0)
             return count > restarts and any(
-                p["metadata"]["uid"] != old for p in self.running("driver"))
+                p["metadata"]["uid"] != old for p in self.running("driver")
+            )
+
         return check
 
     def get_cjob(self) -> str:
@@ -253,24 +312,36 @@ class Scenario:
         checkpoint_age = row[start:].split()[0] if len(row) > start else ""
         if " Running " not in f" {row} " or not re.fullmatch(r"\d+[smhd]", checkpoint_age):
             raise ScenarioError(
-                f"`kubectl get cjob` does not show Running with a checkpoint age: {row}")
+                f"`kubectl get cjob` does not show Running with a checkpoint age: {row}"
+            )
         return table
 
     def suspend_and_resume(self) -> str:
         self.log("suspend: final savepoint, then no pods")
         self._set_state("suspended")
-        self.wait("phase Suspended and no job pods", lambda: (
-            self.status().get("phase") == "Suspended"
-            and not self.job_pods("driver") and not self.job_pods("executor")))
+        self.wait(
+            "phase Suspended and no job pods",
+            lambda: (
+                self.status().get("phase") == "Suspended"
+                and not self.job_pods("driver")
+                and not self.job_pods("executor")
+            ),
+        )
         savepoint = ((self.status().get("checkpoints") or {}).get("lastSavepoint") or {}).get(
-            "path")
+            "path"
+        )
         if not savepoint:
             raise ScenarioError(f"suspended without a savepoint: {self.status()}")
         self.log(f"  savepoint {savepoint}; resume")
         self._set_state("running")
-        driver = self.wait("a driver pod restoring the savepoint", lambda: [
-            p for p in self.job_pods("driver")
-            if p["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from")])
+        driver = self.wait(
+            "a driver pod restoring the savepoint",
+            lambda: [
+                p
+                for p in self.job_pods("driver")
+                if p["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from")
+            ],
+        )
         restore = driver[0]["metadata"]["annotations"]["checkpointed.dev/restore-from"]
         if restore.rstrip("/").rsplit("/", 1)[-1] not in savepoint:
             raise ScenarioError(f"resumed from {restore}, not the savepoint {savepoint}")
@@ -278,32 +349,50 @@ class Scenario:
 
     def _set_state(self, state: str) -> None:
         patch = json.dumps({"spec": {"state": state}})
-        self.cluster.kubectl_run("-n", self.s.namespace, "patch", "cjob", self.s.job,
-                                 "--type", "merge", "-p", patch)
+        self.cluster.kubectl_run(
+            "-n", self.s.namespace, "patch", "cjob", self.s.job, "--type", "merge", "-p", patch
+        )
 
     def finish(self) -> None:
-        self.wait("phase Finished (the bounded source ended)",
-                  lambda: self.status().get("phase") == "Finished", 420)
+        self.wait(
+            "phase Finished (the bounded source ended)",
+            lambda: self.status().get("phase") == "Finished",
+            420,
+        )
 
     def uninstall(self) -> list[str]:
         self.log("delete the job, helm uninstall")
-        self.cluster.kubectl_run("-n", self.s.namespace, "delete", "cjob", self.s.job,
-                                 "--timeout=120s")
-        self.cluster.helm_run("uninstall", self.s.release, "--namespace",
-                              self.s.operator_namespace, "--wait")
+        self.cluster.kubectl_run(
+            "-n", self.s.namespace, "delete", "cjob", self.s.job, "--timeout=120s"
+        )
+        self.cluster.helm_run(
+            "uninstall", self.s.release, "--namespace", self.s.operator_namespace, "--wait"
+        )
         ours = "app.kubernetes.io/managed-by"
-        self.wait("no pods left", lambda: not self.cluster.pods(self.s.namespace)
-                  and not self.cluster.pods(self.s.operator_namespace))
+        self.wait(
+            "no pods left",
+            lambda: (
+                not self.cluster.pods(self.s.namespace)
+                and not self.cluster.pods(self.s.operator_namespace)
+            ),
+        )
         left = []
         for ns in (self.s.namespace, self.s.operator_namespace):
-            for kind in ("configmaps", "secrets", "services", "serviceaccounts",
-                         "roles", "rolebindings", "deployments"):
-                out = self.cluster.kubectl_run("-n", ns, "get", kind, "-o", "name",
-                                               "-l", ours)
+            for kind in (
+                "configmaps",
+                "secrets",
+                "services",
+                "serviceaccounts",
+                "roles",
+                "rolebindings",
+                "deployments",
+            ):
+                out = self.cluster.kubectl_run("-n", ns, "get", kind, "-o", "name", "-l", ours)
                 left += [f"{ns}/{line}" for line in out.split()]
         for kind in ("clusterroles", "clusterrolebindings"):
-            out = self.cluster.kubectl_run("get", kind, "-o", "name", "-l",
-                                           f"app.kubernetes.io/instance={self.s.release}")
+            out = self.cluster.kubectl_run(
+                "get", kind, "-o", "name", "-l", f"app.kubernetes.io/instance={self.s.release}"
+            )
             left += out.split()
         return left
 
@@ -315,8 +404,11 @@ class Scenario:
                 self.submit()
                 executor_kills = self.kill_executors()
                 driver_kills = self.kill_driver()
-                self.wait("`kubectl get cjob` shows Running with a checkpoint age",
-                          self._get_cjob_shows_running, 90)
+                self.wait(
+                    "`kubectl get cjob` shows Running with a checkpoint age",
+                    self._get_cjob_shows_running,
+                    90,
+                )
                 self.suspend_and_resume()
                 self.finish()
                 recorder.sample()
@@ -345,9 +437,11 @@ class Scenario:
         """Driver pods the operator replaced after a failure (its restart Events); the
         Restarts column also counts the restarts the driver made itself."""
         return sum(
-            int(e.get("count") or 1) for e in self.cluster.events(self.s.namespace)
+            int(e.get("count") or 1)
+            for e in self.cluster.events(self.s.namespace)
             if e.get("reason") in ("DriverFailed", "DriverDisappeared")
-            and (e.get("involvedObject") or {}).get("name") == self.s.job)
+            and (e.get("involvedObject") or {}).get("name") == self.s.job
+        )
 
     def _get_cjob_shows_running(self) -> bool:
         try:
@@ -359,9 +453,10 @@ class Scenario:
 
     def diagnostics(self) -> None:
         """The logs a person would read first: the driver's and the operator's."""
-        for ns, target in ((self.s.namespace, f"pod/{self.s.job}-driver"),
-                           (self.s.operator_namespace,
-                            f"deployment/{self.s.release}-checkpointed-operator")):
+        for ns, target in (
+            (self.s.namespace, f"pod/{self.s.job}-driver"),
+            (self.s.operator_namespace, f"deployment/{self.s.release}-checkpointed-operator"),
+        ):
             try:
                 text = self.cluster.run("kubectl", "-n", ns, "logs", target, "--tail=60")
             except ScenarioError as exc:
@@ -370,10 +465,17 @@ class Scenario:
 
     def cleanup(self) -> None:
         """Best effort after a failed step: the job (its finalizer runs), then the release."""
-        for args in (("kubectl", "-n", self.s.namespace, "delete", "cjob", "--all",
-                      "--timeout=90s"),
-                     ("helm", "uninstall", self.s.release, "--namespace",
-                      self.s.operator_namespace, "--wait")):
+        for args in (
+            ("kubectl", "-n", self.s.namespace, "delete", "cjob", "--all", "--timeout=90s"),
+            (
+                "helm",
+                "uninstall",
+                self.s.release,
+                "--namespace",
+                self.s.operator_namespace,
+                "--wait",
+            ),
+        ):
             try:
                 self.cluster.run(args[0], *args[1:])
             except ScenarioError as exc:
@@ -409,16 +511,18 @@ def say(line: str) -> None:
 
 
 @contextlib.contextmanager
-def chart_installed(cluster: Cluster, images: Mapping[str, str], s3_server: Any,
-                    release: str) -> Iterator[Scenario]:
+def chart_installed(
+    cluster: Cluster, images: Mapping[str, str], s3_server: Any, release: str
+) -> Iterator[Scenario]:
     """The chart installed as the README does (cluster-wide, the driver account in the
     job namespace) with the operator image of this checkout; removed again afterwards."""
     settings = Settings(runtime_image=images["runtime"], release=release)
     s3_server.create_bucket("checkpoints")
     scenario = Scenario(cluster, killer=None, s=settings, log=say)
     repository, tag = images["operator"].split(":")
-    scenario.install({"image.repository": repository, "image.tag": tag,
-                      "image.pullPolicy": "Never"})
+    scenario.install(
+        {"image.repository": repository, "image.tag": tag, "image.pullPolicy": "Never"}
+    )
     try:
         yield scenario
     finally:

@@ -33,10 +33,14 @@ def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
     s3_server.create_bucket(settings.bucket)
     repository, tag = images["operator"].split(":")
     started = time.monotonic()
-    summary = Scenario(cluster, DockerKiller(), settings, log=_say).run({
-        "image.repository": repository, "image.tag": tag, "image.pullPolicy": "Never",
-        "operator.reconcileInterval": "1",
-    })
+    summary = Scenario(cluster, DockerKiller(), settings, log=_say).run(
+        {
+            "image.repository": repository,
+            "image.tag": tag,
+            "image.pullPolicy": "Never",
+            "operator.reconcileInterval": "1",
+        }
+    )
     summary["seconds"] = round(time.monotonic() - started, 1)
 
     # The checker: the sink's committed output against the crash-free output.

@@ -36,16 +36,30 @@ MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
 MALFORMED_LINE = 301
 
 
-
-
 @pytest.fixture(scope="module")
 def pipelines_image(images: dict[str, str]) -> str:
     """examples/Dockerfile on top of the runtime image, as the README tells users."""
     tag = images["runtime"].replace("cjob-runtime", "cjob-pipelines")
     done = subprocess.run(
-        ["docker", "build", "--network", "host", "-f", "examples/Dockerfile", "-t", tag,
-         "--build-arg", f"RUNTIME_IMAGE={images['runtime']}", "examples"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+        [
+            "docker",
+            "build",
+            "--network",
+            "host",
+            "-f",
+            "examples/Dockerfile",
+            "-t",
+            tag,
+            "--build-arg",
+            f"RUNTIME_IMAGE={images['runtime']}",
+            "examples",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return tag
 
@@ -79,23 +93,30 @@ def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
         st = _status(cluster, "wordcount")
         return st if st.get("phase") == "Failed" else None
 
-    st = wait_until("the job in phase Failed", failed, 300,
-                    lambda: str(_status(cluster, "wordcount")))
+    st = wait_until(
+        "the job in phase Failed", failed, 300, lambda: str(_status(cluster, "wordcount"))
+    )
     error = str(st.get("error"))
     assert f"a.jsonl line {MALFORMED_LINE}" in error and "malformed record" in error, error
     assert "same record in 3 attempts" in error and "not restarting" in error, error
-    warnings = [e for e in cluster.events("streaming")
-                if e.get("type") == "Warning"
-                and (e.get("involvedObject") or {}).get("name") == "wordcount"
-                and f"line {MALFORMED_LINE}" in str(e.get("message"))]
+    warnings = [
+        e
+        for e in cluster.events("streaming")
+        if e.get("type") == "Warning"
+        and (e.get("involvedObject") or {}).get("name") == "wordcount"
+        and f"line {MALFORMED_LINE}" in str(e.get("message"))
+    ]
     assert warnings, "no Warning Event carries the reason"
     table = cluster.kubectl_run("-n", "streaming", "get", "cjob", "wordcount")
     assert " Failed " in table, table
 
     # No loop: one driver pod was ever created, and the operator never restarted it.
-    created = [e for e in cluster.events("streaming")
-               if e.get("reason") == "DriverCreated"
-               and (e.get("involvedObject") or {}).get("name") == "wordcount"]
+    created = [
+        e
+        for e in cluster.events("streaming")
+        if e.get("reason") == "DriverCreated"
+        and (e.get("involvedObject") or {}).get("name") == "wordcount"
+    ]
     assert len(created) == 1, [e.get("message") for e in created]
     restarts = st.get("restarts") or {}
     assert isinstance(restarts, dict) and restarts.get("lastReason") != "DriverFailed", restarts
@@ -109,8 +130,11 @@ INTERVAL = 2.0
 def _driver_metrics(cluster: Cluster, name: str) -> dict[str, float]:
     """``cjob_*`` samples of the driver's ``/metrics`` (no token needed), by metric name."""
     pods = cluster.pods("streaming", f"checkpointed.dev/job={name},checkpointed.dev/role=driver")
-    ip = next((p.get("status") or {}).get("podIP") for p in pods
-              if (p.get("status") or {}).get("phase") == "Running")
+    ip = next(
+        (p.get("status") or {}).get("podIP")
+        for p in pods
+        if (p.get("status") or {}).get("phase") == "Running"
+    )
     with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=5) as resp:
         text = resp.read().decode()
     samples: dict[str, float] = {}
@@ -132,10 +156,16 @@ def test_checkpoints_go_on_while_the_operator_is_down(
     manifest["spec"]["image"] = images["runtime"]
     manifest["spec"]["checkpointing"] = {"interval": f"{INTERVAL:g}s"}
     cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
-    wait_until("the job Running with a checkpoint", lambda: _status(cluster, "unattended")
-               .get("phase") == "Running" and _driver_metrics(cluster, "unattended")
-               .get("cjob_checkpoints_completed_total", 0) >= 1, 300,
-               lambda: str(_status(cluster, "unattended")))  # fmt: skip
+    wait_until(
+        "the job Running with a checkpoint",
+        lambda: (
+            _status(cluster, "unattended").get("phase") == "Running"
+            and _driver_metrics(cluster, "unattended").get("cjob_checkpoints_completed_total", 0)
+            >= 1
+        ),
+        300,
+        lambda: str(_status(cluster, "unattended")),
+    )
     operator = f"deployment/{installed.s.release}-checkpointed-operator"
     ns = installed.s.operator_namespace
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=0")
@@ -152,9 +182,14 @@ def test_checkpoints_go_on_while_the_operator_is_down(
         return now["cjob_checkpoints_completed_total"] >= before + 10
 
     wait_until("10 checkpoints with the operator down", ten_more, 10 * INTERVAL * 3)
-    say(f"  operator down: 10 checkpoints completed, the newest never older than "
-         f"{worst_age:.1f}s (the stale alert fires at {3 * INTERVAL:g}s)")
+    say(
+        f"  operator down: 10 checkpoints completed, the newest never older than "
+        f"{worst_age:.1f}s (the stale alert fires at {3 * INTERVAL:g}s)"
+    )
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=1")
-    wait_until("the operator back", lambda: any(
-        (p.get("status") or {}).get("phase") == "Running" for p in cluster.pods(ns)), 120)
+    wait_until(
+        "the operator back",
+        lambda: any((p.get("status") or {}).get("phase") == "Running" for p in cluster.pods(ns)),
+        120,
+    )
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", "unattended", "--timeout=120s")

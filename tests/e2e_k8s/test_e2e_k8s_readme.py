@@ -21,8 +21,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
 
 
-
-
 @pytest.fixture(scope="module")
 def installed(cluster: Cluster, images: dict[str, str], s3_server) -> Iterator[Scenario]:
     with chart_installed(cluster, images, s3_server, release="readme") as scenario:
@@ -44,11 +42,15 @@ def test_the_minimal_example_reaches_running_with_checkpoints(
 
     def running_with_checkpoint() -> bool:
         st = _status(cluster, "streaming", name)
-        last = ((st.get("checkpoints") or {}).get("lastCompleted") or {})  # type: ignore[attr-defined]
+        last = (st.get("checkpoints") or {}).get("lastCompleted") or {}  # type: ignore[attr-defined]
         return st.get("phase") == "Running" and isinstance(last.get("id"), int)
 
-    wait_until("the minimal job Running with a completed checkpoint", running_with_checkpoint,
-               300, lambda: str(_status(cluster, "streaming", name)))
+    wait_until(
+        "the minimal job Running with a completed checkpoint",
+        running_with_checkpoint,
+        300,
+        lambda: str(_status(cluster, "streaming", name)),
+    )
     table = cluster.kubectl_run("-n", "streaming", "get", "cjob", name)
     assert " Running " in table, table
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", name, "--timeout=120s")
@@ -70,13 +72,20 @@ def test_a_driver_without_its_role_is_refused_with_403_and_the_operator_says_so(
         error = _status(cluster, "streaming", "unprivileged").get("error")
         return error if isinstance(error, str) and "403" in error else None
 
-    error = wait_until("the 403 in the job's status", refused, 240,
-                       lambda: str(_status(cluster, "streaming", "unprivileged")))
+    error = wait_until(
+        "the 403 in the job's status",
+        refused,
+        240,
+        lambda: str(_status(cluster, "streaming", "unprivileged")),
+    )
     assert "forbidden" in error and "system:serviceaccount:streaming:no-rights" in error, error
     assert "driver Role" in error, error  # what to do about it
-    warnings = [e for e in cluster.events("streaming")
-                if e.get("type") == "Warning"
-                and (e.get("involvedObject") or {}).get("name") == "unprivileged"
-                and "403" in str(e.get("message"))]
+    warnings = [
+        e
+        for e in cluster.events("streaming")
+        if e.get("type") == "Warning"
+        and (e.get("involvedObject") or {}).get("name") == "unprivileged"
+        and "403" in str(e.get("message"))
+    ]
     assert warnings, "no Warning Event carries the 403"
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", "unprivileged", "--timeout=120s")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import checkpoint_store, object_store
 
 
@@ -21,16 +21,26 @@ def commit_checkpoint(
     ``step`` and its ``_metadata``, as the coordinator commits them."""
     store = checkpoint_store.CheckpointStore(object_store.open_object_store(str(root)), job)
     handle = store.write_state(
-        cid, kind, f"{step}/0.arrow", b"state", step_id=step, subtask=0,
-        handle_kind=metadata.HandleKind.KEYED, key_group_start=0,
+        cid,
+        kind,
+        f"{step}/0.arrow",
+        b"state",
+        step_id=step,
+        subtask=0,
+        handle_kind=metadata.HandleKind.KEYED,
+        key_group_start=0,
         key_group_end=max_parallelism - 1,
-    )  # fmt: skip
+    )
     store.commit(
         metadata.CheckpointMetadata(
-            checkpoint_id=types.CheckpointId(cid), kind=kind, trigger_time=1.0,
+            checkpoint_id=types.CheckpointId(cid),
+            kind=kind,
+            trigger_time=1.0,
             completion_time=2.0,
             fingerprint=metadata.JobFingerprint((types.StepId(step),), max_parallelism, 1),
-            state_handles=(handle,), source_positions={}, sink_transactions={},
+            state_handles=(handle,),
+            source_positions={},
+            sink_transactions={},
         )
-    )  # fmt: skip
+    )
     return store

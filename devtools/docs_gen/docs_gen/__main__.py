@@ -11,11 +11,19 @@ import docs_gen
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="gen-docs", description="Regenerate docs/reference/ from the code and the CRD.")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 naming the pages that are out of date")
-    parser.add_argument("--root", type=pathlib.Path, default=docs_gen.ROOT,
-                        help="repository root (default: the one this generator is in)")
+        prog="gen-docs", description="Regenerate docs/reference/ from the code and the CRD."
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming the pages that are out of date",
+    )
+    parser.add_argument(
+        "--root",
+        type=pathlib.Path,
+        default=docs_gen.ROOT,
+        help="repository root (default: the one this generator is in)",
+    )
     args = parser.parse_args(argv)
     root: pathlib.Path = args.root
     if args.check:

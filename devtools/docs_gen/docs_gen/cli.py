@@ -43,8 +43,9 @@ def commands(parser: argparse.ArgumentParser | None = None) -> list[Command]:
     return list(_walk(parser or cli.build_parser(), (), None))
 
 
-def _walk(parser: argparse.ArgumentParser, words: tuple[str, ...],
-          summary: str | None) -> Iterator[Command]:
+def _walk(
+    parser: argparse.ArgumentParser, words: tuple[str, ...], summary: str | None
+) -> Iterator[Command]:
     yield Command(words, parser, summary)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -55,8 +56,11 @@ def _walk(parser: argparse.ArgumentParser, words: tuple[str, ...],
 
 def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     """The arguments a user gives (no ``--help``, no subcommand selector)."""
-    return [a for a in parser._actions
-            if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)]
+    return [
+        a
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)
+    ]
 
 
 def subcommand_selector(parser: argparse.ArgumentParser) -> argparse.Action | None:
@@ -66,10 +70,12 @@ def subcommand_selector(parser: argparse.ArgumentParser) -> argparse.Action | No
 
 def options_without_help(parser: argparse.ArgumentParser | None = None) -> list[str]:
     """``cjob run --checkpoint-interval``-style names of every argument with no help text."""
-    return [f"{command.name} {label(action)}"
-            for command in commands(parser)
-            for action in arguments(command.parser)
-            if not (action.help or "").strip()]
+    return [
+        f"{command.name} {label(action)}"
+        for command in commands(parser)
+        for action in arguments(command.parser)
+        if not (action.help or "").strip()
+    ]
 
 
 def label(action: argparse.Action) -> str:
@@ -112,9 +118,14 @@ def value(action: argparse.Action) -> str:
         return "(flag)"
     kind = _TYPES.get(action.type) if isinstance(action.type, type) else None
     shown = md.code(shape(action)) if action.option_strings else ""
-    extra = [k for k in (kind if kind != "text" else None,
-                         "repeatable" if isinstance(action, argparse._AppendAction) else None)
-             if k]
+    extra = [
+        k
+        for k in (
+            kind if kind != "text" else None,
+            "repeatable" if isinstance(action, argparse._AppendAction) else None,
+        )
+        if k
+    ]
     return " ".join([shown, *(f"({k})" for k in extra)]).strip()
 
 
@@ -172,18 +183,27 @@ def section(command: Command) -> list[str]:
         lines += [md.text(parser.description), ""]
     rows = []
     for action in arguments(parser):
-        rows.append((md.cell(md.code(label(action))), md.cell(value(action)),
-                     md.cell(default(action)),
-                     md.cell("; ".join([help_text(action, parser.prog), *choices(action)]))))
+        rows.append(
+            (
+                md.cell(md.code(label(action))),
+                md.cell(value(action)),
+                md.cell(default(action)),
+                md.cell("; ".join([help_text(action, parser.prog), *choices(action)])),
+            )
+        )
     if rows:
         lines += [*md.table(("argument", "value", "default", "description"), rows), ""]
     selector = subcommand_selector(parser)
     if selector is not None:
         depth = len(command.words) + 1
         subs = [c for c in _walk(parser, command.words, None) if len(c.words) == depth]
-        subrows = [(f"[{md.code(sub.words[-1])}](#{md.slug(sub.name)})",
-                    md.cell(md.text(sub.summary or "")) or NO_HELP)
-                   for sub in subs]
+        subrows = [
+            (
+                f"[{md.code(sub.words[-1])}](#{md.slug(sub.name)})",
+                md.cell(md.text(sub.summary or "")) or NO_HELP,
+            )
+            for sub in subs
+        ]
         lines += [*md.table(("command", "what it does"), subrows), ""]
     return lines
 
@@ -202,8 +222,7 @@ def render(parser: argparse.ArgumentParser | None = None) -> str:
         f"{failures.EXIT_MISTAKE} a mistake in the command line, its input or the "
         f"environment (one sentence on stderr); {failures.EXIT_INTERRUPTED} interrupted.",
         "",
-        "Commands: " + ", ".join(f"[{md.code(c.name)}](#{md.slug(c.name)})" for c in found)
-        + ".",
+        "Commands: " + ", ".join(f"[{md.code(c.name)}](#{md.slug(c.name)})" for c in found) + ".",
         "",
     ]
     for command in found:

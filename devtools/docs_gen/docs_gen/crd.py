@@ -132,8 +132,11 @@ def rules(schema: Schema) -> list[str]:
         if "messageExpression" in rule:
             expression = " ".join(str(rule["messageExpression"]).split())
             out.append(f"   - message expression: {md.code(expression)}")
-        for key, label in (("fieldPath", "field path"), ("reason", "reason"),
-                           ("optionalOldSelf", "optionalOldSelf")):
+        for key, label in (
+            ("fieldPath", "field path"),
+            ("reason", "reason"),
+            ("optionalOldSelf", "optionalOldSelf"),
+        ):
             if key in rule:
                 out.append(f"   - {label}: {md.code(literal(rule[key]))}")
     return out
@@ -169,8 +172,14 @@ def summary(fields: list[Field]) -> list[str]:
     for f in fields:
         default = md.code(literal(f.schema["default"])) if "default" in f.schema else ""
         link = f"[{md.code(f.path)}](#{md.slug(heading(f))})"
-        rows.append((link, md.cell(md.code(type_of(f.schema))),
-                     "yes" if f.required else "", md.cell(default)))
+        rows.append(
+            (
+                link,
+                md.cell(md.code(type_of(f.schema))),
+                "yes" if f.required else "",
+                md.cell(default),
+            )
+        )
     return md.table(("field", "type", "required", "default"), rows)
 
 
@@ -178,11 +187,21 @@ def printer_columns(version: Schema) -> list[str]:
     columns = version.get("additionalPrinterColumns") or ()
     if not columns:
         return []
-    rows = [(md.cell(c["name"]), md.code(c["jsonPath"]), c["type"],
-             md.cell(md.text(c.get("description", ""))))
-            for c in columns]
-    return ["### Printer columns (`kubectl get cjob`)", "",
-            *md.table(("column", "JSON path", "type", "description"), rows), ""]
+    rows = [
+        (
+            md.cell(c["name"]),
+            md.code(c["jsonPath"]),
+            c["type"],
+            md.cell(md.text(c.get("description", ""))),
+        )
+        for c in columns
+    ]
+    return [
+        "### Printer columns (`kubectl get cjob`)",
+        "",
+        *md.table(("column", "JSON path", "type", "description"), rows),
+        "",
+    ]
 
 
 def render(crd: Mapping[str, Any]) -> str:
@@ -204,11 +223,21 @@ def render(crd: Mapping[str, Any]) -> str:
     ]
     for version in spec["versions"]:
         schema = version["schema"]["openAPIV3Schema"]
-        flags = [w for w, on in (("served", version.get("served")),
-                                 ("storage version", version.get("storage"))) if on]
-        lines += [f"## {spec['group']}/{version['name']}", "",
-                  f"This version is {' and '.join(flags) or 'neither served nor stored'}. "
-                  + md.text(str(schema.get("description", ""))), ""]
+        flags = [
+            w
+            for w, on in (
+                ("served", version.get("served")),
+                ("storage version", version.get("storage")),
+            )
+            if on
+        ]
+        lines += [
+            f"## {spec['group']}/{version['name']}",
+            "",
+            f"This version is {' and '.join(flags) or 'neither served nor stored'}. "
+            + md.text(str(schema.get("description", ""))),
+            "",
+        ]
         lines += printer_columns(version)
         needed = set(schema.get("required") or ())
         for top in SECTIONS:

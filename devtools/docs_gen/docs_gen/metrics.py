@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from prometheus_client import metrics as prom_metrics
 from prometheus_client.metrics_core import Metric
 
-from barrier_runtime.checkpoint import stats, types
+from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
 from barrier_runtime.control import metrics as driver_metrics
+from barrier_runtime.core import types
 from cjob_operator import metrics as operator_metrics
 from docs_gen import markdown as md
 
@@ -59,27 +60,46 @@ class _StandInJob:
     """A job with one of everything, so that every family of :class:`JobMetrics` appears."""
 
     def info(self) -> job.JobInfo:
-        return job.JobInfo(name="job", state=job.JobState.RUNNING, attempt=0, restarts=0,
-                           parallelism=1, max_parallelism=1, start_time=0.0, ready=True)
+        return job.JobInfo(
+            name="job",
+            state=job.JobState.RUNNING,
+            attempt=0,
+            restarts=0,
+            parallelism=1,
+            max_parallelism=1,
+            start_time=0.0,
+            ready=True,
+        )
 
     def checkpoint_stats(self) -> stats.CheckpointStats:
         def entry(cid: int, status: stats.CheckpointStatus) -> stats.CheckpointStatsEntry:
             failed = status is stats.CheckpointStatus.FAILED
             return stats.CheckpointStatsEntry(
-                checkpoint_id=types.CheckpointId(cid), status=status,
-                kind=types.CheckpointKind.CHECKPOINT, trigger_time=0.0, num_tasks=1,
-                ack_times={}, state_size=0, alignment_duration=0.0, end_time=1.0,
-                failure_reason=types.FailureReason.TIMEOUT if failed else None)
+                checkpoint_id=types.CheckpointId(cid),
+                status=status,
+                kind=types.CheckpointKind.CHECKPOINT,
+                trigger_time=0.0,
+                num_tasks=1,
+                ack_times={},
+                state_size=0,
+                alignment_duration=0.0,
+                end_time=1.0,
+                failure_reason=types.FailureReason.TIMEOUT if failed else None,
+            )
 
         done = entry(1, stats.CheckpointStatus.COMPLETED)
         failed = entry(2, stats.CheckpointStatus.FAILED)
         return stats.CheckpointStats(
             counts=stats.CheckpointCounts(triggered=2, completed=1, failed=1),
-            history=(failed, done), latest_completed=done, latest_failed=failed)
+            history=(failed, done),
+            latest_completed=done,
+            latest_failed=failed,
+        )
 
     def runtime_metrics(self) -> job.RuntimeMetrics:
-        return job.RuntimeMetrics(records_in={"step": 1}, records_out={"step": 1},
-                                  backpressure_seconds={"task": 1.0})
+        return job.RuntimeMetrics(
+            records_in={"step": 1}, records_out={"step": 1}, backpressure_seconds={"task": 1.0}
+        )
 
 
 def _labels(family: Metric) -> tuple[str, ...]:
@@ -95,15 +115,21 @@ def driver() -> list[MetricDoc]:
     """The families a driver's ``/metrics`` serves, in the order it serves them."""
     collector = driver_metrics.JobMetrics(_StandInJob(), namespace="namespace")
     return [
-        MetricDoc(f.name, f.type, f.documentation, _labels(f),
-                  driver_metrics.DURATION_BUCKETS if f.type == "histogram" else ())
+        MetricDoc(
+            f.name,
+            f.type,
+            f.documentation,
+            _labels(f),
+            driver_metrics.DURATION_BUCKETS if f.type == "histogram" else (),
+        )
         for f in collector.collect()
     ]
 
 
 def _module_metrics() -> list[prom_metrics.MetricWrapperBase]:
-    return [v for v in vars(operator_metrics).values()
-            if isinstance(v, prom_metrics.MetricWrapperBase)]
+    return [
+        v for v in vars(operator_metrics).values() if isinstance(v, prom_metrics.MetricWrapperBase)
+    ]
 
 
 def operator() -> list[MetricDoc]:
@@ -114,14 +140,21 @@ def operator() -> list[MetricDoc]:
     if missing:
         raise LookupError(
             f"{OPERATOR_MODULE}: {', '.join(missing)} are registered but not module-level "
-            "metrics; teach docs_gen.metrics where they are defined")
+            "metrics; teach docs_gen.metrics where they are defined"
+        )
     docs = []
     for metric in found:
         family = registered[metric._name]
         bounds: Sequence[float] = getattr(metric, "_upper_bounds", ())
-        docs.append(MetricDoc(family.name, family.type, family.documentation,
-                              tuple(metric._labelnames),
-                              tuple(b for b in bounds if b != float("inf"))))
+        docs.append(
+            MetricDoc(
+                family.name,
+                family.type,
+                family.documentation,
+                tuple(metric._labelnames),
+                tuple(b for b in bounds if b != float("inf")),
+            )
+        )
     return docs
 
 
@@ -139,8 +172,14 @@ def _table(docs: Sequence[MetricDoc], other: Mapping[str, MetricDoc]) -> list[st
     for m in docs:
         note = f" Buckets (s): {_buckets(m.buckets)}." if m.buckets else ""
         also = " Also exported by the other side." if m.exposed in other else ""
-        rows.append((md.code(m.exposed), m.kind, ", ".join(md.code(n) for n in m.labels),
-                     md.cell(md.text(m.help) + note + also)))
+        rows.append(
+            (
+                md.code(m.exposed),
+                m.kind,
+                ", ".join(md.code(n) for n in m.labels),
+                md.cell(md.text(m.help) + note + also),
+            )
+        )
     return md.table(("metric", "type", "labels", "help"), rows)
 
 

@@ -21,11 +21,11 @@ import aiohttp.web
 from kube_local import pki, server
 
 
-async def _serve(state: Path, host: str, port: int, history: int,
-                 docker: str | None) -> None:
+async def _serve(state: Path, host: str, port: int, history: int, docker: str | None) -> None:
     pki.ensure(state)
-    api = server.ApiServer((state / "admin-token").read_text().strip(),
-                           (state / "ca.crt").read_text(), history)
+    api = server.ApiServer(
+        (state / "admin-token").read_text().strip(), (state / "ca.crt").read_text(), history
+    )
     runner = aiohttp.web.AppRunner(api.app(), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -34,8 +34,9 @@ async def _serve(state: Path, host: str, port: int, history: int,
     site = aiohttp.web.SockSite(runner, sock, ssl_context=pki.server_context(state))
     await site.start()
     url = f"https://{host}:{sock.getsockname()[1]}"
-    kubelet = None if docker is None else api.start_kubelet(
-        state, docker, host, sock.getsockname()[1])
+    kubelet = (
+        None if docker is None else api.start_kubelet(state, docker, host, sock.getsockname()[1])
+    )
     pki.write_kubeconfig(state, url)
     (state / "ready").write_text(url + "\n")
     stop = asyncio.Event()
@@ -58,15 +59,27 @@ def main() -> None:
     serve.add_argument("--state-dir", type=Path, required=True)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=0)
-    serve.add_argument("--history", type=int, default=1000,
-                       help="events kept per resource for watches (older: 410 Gone)")
-    serve.add_argument("--kubelet", action="store_true",
-                       help="run Pods as containers on the local Docker engine")
+    serve.add_argument(
+        "--history",
+        type=int,
+        default=1000,
+        help="events kept per resource for watches (older: 410 Gone)",
+    )
+    serve.add_argument(
+        "--kubelet", action="store_true", help="run Pods as containers on the local Docker engine"
+    )
     serve.add_argument("--docker", default="docker", help="the docker client (with --kubelet)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    asyncio.run(_serve(args.state_dir, args.host, args.port, args.history,
-                       args.docker if args.kubelet else None))
+    asyncio.run(
+        _serve(
+            args.state_dir,
+            args.host,
+            args.port,
+            args.history,
+            args.docker if args.kubelet else None,
+        )
+    )
 
 
 if __name__ == "__main__":

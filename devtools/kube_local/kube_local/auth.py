@@ -26,9 +26,14 @@ class User:
 
     @classmethod
     def service_account(cls, namespace: str, name: str) -> User:
-        return cls(f"{SA_PREFIX}{namespace}:{name}",
-                   ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
-                    "system:authenticated"))
+        return cls(
+            f"{SA_PREFIX}{namespace}:{name}",
+            (
+                "system:serviceaccounts",
+                f"system:serviceaccounts:{namespace}",
+                "system:authenticated",
+            ),
+        )
 
     @property
     def is_admin(self) -> bool:
@@ -57,8 +62,7 @@ class Tokens:
         self._grants[token] = _Grant(namespace, name, uid)
         return token
 
-    def authenticate(self, header: str | None,
-                     sa_uid: Callable[[str, str], str | None]) -> User:
+    def authenticate(self, header: str | None, sa_uid: Callable[[str, str], str | None]) -> User:
         """The user of an ``Authorization`` header.
 
         ``sa_uid(namespace, name)`` returns the current uid of a ServiceAccount (or None).

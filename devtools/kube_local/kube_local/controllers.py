@@ -57,18 +57,23 @@ class Controllers:
     # -- garbage collection --------------------------------------------------------
 
     @staticmethod
-    def _dependents(data: store.Store,
-                    uid: str) -> list[tuple[resources.ResourceType, dict[str, Any]]]:
-        return [(t, copy.deepcopy(o)) for t, o in data.everything()
-                if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]
+    def _dependents(
+        data: store.Store, uid: str
+    ) -> list[tuple[resources.ResourceType, dict[str, Any]]]:
+        return [
+            (t, copy.deepcopy(o))
+            for t, o in data.everything()
+            if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
+        ]
 
     def _collect(self, data: store.Store, uid: str) -> None:
         live = {o["metadata"].get("uid") for _, o in data.everything()}
         for t, dependent in self._dependents(data, uid):
             refs = dependent["metadata"].get("ownerReferences") or []
             if not any(r.get("uid") in live for r in refs):
-                data.remove(t, dependent["metadata"].get("namespace", ""),
-                            dependent["metadata"]["name"])
+                data.remove(
+                    t, dependent["metadata"].get("namespace", ""), dependent["metadata"]["name"]
+                )
 
     def _settle_foreground(self, data: store.Store, uid: str) -> None:
         for t, owner in list(data.everything()):
@@ -90,11 +95,14 @@ class Controllers:
             active = copy.deepcopy(event.object)
             active["status"] = {"phase": "Active"}
             data.replace(data.type_of("", "namespaces"), active)
-            data.create(data.type_of("", "serviceaccounts"), name,
-                        {"metadata": {"name": "default"}})
-            data.create(data.type_of("", "configmaps"), name,
-                        {"metadata": {"name": "kube-root-ca.crt"},
-                         "data": {"ca.crt": self.ca_pem}})
+            data.create(
+                data.type_of("", "serviceaccounts"), name, {"metadata": {"name": "default"}}
+            )
+            data.create(
+                data.type_of("", "configmaps"),
+                name,
+                {"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": self.ca_pem}},
+            )
         elif event.type == "DELETED":
             for t, obj in list(data.everything()):
                 if t.namespaced and obj["metadata"].get("namespace") == name:
@@ -108,12 +116,23 @@ class Controllers:
             return
         data.types[served.key] = served
         names = event.object.get("spec", {}).get("names", {})
-        status = {"acceptedNames": names, "storedVersions": [served.versions[0]],
-                  "conditions": [
-                      {"type": t, "status": "True", "reason": r, "message": "",
-                       "lastTransitionTime": store.now()}
-                      for t, r in (("NamesAccepted", "NoConflicts"),
-                                   ("Established", "InitialNamesAccepted"))]}
+        status = {
+            "acceptedNames": names,
+            "storedVersions": [served.versions[0]],
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "True",
+                    "reason": r,
+                    "message": "",
+                    "lastTransitionTime": store.now(),
+                }
+                for t, r in (
+                    ("NamesAccepted", "NoConflicts"),
+                    ("Established", "InitialNamesAccepted"),
+                )
+            ],
+        }
         current = event.object.get("status") or {}
         if current.get("acceptedNames") != names or not current.get("conditions"):
             updated = copy.deepcopy(event.object)
@@ -133,5 +152,6 @@ class Controllers:
         token = self.tokens.issue(m["namespace"], sa_name, account["metadata"]["uid"])
         filled = copy.deepcopy(secret)
         filled.setdefault("data", {}).update(
-            token=_b64(token), namespace=_b64(m["namespace"]), **{"ca.crt": _b64(self.ca_pem)})
+            token=_b64(token), namespace=_b64(m["namespace"]), **{"ca.crt": _b64(self.ca_pem)}
+        )
         data.replace(data.type_of("", "secrets"), filled)

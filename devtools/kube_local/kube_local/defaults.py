@@ -30,12 +30,14 @@ def apply_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
 def schema_for(data: store.Store, t: resources.ResourceType) -> Mapping[str, Any] | None:
     if not t.group or t.group.endswith("k8s.io") or "." not in t.group:
         return None
-    crd = data.find(data.type_of("apiextensions.k8s.io", "customresourcedefinitions"), "",
-                    f"{t.plural}.{t.group}")
+    crd = data.find(
+        data.type_of("apiextensions.k8s.io", "customresourcedefinitions"),
+        "",
+        f"{t.plural}.{t.group}",
+    )
     for version in (crd or {}).get("spec", {}).get("versions", []):
         if version.get("name") == t.versions[0]:
-            found: Mapping[str, Any] | None = (version.get("schema") or {}).get(
-                "openAPIV3Schema")
+            found: Mapping[str, Any] | None = (version.get("schema") or {}).get("openAPIV3Schema")
             return found
     return None
 

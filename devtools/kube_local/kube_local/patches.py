@@ -58,8 +58,11 @@ def _merge_key(items: list[Any]) -> str | None:
 def _strategic_list(current: Any, patch: list[Any]) -> list[Any]:
     key = _merge_key(patch)
     if key is None or not isinstance(current, list) or _merge_key(current) != key:
-        return [strategic_merge(None, item) for item in patch
-                if not (isinstance(item, Mapping) and item.get("$patch") == "delete")]
+        return [
+            strategic_merge(None, item)
+            for item in patch
+            if not (isinstance(item, Mapping) and item.get("$patch") == "delete")
+        ]
     result = [copy.deepcopy(item) for item in current]
     for item in patch:
         index = next((n for n, old in enumerate(result) if old.get(key) == item[key]), None)
@@ -99,12 +102,18 @@ def apply(content_type: str, current: Any, patch: Any) -> Any:
         return json_patch(copy.deepcopy(current), patch)
     if kind == "application/strategic-merge-patch+json":
         return strategic_merge(current, patch)
-    if kind in ("application/merge-patch+json", "application/apply-patch+yaml",
-                "application/apply-patch+cbor"):
+    if kind in (
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+        "application/apply-patch+cbor",
+    ):
         return merge_patch(current, patch)
-    raise errors.ApiError(415, "UnsupportedMediaType",
-                          f"the body of the request was in an unknown format - "
-                          f"accepted media types include: application/json-patch+json, "
-                          f"application/merge-patch+json, "
-                          f"application/strategic-merge-patch+json, "
-                          f"application/apply-patch+yaml (got {kind})")
+    raise errors.ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - "
+        f"accepted media types include: application/json-patch+json, "
+        f"application/merge-patch+json, "
+        f"application/strategic-merge-patch+json, "
+        f"application/apply-patch+yaml (got {kind})",
+    )

@@ -21,8 +21,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-DNS_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-             "kubernetes.default.svc.cluster.local")
+DNS_NAMES = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 IPS = ("127.0.0.1", "::1")
 
 
@@ -33,31 +38,55 @@ def _write(path: Path, data: bytes, private: bool = False) -> None:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
-def _cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
-          signer: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+def _cert(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    signer: ec.EllipticCurvePrivateKey,
+    ca: bool,
+) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
-    builder = (x509.CertificateBuilder()
-               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .issuer_name(issuer).public_key(key.public_key())
-               .serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
-               .not_valid_after(now + datetime.timedelta(days=365))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if ca:
-        builder = builder.add_extension(x509.KeyUsage(
-            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-            key_encipherment=False, data_encipherment=False, key_agreement=False,
-            encipher_only=False, decipher_only=False), critical=True)
-    else:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName(n) for n in DNS_NAMES]
-            + [x509.IPAddress(ipaddress.ip_address(i)) for i in IPS]), critical=False)
         builder = builder.add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    else:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(n) for n in DNS_NAMES]
+                + [x509.IPAddress(ipaddress.ip_address(i)) for i in IPS]
+            ),
+            critical=False,
+        )
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
     return builder.sign(signer, hashes.SHA256())
 
 
@@ -86,13 +115,27 @@ def server_context(state: Path) -> ssl.SSLContext:
 
 def write_kubeconfig(state: Path, url: str) -> Path:
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "kube-local",
-        "clusters": [{"name": "kube-local", "cluster": {
-            "server": url, "certificate-authority": str((state / "ca.crt").resolve())}}],
-        "users": [{"name": "kube-admin", "user": {
-            "token": (state / "admin-token").read_text().strip()}}],
-        "contexts": [{"name": "kube-local", "context": {
-            "cluster": "kube-local", "user": "kube-admin", "namespace": "default"}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "kube-local",
+        "clusters": [
+            {
+                "name": "kube-local",
+                "cluster": {
+                    "server": url,
+                    "certificate-authority": str((state / "ca.crt").resolve()),
+                },
+            }
+        ],
+        "users": [
+            {"name": "kube-admin", "user": {"token": (state / "admin-token").read_text().strip()}}
+        ],
+        "contexts": [
+            {
+                "name": "kube-local",
+                "context": {"cluster": "kube-local", "user": "kube-admin", "namespace": "default"},
+            }
+        ],
     }
     path = state / "kubeconfig"
     tmp = state / "kubeconfig.tmp"

@@ -19,29 +19,64 @@ from kube_local import errors
 Schema = Mapping[int, tuple[str, Any]]
 
 OBJECT_META: Schema = {
-    1: ("name", "string"), 2: ("generateName", "string"), 3: ("namespace", "string"),
-    5: ("uid", "string"), 6: ("resourceVersion", "string"), 7: ("generation", "int"),
-    11: ("labels", "map"), 12: ("annotations", "map"), 14: ("finalizers", "strings")}
-KINDS: Mapping[str, Schema] = {
-    "Secret": {1: ("metadata", OBJECT_META), 2: ("data", "bytesmap"), 3: ("type", "string"),
-               4: ("stringData", "map"), 5: ("immutable", "bool")},
-    "ConfigMap": {1: ("metadata", OBJECT_META), 2: ("data", "map"),
-                  3: ("binaryData", "bytesmap"), 4: ("immutable", "bool")},
-    "Namespace": {1: ("metadata", OBJECT_META)},
-    "ServiceAccount": {1: ("metadata", OBJECT_META),
-                       4: ("automountServiceAccountToken", "bool")},
-    "DeleteOptions": {1: ("gracePeriodSeconds", "int"), 4: ("propagationPolicy", "string"),
-                      5: ("dryRun", "strings")},
-    "TokenRequest": {1: ("metadata", OBJECT_META)},
-    "SelfSubjectAccessReview": {1: ("metadata", OBJECT_META), 2: ("spec", {
-        1: ("resourceAttributes", {
-            1: ("namespace", "string"), 2: ("verb", "string"), 3: ("group", "string"),
-            4: ("version", "string"), 5: ("resource", "string"),
-            6: ("subresource", "string"), 7: ("name", "string")}),
-        2: ("nonResourceAttributes", {1: ("path", "string"), 2: ("verb", "string")})})},
+    1: ("name", "string"),
+    2: ("generateName", "string"),
+    3: ("namespace", "string"),
+    5: ("uid", "string"),
+    6: ("resourceVersion", "string"),
+    7: ("generation", "int"),
+    11: ("labels", "map"),
+    12: ("annotations", "map"),
+    14: ("finalizers", "strings"),
 }
-_UNKNOWN: Schema = {1: ("typeMeta", {1: ("apiVersion", "string"), 2: ("kind", "string")}),
-                    2: ("raw", "raw")}
+KINDS: Mapping[str, Schema] = {
+    "Secret": {
+        1: ("metadata", OBJECT_META),
+        2: ("data", "bytesmap"),
+        3: ("type", "string"),
+        4: ("stringData", "map"),
+        5: ("immutable", "bool"),
+    },
+    "ConfigMap": {
+        1: ("metadata", OBJECT_META),
+        2: ("data", "map"),
+        3: ("binaryData", "bytesmap"),
+        4: ("immutable", "bool"),
+    },
+    "Namespace": {1: ("metadata", OBJECT_META)},
+    "ServiceAccount": {1: ("metadata", OBJECT_META), 4: ("automountServiceAccountToken", "bool")},
+    "DeleteOptions": {
+        1: ("gracePeriodSeconds", "int"),
+        4: ("propagationPolicy", "string"),
+        5: ("dryRun", "strings"),
+    },
+    "TokenRequest": {1: ("metadata", OBJECT_META)},
+    "SelfSubjectAccessReview": {
+        1: ("metadata", OBJECT_META),
+        2: (
+            "spec",
+            {
+                1: (
+                    "resourceAttributes",
+                    {
+                        1: ("namespace", "string"),
+                        2: ("verb", "string"),
+                        3: ("group", "string"),
+                        4: ("version", "string"),
+                        5: ("resource", "string"),
+                        6: ("subresource", "string"),
+                        7: ("name", "string"),
+                    },
+                ),
+                2: ("nonResourceAttributes", {1: ("path", "string"), 2: ("verb", "string")}),
+            },
+        ),
+    },
+}
+_UNKNOWN: Schema = {
+    1: ("typeMeta", {1: ("apiVersion", "string"), 2: ("kind", "string")}),
+    2: ("raw", "raw"),
+}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -66,7 +101,7 @@ def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
             found.append((number, value))
         elif wire == 2:
             size, pos = _varint(data, pos)
-            found.append((number, data[pos:pos + size]))
+            found.append((number, data[pos : pos + size]))
             pos += size
         elif wire in (1, 5):
             pos += 8 if wire == 1 else 4
@@ -98,8 +133,9 @@ def decode_message(data: bytes, schema: Schema) -> dict[str, Any]:
             obj.setdefault(name, []).append(value.decode())
         elif kind in ("map", "bytesmap"):
             key, item = _entry(value)
-            obj.setdefault(name, {})[key] = (item.decode() if kind == "map"
-                                             else base64.b64encode(item).decode())
+            obj.setdefault(name, {})[key] = (
+                item.decode() if kind == "map" else base64.b64encode(item).decode()
+            )
         elif isinstance(kind, Mapping):
             obj[name] = decode_message(value, kind)
     return obj
@@ -113,9 +149,12 @@ def decode(body: bytes) -> dict[str, Any]:
     meta = unknown.get("typeMeta", {})
     schema = KINDS.get(meta.get("kind", ""))
     if schema is None:
-        raise errors.ApiError(415, "UnsupportedMediaType",
-                              f"kube-local decodes protobuf only for {', '.join(KINDS)}; "
-                              f"send {meta.get('kind', 'this object')} as JSON "
-                              "(e.g. kubectl apply -f)")
+        raise errors.ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"kube-local decodes protobuf only for {', '.join(KINDS)}; "
+            f"send {meta.get('kind', 'this object')} as JSON "
+            "(e.g. kubectl apply -f)",
+        )
     obj = decode_message(unknown.get("raw", b""), schema)
     return {"apiVersion": meta.get("apiVersion", ""), "kind": meta.get("kind", ""), **obj}

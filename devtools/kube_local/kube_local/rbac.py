@@ -35,13 +35,14 @@ class Attributes:
         what = f"{self.resource}.{self.group}" if self.group else self.resource
         subject = f'{what} "{self.name}"' if self.name else what
         full = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
-        where = (f'in the namespace "{self.namespace}"' if self.namespace
-                 else "at the cluster scope")
+        where = f'in the namespace "{self.namespace}"' if self.namespace else "at the cluster scope"
         return errors.ApiError(
-            403, "Forbidden",
+            403,
+            "Forbidden",
             f'{subject} is forbidden: User "{user.name}" cannot {self.verb} resource '
             f'"{full}" in API group "{self.group}" {where}',
-            {"name": self.name, "group": self.group, "kind": self.resource})
+            {"name": self.name, "group": self.group, "kind": self.resource},
+        )
 
 
 def _has(values: Iterable[str], wanted: str) -> bool:
@@ -51,16 +52,19 @@ def _has(values: Iterable[str], wanted: str) -> bool:
 def rule_allows(rule: Mapping[str, Any], a: Attributes) -> bool:
     resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
     resources = rule.get("resources") or []
-    if not (_has(rule.get("verbs") or [], a.verb) and _has(rule.get("apiGroups") or [], a.group)
-            and (_has(resources, resource)
-                 or (a.subresource and f"*/{a.subresource}" in resources))):
+    if not (
+        _has(rule.get("verbs") or [], a.verb)
+        and _has(rule.get("apiGroups") or [], a.group)
+        and (_has(resources, resource) or (a.subresource and f"*/{a.subresource}" in resources))
+    ):
         return False
     names = rule.get("resourceNames") or []
     return not names or a.name in names
 
 
-def _names_user(subjects: Iterable[Mapping[str, Any]], user: auth.User,
-                binding_namespace: str) -> bool:
+def _names_user(
+    subjects: Iterable[Mapping[str, Any]], user: auth.User, binding_namespace: str
+) -> bool:
     for s in subjects:
         kind = s.get("kind")
         if kind == "User" and s.get("name") == user.name:
@@ -92,7 +96,8 @@ def authorize(data: store.Store, user: auth.User, a: Attributes) -> None:
     for binding in bindings:
         namespace = binding.get("metadata", {}).get("namespace", "")
         if _names_user(binding.get("subjects") or [], user, namespace) and any(
-                rule_allows(rule, a) for rule in _rules(data, binding)):
+            rule_allows(rule, a) for rule in _rules(data, binding)
+        ):
             return
     raise a.forbidden(user)
 
@@ -103,9 +108,18 @@ def review(data: store.Store, user: auth.User, spec: Mapping[str, Any]) -> dict[
     if not attrs:
         return {"allowed": True, "reason": "non-resource URLs are open to every user"}
     try:
-        authorize(data, user, Attributes(
-            attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
-            attrs.get("subresource", ""), attrs.get("namespace", ""), attrs.get("name", "")))
+        authorize(
+            data,
+            user,
+            Attributes(
+                attrs.get("verb", ""),
+                attrs.get("group", ""),
+                attrs.get("resource", ""),
+                attrs.get("subresource", ""),
+                attrs.get("namespace", ""),
+                attrs.get("name", ""),
+            ),
+        )
     except errors.ApiError:
         return {"allowed": False}
     return {"allowed": True, "reason": "allowed by RBAC"}

@@ -39,9 +39,15 @@ class ResourceType:
         return f"{self.group}/{version}" if self.group else version
 
 
-def _t(group: str, plural: str, kind: str, namespaced: bool = True,
-       short: tuple[str, ...] = (), sub: tuple[str, ...] = (),
-       version: str = "v1") -> ResourceType:
+def _t(
+    group: str,
+    plural: str,
+    kind: str,
+    namespaced: bool = True,
+    short: tuple[str, ...] = (),
+    sub: tuple[str, ...] = (),
+    version: str = "v1",
+) -> ResourceType:
     return ResourceType(group, (version,), plural, kind, namespaced, short, sub)
 
 
@@ -61,16 +67,21 @@ BUILTIN: tuple[ResourceType, ...] = (
     _t("apps", "replicasets", "ReplicaSet", short=("rs",), sub=("status", "scale")),
     _t("batch", "jobs", "Job", sub=("status",)),
     _t("coordination.k8s.io", "leases", "Lease"),
-    _t("policy", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",),
-       sub=("status",)),
+    _t("policy", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), sub=("status",)),
     _t("networking.k8s.io", "networkpolicies", "NetworkPolicy", short=("netpol",)),
     _t("rbac.authorization.k8s.io", "roles", "Role"),
     _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
     _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
     _t("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
-    _t("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition",
-       False, ("crd", "crds"), ("status",)),
+    _t(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        ("crd", "crds"),
+        ("status",),
+    ),
 )
 
 
@@ -97,17 +108,34 @@ def resource_list(group_version: str, types: Iterable[ResourceType]) -> dict[str
     """``APIResourceList`` for ``/api/v1`` or ``/apis/<group>/<version>``."""
     entries: list[dict[str, Any]] = []
     for t in types:
-        entries.append({"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
-                        "kind": t.kind, "verbs": list(VERBS), "shortNames": list(t.short_names)})
+        entries.append(
+            {
+                "name": t.plural,
+                "singularName": t.singular,
+                "namespaced": t.namespaced,
+                "kind": t.kind,
+                "verbs": list(VERBS),
+                "shortNames": list(t.short_names),
+            }
+        )
         for sub in t.subresources:
             verbs = ["create"] if sub == "token" else ["get", "patch", "update"]
-            entry = {"name": f"{t.plural}/{sub}", "singularName": "",
-                     "namespaced": t.namespaced, "kind": t.kind, "verbs": verbs}
+            entry = {
+                "name": f"{t.plural}/{sub}",
+                "singularName": "",
+                "namespaced": t.namespaced,
+                "kind": t.kind,
+                "verbs": verbs,
+            }
             if sub == "scale":  # clients decode it as autoscaling/v1 Scale
                 entry.update(group="autoscaling", version="v1", kind="Scale")
             entries.append(entry)
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": entries}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }
 
 
 def group_list(types: Iterable[ResourceType]) -> dict[str, Any]:
@@ -117,14 +145,22 @@ def group_list(types: Iterable[ResourceType]) -> dict[str, Any]:
         if t.group:
             known = groups.setdefault(t.group, [])
             known.extend(v for v in t.versions if v not in known)
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [group_doc(g, vs) for g, vs in sorted(groups.items())]}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [group_doc(g, vs) for g, vs in sorted(groups.items())],
+    }
 
 
 def group_doc(group: str, versions: list[str]) -> dict[str, Any]:
     docs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": docs,
-            "preferredVersion": docs[0]}
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": docs,
+        "preferredVersion": docs[0],
+    }
 
 
 def openapi_root(types: Iterable[ResourceType]) -> dict[str, Any]:
@@ -137,8 +173,9 @@ def openapi_root(types: Iterable[ResourceType]) -> dict[str, Any]:
     return {"paths": paths}
 
 
-def openapi_group_version(group: str, version: str,
-                          types: Iterable[ResourceType]) -> dict[str, Any]:
+def openapi_group_version(
+    group: str, version: str, types: Iterable[ResourceType]
+) -> dict[str, Any]:
     """A minimal OpenAPI v3 document: no schemas, only PATCH operations that accept
     ``fieldValidation`` so kubectl leaves validation to the server (which, here,
     checks no schema: a simplification)."""
@@ -147,10 +184,18 @@ def openapi_group_version(group: str, version: str,
     for t in types:
         scope = "/namespaces/{namespace}" if t.namespaced else ""
         gvk = {"group": t.group, "version": version, "kind": t.kind}
-        paths[f"{prefix}{scope}/{t.plural}/{{name}}"] = {"patch": {
-            "x-kubernetes-group-version-kind": gvk,
-            "parameters": [{"name": "fieldValidation", "in": "query",
-                            "schema": {"type": "string"}}],
-            "responses": {}}}
-    return {"openapi": "3.0.0", "info": {"title": "kube-local", "version": version},
-            "paths": paths, "components": {"schemas": {}}}
+        paths[f"{prefix}{scope}/{t.plural}/{{name}}"] = {
+            "patch": {
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": [
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+                ],
+                "responses": {},
+            }
+        }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "kube-local", "version": version},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }

@@ -16,14 +16,20 @@ def view(obj: Obj) -> Obj:
     """The Scale of ``obj`` (a Deployment, or anything with ``spec.replicas``)."""
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    labels = ((spec.get("selector") or {}).get("matchLabels") or {})
+    labels = (spec.get("selector") or {}).get("matchLabels") or {}
     return {
-        "apiVersion": "autoscaling/v1", "kind": "Scale",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                          "creationTimestamp") if k in meta},
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
         "spec": {"replicas": int(spec.get("replicas", 1))},
-        "status": {"replicas": int(status.get("replicas", 0)),
-                   "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items()))},
+        "status": {
+            "replicas": int(status.get("replicas", 0)),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        },
     }
 
 

@@ -19,7 +19,8 @@ from kube_local import errors
 _REQUIREMENT = re.compile(
     r"^\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9_./-]+)\s*"
     r"(?:(?P<op>==|=|!=)\s*(?P<value>[A-Za-z0-9_.-]*)"
-    r"|\s+(?P<setop>in|notin)\s*\((?P<values>[^)]*)\))?\s*$")
+    r"|\s+(?P<setop>in|notin)\s*\((?P<values>[^)]*)\))?\s*$"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,5 +114,4 @@ class Selector:
         labels = obj.get("metadata", {}).get("labels") or {}
         if not all(r.matches(labels) for r in self.labels):
             return False
-        return all((field_value(obj, path) == value) == equal
-                   for path, equal, value in self.fields)
+        return all((field_value(obj, path) == value) == equal for path, equal, value in self.fields)

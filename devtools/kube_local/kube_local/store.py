@@ -67,7 +67,8 @@ class Store:
         self.history_size = history_size
         self._objects: dict[Key, dict[tuple[str, str], Obj]] = collections.defaultdict(dict)
         self._history: dict[Key, collections.deque[Event]] = collections.defaultdict(
-            lambda: collections.deque(maxlen=history_size))
+            lambda: collections.deque(maxlen=history_size)
+        )
         self._compacted: dict[Key, int] = collections.defaultdict(int)
         self._watchers: dict[Key, set[asyncio.Queue[Event]]] = collections.defaultdict(set)
         self.listeners: list[Listener] = []
@@ -79,9 +80,11 @@ class Store:
         found = self.types.get((group, plural))
         if found is None or version not in found.versions:
             gv = f"{group}/{version}" if group else version
-            raise errors.ApiError(404, "NotFound",
-                                  f"the server could not find the requested resource "
-                                  f"({plural} in {gv})")
+            raise errors.ApiError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource ({plural} in {gv})",
+            )
         return found
 
     def type_of(self, group: str, plural: str) -> resources.ResourceType:
@@ -101,11 +104,18 @@ class Store:
         except errors.ApiError:
             return None
 
-    def select(self, t: resources.ResourceType, namespace: str | None,
-             selector: selectors.Selector | None = None) -> list[Obj]:
+    def select(
+        self,
+        t: resources.ResourceType,
+        namespace: str | None,
+        selector: selectors.Selector | None = None,
+    ) -> list[Obj]:
         selector = selector or selectors.Selector()
-        found = [copy.deepcopy(o) for (ns, _), o in sorted(self._objects[t.key].items())
-                 if (namespace is None or ns == namespace) and selector.matches(o)]
+        found = [
+            copy.deepcopy(o)
+            for (ns, _), o in sorted(self._objects[t.key].items())
+            if (namespace is None or ns == namespace) and selector.matches(o)
+        ]
         return found
 
     def everything(self) -> Iterator[tuple[resources.ResourceType, Obj]]:
@@ -121,8 +131,9 @@ class Store:
         self.version += 1
         return self.version
 
-    def _emit(self, t: resources.ResourceType, kind: str, obj: Obj, previous: Obj | None,
-              version: int) -> None:
+    def _emit(
+        self, t: resources.ResourceType, kind: str, obj: Obj, previous: Obj | None, version: int
+    ) -> None:
         event = Event(kind, copy.deepcopy(obj), previous, version)
         history = self._history[t.key]
         if len(history) == history.maxlen:
@@ -142,17 +153,23 @@ class Store:
             m.pop("namespace", None)
         if not m.get("name"):
             if not m.get("generateName"):
-                raise errors.invalid(f"{t.kind} in version \"{t.versions[0]}\" cannot be "
-                                     "handled: metadata.name: Required value: name or "
-                                     "generateName is required")
+                raise errors.invalid(
+                    f'{t.kind} in version "{t.versions[0]}" cannot be '
+                    "handled: metadata.name: Required value: name or "
+                    "generateName is required"
+                )
             m["name"] = m["generateName"] + uuid.uuid4().hex[:5]
         slot = (namespace if t.namespaced else "", m["name"])
         if slot in self._objects[t.key]:
             raise errors.already_exists(t.plural, t.group, m["name"])
         version = self._next()
         obj["apiVersion"], obj["kind"] = t.api_version(), t.kind
-        m.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1,
-                 resourceVersion=str(version))
+        m.update(
+            uid=str(uuid.uuid4()),
+            creationTimestamp=now(),
+            generation=1,
+            resourceVersion=str(version),
+        )
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             m.pop(field, None)
         self._objects[t.key][slot] = obj
@@ -179,11 +196,21 @@ class Store:
 
     def _held(self, t: resources.ResourceType, obj: Obj) -> bool:
         """Is ``obj`` terminating gracefully (a kubelet stops it, then removes it)?"""
-        return (self.graceful is not None and self.graceful(t, obj) is not None
-                and int(meta(obj).get("deletionGracePeriodSeconds") or 0) > 0)
+        return (
+            self.graceful is not None
+            and self.graceful(t, obj) is not None
+            and int(meta(obj).get("deletionGracePeriodSeconds") or 0) > 0
+        )
 
-    def remove(self, t: resources.ResourceType, namespace: str, name: str,
-               grace: int | None = None, *, force: bool = False) -> Obj:
+    def remove(
+        self,
+        t: resources.ResourceType,
+        namespace: str,
+        name: str,
+        grace: int | None = None,
+        *,
+        force: bool = False,
+    ) -> Obj:
         """Delete now, or mark for deletion while finalizers remain or a kubelet stops it.
 
         ``grace``: the DeleteOptions' ``gracePeriodSeconds`` (0: at once); ``force``: the
@@ -212,17 +239,19 @@ class Store:
 
     # -- watches ------------------------------------------------------------------
 
-    def subscribe(self, t: resources.ResourceType,
-                  since: int | None) -> tuple[asyncio.Queue[Event], list[Event]]:
+    def subscribe(
+        self, t: resources.ResourceType, since: int | None
+    ) -> tuple[asyncio.Queue[Event], list[Event]]:
         """A queue of future events and the retained events after ``since``.
 
         ``since`` None means "from now, starting with the current objects as ADDED".
         """
         queue: asyncio.Queue[Event] = asyncio.Queue()
         if since is None:
-            backlog = [Event("ADDED", copy.deepcopy(o), None,
-                             int(meta(o).get("resourceVersion", 0)))
-                       for o in self._objects[t.key].values()]
+            backlog = [
+                Event("ADDED", copy.deepcopy(o), None, int(meta(o).get("resourceVersion", 0)))
+                for o in self._objects[t.key].values()
+            ]
             backlog.sort(key=lambda e: e.version)
         else:
             if since < self._compacted[t.key]:

@@ -25,8 +25,11 @@ def json_path(obj: Any, path: str) -> Any:
         if name:
             current = current.get(name) if isinstance(current, Mapping) else None
         else:
-            current = (current[int(index)] if isinstance(current, list)
-                       and int(index) < len(current) else None)
+            current = (
+                current[int(index)]
+                if isinstance(current, list) and int(index) < len(current)
+                else None
+            )
     return current
 
 
@@ -57,8 +60,11 @@ def age(timestamp: Any) -> str:
 def _columns(t: resources.ResourceType) -> list[Mapping[str, Any]]:
     if t.printer_columns:
         return list(t.printer_columns)
-    extra = ([{"name": "Status", "type": "string", "jsonPath": ".status.phase"}]
-             if t.key == ("", "pods") else [])
+    extra = (
+        [{"name": "Status", "type": "string", "jsonPath": ".status.phase"}]
+        if t.key == ("", "pods")
+        else []
+    )
     return [*extra, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
 
 
@@ -69,24 +75,47 @@ def _cell(column: Mapping[str, Any], obj: Any) -> Any:
     return value
 
 
-def table(t: resources.ResourceType, objs: list[dict[str, Any]], version: str,
-          include: str) -> dict[str, Any]:
+def table(
+    t: resources.ResourceType, objs: list[dict[str, Any]], version: str, include: str
+) -> dict[str, Any]:
     columns = _columns(t)
-    definitions = [{"name": "Name", "type": "string", "format": "name", "priority": 0,
-                    "description": "Name must be unique within a namespace."}]
-    definitions += [{"name": c.get("name", ""), "type": c.get("type", "string"),
-                     "format": c.get("format", ""), "priority": c.get("priority", 0),
-                     "description": c.get("description", "")} for c in columns]
+    definitions = [
+        {
+            "name": "Name",
+            "type": "string",
+            "format": "name",
+            "priority": 0,
+            "description": "Name must be unique within a namespace.",
+        }
+    ]
+    definitions += [
+        {
+            "name": c.get("name", ""),
+            "type": c.get("type", "string"),
+            "format": c.get("format", ""),
+            "priority": c.get("priority", 0),
+            "description": c.get("description", ""),
+        }
+        for c in columns
+    ]
     rows = []
     for obj in objs:
-        row: dict[str, Any] = {"cells": [obj["metadata"]["name"],
-                                         *(_cell(c, obj) for c in columns)]}
+        row: dict[str, Any] = {
+            "cells": [obj["metadata"]["name"], *(_cell(c, obj) for c in columns)]
+        }
         if include == "Object":
             row["object"] = obj
         elif include != "None":
-            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                             "metadata": obj["metadata"]}
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
         rows.append(row)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-            "metadata": {"resourceVersion": version}, "columnDefinitions": definitions,
-            "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": version},
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }

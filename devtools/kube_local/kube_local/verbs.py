@@ -15,8 +15,15 @@ from typing import Any, cast
 from kube_local import controllers, defaults, errors, patches, resources, store
 
 Obj = dict[str, Any]
-_SYSTEM = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-           "generation", "namespace", "name")
+_SYSTEM = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "namespace",
+    "name",
+)
 
 
 def _body(obj: Any) -> Obj:
@@ -53,8 +60,9 @@ def _spec_of(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
-def write(data: store.Store, t: resources.ResourceType, current: Obj, new: Any,
-          subresource: str) -> Obj:
+def write(
+    data: store.Store, t: resources.ResourceType, current: Obj, new: Any, subresource: str
+) -> Obj:
     """Store ``new`` in place of ``current`` keeping system fields and the status split."""
     new = copy.deepcopy(_body(new))
     cm, nm = current["metadata"], new.setdefault("metadata", {})
@@ -92,8 +100,15 @@ def write(data: store.Store, t: resources.ResourceType, current: Obj, new: Any,
     return data.replace(t, result)
 
 
-def patch(data: store.Store, t: resources.ResourceType, namespace: str, name: str,
-          content_type: str, body: Any, subresource: str) -> Obj:
+def patch(
+    data: store.Store,
+    t: resources.ResourceType,
+    namespace: str,
+    name: str,
+    content_type: str,
+    body: Any,
+    subresource: str,
+) -> Obj:
     current = data.find(t, namespace, name)
     if current is None:
         if content_type.startswith("application/apply-patch") and not subresource:
@@ -105,8 +120,14 @@ def patch(data: store.Store, t: resources.ResourceType, namespace: str, name: st
     return write(data, t, current, patched, subresource)
 
 
-def delete(data: store.Store, t: resources.ResourceType, namespace: str, name: str,
-           propagation: str | None, grace: int | None = None) -> Obj:
+def delete(
+    data: store.Store,
+    t: resources.ResourceType,
+    namespace: str,
+    name: str,
+    propagation: str | None,
+    grace: int | None = None,
+) -> Obj:
     current = data.get(t, namespace, name)
     uid = current["metadata"]["uid"]
     dependents = controllers.Controllers._dependents(data, uid)
@@ -124,7 +145,12 @@ def delete(data: store.Store, t: resources.ResourceType, namespace: str, name: s
     return data.remove(t, namespace, name, grace)
 
 
-def list_kind(t: resources.ResourceType, version: str, items: list[Obj],
-              resource_version: int) -> Obj:
-    return {"apiVersion": t.api_version(version), "kind": f"{t.kind}List",
-            "metadata": {"resourceVersion": str(resource_version)}, "items": items}
+def list_kind(
+    t: resources.ResourceType, version: str, items: list[Obj], resource_version: int
+) -> Obj:
+    return {
+        "apiVersion": t.api_version(version),
+        "kind": f"{t.kind}List",
+        "metadata": {"resourceVersion": str(resource_version)},
+        "items": items,
+    }

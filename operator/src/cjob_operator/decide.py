@@ -77,32 +77,56 @@ def _running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         target = _initial_target(sp)
         return Action.schedule(
             intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Created", obs.now, target),
-            Phase.DEPLOYING, "deploying the job", reconciled_spec=lifecycle.accepted(obs, sp))
+            Phase.DEPLOYING,
+            "deploying the job",
+            reconciled_spec=lifecycle.accepted(obs, sp),
+        )
     diff = changes.classify(lifecycle.last(obs), sp.for_storage())
     if lifecycle.changed(obs, "restoreNonce", sp.restore_nonce) and sp.restore_from is not None:
         target = _initial_target(sp)
         return Action.schedule(
-            intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestoreRequested", obs.now,
-                                 target),
-            Phase.DEPLOYING, f"restoring the job from {_describe(target)} as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
-            nonce="restoreNonce")
+            intent.Intent.deploy(
+                lifecycle.intent_id(obs, "d"), "RestoreRequested", obs.now, target
+            ),
+            Phase.DEPLOYING,
+            f"restoring the job from {_describe(target)} as requested",
+            reconciled_spec=lifecycle.accepted(obs, sp),
+            restarts=_fresh_budget(st),
+            nonce="restoreNonce",
+        )
     if lifecycle.changed(obs, "restartNonce", sp.restart_nonce):
         return Action.schedule(
-            intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestartRequested", obs.now,
-                                 intent.RestoreTarget.latest()),
-            Phase.RESTARTING, "restarting the job from the latest checkpoint as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st),
-            nonce="restartNonce")
+            intent.Intent.deploy(
+                lifecycle.intent_id(obs, "d"),
+                "RestartRequested",
+                obs.now,
+                intent.RestoreTarget.latest(),
+            ),
+            Phase.RESTARTING,
+            "restarting the job from the latest checkpoint as requested",
+            reconciled_spec=lifecycle.accepted(obs, sp),
+            restarts=_fresh_budget(st),
+            nonce="restartNonce",
+        )
     if diff.kind is enums.ChangeKind.UPGRADE:
         return _upgrade(obs, sp, diff)
-    if st.phase is Phase.FAILED and sp.allow_fresh_start \
-            and not lifecycle.last(obs).get("allowFreshStart"):
+    if (
+        st.phase is Phase.FAILED
+        and sp.allow_fresh_start
+        and not lifecycle.last(obs).get("allowFreshStart")
+    ):
         return Action.schedule(
-            intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "RestartRequested", obs.now,
-                                 intent.RestoreTarget.latest()),
-            Phase.RESTARTING, "allowFreshStart was set: deploying again",
-            reconciled_spec=lifecycle.accepted(obs, sp), restarts=_fresh_budget(st))
+            intent.Intent.deploy(
+                lifecycle.intent_id(obs, "d"),
+                "RestartRequested",
+                obs.now,
+                intent.RestoreTarget.latest(),
+            ),
+            Phase.RESTARTING,
+            "allowFreshStart was set: deploying again",
+            reconciled_spec=lifecycle.accepted(obs, sp),
+            restarts=_fresh_budget(st),
+        )
     if st.phase in (Phase.FAILED, Phase.FINISHED):
         accepted = lifecycle.accepted(obs, sp) if diff.changed else None
         return Action.nothing(st.phase, reconciled_spec=accepted)
@@ -129,8 +153,11 @@ def _describe(target: intent.RestoreTarget) -> str:
 
 
 def _fresh_budget(st: status.JobStatus) -> status.RestartsStatus:
-    return status.RestartsStatus(count=st.restarts.count, last_time=st.restarts.last_time,
-                                 last_reason=st.restarts.last_reason)
+    return status.RestartsStatus(
+        count=st.restarts.count,
+        last_time=st.restarts.last_time,
+        last_reason=st.restarts.last_reason,
+    )
 
 
 def _resume(obs: observation.Observation, sp: spec.JobSpec) -> Action:
@@ -142,8 +169,10 @@ def _resume(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         target = intent.RestoreTarget.latest()
     return Action.schedule(
         intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Resumed", obs.now, target),
-        Phase.DEPLOYING, f"resuming the job from {_describe(target)}",
-        reconciled_spec=lifecycle.accepted(obs, sp))
+        Phase.DEPLOYING,
+        f"resuming the job from {_describe(target)}",
+        reconciled_spec=lifecycle.accepted(obs, sp),
+    )
 
 
 def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecDiff) -> Action:
@@ -151,28 +180,48 @@ def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecD
     mode = sp.upgrade_mode
     running = obs.driver.state is DriverState.RUNNING
     if mode is enums.UpgradeMode.SAVEPOINT and running:
-        stop = intent.Intent.stop(lifecycle.intent_id(obs, "s"), "Upgrade", obs.now,
-                                  intent.StopPurpose.UPGRADE)
+        stop = intent.Intent.stop(
+            lifecycle.intent_id(obs, "s"), "Upgrade", obs.now, intent.StopPurpose.UPGRADE
+        )
         return lifecycle.stop_not_done(obs, stop, Phase.UPGRADING)
-    target = (intent.RestoreTarget.none() if mode is enums.UpgradeMode.STATELESS
-              else intent.RestoreTarget.latest())
+    target = (
+        intent.RestoreTarget.none()
+        if mode is enums.UpgradeMode.STATELESS
+        else intent.RestoreTarget.latest()
+    )
     store = obs.store
-    if target.mode is intent.RestoreMode.LATEST and running and store is not None \
-            and store.readable and store.newest_usable is None:
+    if (
+        target.mode is intent.RestoreMode.LATEST
+        and running
+        and store is not None
+        and store.readable
+        and store.newest_usable is None
+    ):
         refusal = lifecycle.fresh_start_refusal(obs, sp, store)
         if refusal is not None:
-            return Action(ActionKind.REJECT, obs.status.phase, "UpgradeRefused",
-                          f"not upgrading the running job: {refusal.message}", warning=True)
-    how = "from empty state (upgradeMode stateless)" if target.mode is intent.RestoreMode.NONE \
+            return Action(
+                ActionKind.REJECT,
+                obs.status.phase,
+                "UpgradeRefused",
+                f"not upgrading the running job: {refusal.message}",
+                warning=True,
+            )
+    how = (
+        "from empty state (upgradeMode stateless)"
+        if target.mode is intent.RestoreMode.NONE
         else "from the latest checkpoint"
+    )
     return Action.schedule(
         intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Upgrade", obs.now, target),
-        Phase.UPGRADING, f"spec changed ({fields}): redeploying {how}",
-        reconciled_spec=lifecycle.accepted(obs, sp))
+        Phase.UPGRADING,
+        f"spec changed ({fields}): redeploying {how}",
+        reconciled_spec=lifecycle.accepted(obs, sp),
+    )
 
 
-def _by_driver_state(obs: observation.Observation, sp: spec.JobSpec,
-                     diff: changes.SpecDiff) -> Action:
+def _by_driver_state(
+    obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecDiff
+) -> Action:
     d = obs.driver
     if d.state is DriverState.ABSENT:
         return _restart(obs, sp, "DriverDisappeared", "the driver pod disappeared")
@@ -189,8 +238,11 @@ def _by_driver_state(obs: observation.Observation, sp: spec.JobSpec,
     if d.state is DriverState.TERMINATING:
         return Action.wait(obs.status.phase, "DriverTerminating", "the driver pod is terminating")
     if d.state is DriverState.PENDING or obs.control is None or not obs.control.ready:
-        return _counting_driver_restarts(obs, sp, Action.wait(
-            lifecycle.driver_phase(obs), "DriverStarting", "waiting for the driver"))
+        return _counting_driver_restarts(
+            obs,
+            sp,
+            Action.wait(lifecycle.driver_phase(obs), "DriverStarting", "waiting for the driver"),
+        )
     accepted = lifecycle.accepted(obs, sp) if diff.changed else None
     return _counting_driver_restarts(obs, sp, _checkpoints(obs, sp, accepted))
 
@@ -198,57 +250,88 @@ def _by_driver_state(obs: observation.Observation, sp: spec.JobSpec,
 def _failed_for_good(what: str, code: int) -> Action:
     """The driver said (by its exit code) that starting it again cannot help."""
     if code == exit_codes.MISTAKE:
-        return Action.fail("InvalidJob", f"{what}; not restarting: the job's pipeline or "
-                           "configuration must change first (then set spec.restartNonce)")
-    return Action.fail("JobFailed", f"{what}; not restarting: the driver already restarted "
-                       "the job as often as a restart could help. Fix the cause, then set "
-                       "spec.restartNonce")
+        return Action.fail(
+            "InvalidJob",
+            f"{what}; not restarting: the job's pipeline or "
+            "configuration must change first (then set spec.restartNonce)",
+        )
+    return Action.fail(
+        "JobFailed",
+        f"{what}; not restarting: the driver already restarted "
+        "the job as often as a restart could help. Fix the cause, then set "
+        "spec.restartNonce",
+    )
 
 
 STATUS_TIME_RESOLUTION = 0.001
 """Timestamps in status are stored to the millisecond."""
 
 
-def _counting_driver_restarts(obs: observation.Observation, sp: spec.JobSpec,
-                              action: Action) -> Action:
+def _counting_driver_restarts(
+    obs: observation.Observation, sp: spec.JobSpec, action: Action
+) -> Action:
     """Count the restarts the driver made itself (``/v1/job``) in ``status.restarts``
     (the Restarts column), with an Event, so they spend the job's one budget."""
     control = obs.control
-    if control is None or not control.failure_times or action.restarts is not None \
-            or action.kind not in (ActionKind.NOTHING, ActionKind.WAIT):
+    if (
+        control is None
+        or not control.failure_times
+        or action.restarts is not None
+        or action.kind not in (ActionKind.NOTHING, ActionKind.WAIT)
+    ):
         return action
     prev = obs.status.restarts
     # Status keeps milliseconds (truncated): a failure already counted reads back up to
     # 1 ms older than the driver reports it.
-    new = sorted(t for t in control.failure_times
-                 if prev.last_time is None or t >= prev.last_time + STATUS_TIME_RESOLUTION)
+    new = sorted(
+        t
+        for t in control.failure_times
+        if prev.last_time is None or t >= prev.last_time + STATUS_TIME_RESOLUTION
+    )
     if not new:
         return action
     window = sp.restart_policy.window
     restarts = status.RestartsStatus(
-        count=prev.count + len(new), last_time=new[-1], last_reason="JobRestarted",
-        recent=tuple(t for t in (*prev.recent, *new) if obs.now - t <= window))
+        count=prev.count + len(new),
+        last_time=new[-1],
+        last_reason="JobRestarted",
+        recent=tuple(t for t in (*prev.recent, *new) if obs.now - t <= window),
+    )
     after = f" after: {control.last_failure}" if control.last_failure else ""
     return dataclasses.replace(
-        action, restarts=restarts, reason="JobRestarted", event=True, warning=False,
+        action,
+        restarts=restarts,
+        reason="JobRestarted",
+        event=True,
+        warning=False,
         message=f"the driver restarted the job from its latest checkpoint{after} "
-                f"({len(restarts.recent)} restarts within {format_duration(window)}, at most "
-                f"{sp.restart_policy.max_restarts})")
+        f"({len(restarts.recent)} restarts within {format_duration(window)}, at most "
+        f"{sp.restart_policy.max_restarts})",
+    )
 
 
-def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
-                 accepted: Mapping[str, Any] | None) -> Action:
+def _checkpoints(
+    obs: observation.Observation, sp: spec.JobSpec, accepted: Mapping[str, Any] | None
+) -> Action:
     last = dict(lifecycle.last(obs))
     if lifecycle.changed(obs, "savepointTriggerNonce", sp.savepoint_trigger_nonce):
         last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
-        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "SavepointTriggered",
-                              "savepoint requested (savepointTriggerNonce)", reconciled_spec=last,
-                              nonce="savepointTriggerNonce")
+        return Action.trigger(
+            enums.SnapshotKind.SAVEPOINT,
+            "SavepointTriggered",
+            "savepoint requested (savepointTriggerNonce)",
+            reconciled_spec=last,
+            nonce="savepointTriggerNonce",
+        )
     if lifecycle.changed(obs, "checkpointTriggerNonce", sp.checkpoint_trigger_nonce):
         last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
-        return Action.trigger(enums.SnapshotKind.CHECKPOINT, "ManualCheckpointTriggered",
-                              "checkpoint requested (checkpointTriggerNonce)",
-                              reconciled_spec=last, nonce="checkpointTriggerNonce")
+        return Action.trigger(
+            enums.SnapshotKind.CHECKPOINT,
+            "ManualCheckpointTriggered",
+            "checkpoint requested (checkpointTriggerNonce)",
+            reconciled_spec=last,
+            nonce="checkpointTriggerNonce",
+        )
     # Periodic checkpoints are the driver's: its coordinator paces them (interval,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the
     # millisecond and even while the operator is down. The operator asks for the
@@ -259,13 +342,20 @@ def _checkpoints(obs: observation.Observation, sp: spec.JobSpec,
     if old:
         ids = ", ".join(str(r.id) for r in old)
         return Action.discard_savepoints(
-            old, f"deleting periodic savepoints {ids}: beyond spec.savepoints.retained "
-                 f"({sp.savepoints.retained})", reconciled_spec=accepted)
+            old,
+            f"deleting periodic savepoints {ids}: beyond spec.savepoints.retained "
+            f"({sp.savepoints.retained})",
+            reconciled_spec=accepted,
+        )
     if decide_savepoints.periodic_due(obs, sp):
         every = format_duration(sp.savepoints.interval or 0.0)
-        return Action.trigger(enums.SnapshotKind.SAVEPOINT, "PeriodicSavepointTriggered",
-                              f"periodic savepoint (every {every})", reconciled_spec=accepted,
-                              savepoint_kind=SavepointKind.PERIODIC)
+        return Action.trigger(
+            enums.SnapshotKind.SAVEPOINT,
+            "PeriodicSavepointTriggered",
+            f"periodic savepoint (every {every})",
+            reconciled_spec=accepted,
+            savepoint_kind=SavepointKind.PERIODIC,
+        )
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
 
 
@@ -292,13 +382,25 @@ def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: str, what: 
         )
     delay = backoff_delay(policy, len(recent) + 1, obs.jitter)
     restarts = status.RestartsStatus(
-        count=prev.count + 1, last_time=obs.now, last_reason=reason,
-        next_attempt_time=obs.now + delay, recent=(*recent, obs.now),
+        count=prev.count + 1,
+        last_time=obs.now,
+        last_reason=reason,
+        next_attempt_time=obs.now + delay,
+        recent=(*recent, obs.now),
     )
-    deploy = intent.Intent.deploy(lifecycle.intent_id(obs, "r"), reason, obs.now,
-                                  intent.RestoreTarget.latest(), not_before=obs.now + delay)
-    return Action.schedule(deploy, Phase.RESTARTING,
-                           f"{what}; restarting from the latest checkpoint in "
-                           f"{format_duration(delay)} (restart {len(recent) + 1} of at most "
-                           f"{policy.max_restarts} within {format_duration(policy.window)})",
-                           restarts=restarts, warning=True)
+    deploy = intent.Intent.deploy(
+        lifecycle.intent_id(obs, "r"),
+        reason,
+        obs.now,
+        intent.RestoreTarget.latest(),
+        not_before=obs.now + delay,
+    )
+    return Action.schedule(
+        deploy,
+        Phase.RESTARTING,
+        f"{what}; restarting from the latest checkpoint in "
+        f"{format_duration(delay)} (restart {len(recent) + 1} of at most "
+        f"{policy.max_restarts} within {format_duration(policy.window)})",
+        restarts=restarts,
+        warning=True,
+    )

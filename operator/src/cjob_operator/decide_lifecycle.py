@@ -23,11 +23,15 @@ from cjob_operator.model.enums import DriverState, Phase
 MAX_STOP_ATTEMPTS = 3
 
 _STOP_PHASE = {
-    intent.StopPurpose.SUSPEND: Phase.SUSPENDING, intent.StopPurpose.UPGRADE: Phase.UPGRADING,
+    intent.StopPurpose.SUSPEND: Phase.SUSPENDING,
+    intent.StopPurpose.UPGRADE: Phase.UPGRADING,
 }
 _REASON_PHASE = {
-    "Created": Phase.DEPLOYING, "Resumed": Phase.DEPLOYING, "RestoreRequested": Phase.DEPLOYING,
-    "Upgrade": Phase.UPGRADING, decide_rollback.REASON: Phase.UPGRADING,
+    "Created": Phase.DEPLOYING,
+    "Resumed": Phase.DEPLOYING,
+    "RestoreRequested": Phase.DEPLOYING,
+    "Upgrade": Phase.UPGRADING,
+    decide_rollback.REASON: Phase.UPGRADING,
 }
 
 
@@ -88,23 +92,28 @@ def _carry_on_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.
     if d.state is DriverState.TERMINATING:
         return Action.wait(phase, "DriverTerminating", "waiting for the old driver pod to go")
     if d.state is not DriverState.ABSENT:
-        return Action.delete_driver(phase, "ReplacingDriver",
-                                    f"deleting driver pod {d.pod_name} of an older deployment")
+        return Action.delete_driver(
+            phase, "ReplacingDriver", f"deleting driver pod {d.pod_name} of an older deployment"
+        )
     if it.not_before is not None and obs.now < it.not_before:
-        return Action.wait(phase, "BackingOff",
-                           f"restarting after the backoff, at {times.to_rfc3339(it.not_before)}",
-                           until=it.not_before)
+        return Action.wait(
+            phase,
+            "BackingOff",
+            f"restarting after the backoff, at {times.to_rfc3339(it.not_before)}",
+            until=it.not_before,
+        )
     action = _resolve_and_deploy(obs, sp, it, phase)
     stable = decide_rollback.deployed_spec(obs)
     if action.kind is ActionKind.DEPLOY and stable is not None:
-        return dataclasses.replace(action, spec=stable,
-                                   message=f"{action.message} with the last stable spec "
-                                           "(rolled back)")
+        return dataclasses.replace(
+            action, spec=stable, message=f"{action.message} with the last stable spec (rolled back)"
+        )
     return action
 
 
-def _resolve_and_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent,
-                        phase: Phase) -> Action:
+def _resolve_and_deploy(
+    obs: observation.Observation, sp: spec.JobSpec, it: intent.Intent, phase: Phase
+) -> Action:
     target = it.restore
     if target.mode is intent.RestoreMode.NONE:
         return Action.deploy(phase, None, "starting from empty state (chosen explicitly)")
@@ -112,9 +121,14 @@ def _resolve_and_deploy(obs: observation.Observation, sp: spec.JobSpec, it: inte
         point = RestorePoint(str(target.checkpoint_id), checkpoint_id=target.checkpoint_id)
         return Action.deploy(phase, point, f"restoring from checkpoint {target.checkpoint_id}")
     if target.mode is intent.RestoreMode.PATH and target.path:
-        point = RestorePoint(target.path, checkpoint_id=target.checkpoint_id, path=target.path,
-                             kind=enums.SnapshotKind.SAVEPOINT
-                             if "/savepoints/" in target.path else enums.SnapshotKind.CHECKPOINT)
+        point = RestorePoint(
+            target.path,
+            checkpoint_id=target.checkpoint_id,
+            path=target.path,
+            kind=enums.SnapshotKind.SAVEPOINT
+            if "/savepoints/" in target.path
+            else enums.SnapshotKind.CHECKPOINT,
+        )
         return Action.deploy(phase, point, f"restoring from {target.path}")
     return _deploy_latest(obs, sp, phase)
 
@@ -123,9 +137,12 @@ def _deploy_latest(obs: observation.Observation, sp: spec.JobSpec, phase: Phase)
     store = obs.store
     if store is None or not store.readable:
         why = store.error if store else "it was not read"
-        return Action.wait(phase, "StorageUnavailable",
-                           f"cannot read the checkpoint store to choose a restore point: {why}",
-                           warning=True)
+        return Action.wait(
+            phase,
+            "StorageUnavailable",
+            f"cannot read the checkpoint store to choose a restore point: {why}",
+            warning=True,
+        )
     newest = store.newest_usable
     if newest is not None:
         if newest.kind is enums.SnapshotKind.SAVEPOINT and newest.path:
@@ -139,8 +156,9 @@ def _deploy_latest(obs: observation.Observation, sp: spec.JobSpec, phase: Phase)
     return Action.deploy(phase, None, "no checkpoint exists yet: starting from empty state")
 
 
-def fresh_start_refusal(obs: observation.Observation, sp: spec.JobSpec,
-                         store: observation.StoreView) -> Action | None:
+def fresh_start_refusal(
+    obs: observation.Observation, sp: spec.JobSpec, store: observation.StoreView
+) -> Action | None:
     """Refuse to start empty when state exists but cannot be used (unless allowed)."""
     if sp.allow_fresh_start:
         return None
@@ -169,22 +187,34 @@ def _carry_on_stop(obs: observation.Observation, sp: spec.JobSpec, it: intent.In
     if not it.done:
         return stop_not_done(obs, it, phase)
     if it.purpose is intent.StopPurpose.UPGRADE:
-        target = (intent.RestoreTarget.at_path(it.savepoint_path, it.savepoint_id)
-                  if it.savepoint_path else intent.RestoreTarget.latest())
+        target = (
+            intent.RestoreTarget.at_path(it.savepoint_path, it.savepoint_id)
+            if it.savepoint_path
+            else intent.RestoreTarget.latest()
+        )
         deploy = intent.Intent.deploy(intent_id(obs, "d"), "Upgrade", obs.now, target)
-        return Action.schedule(deploy, Phase.UPGRADING,
-                               "redeploying the upgraded spec from the final savepoint"
-                               if it.savepoint_path else
-                               "redeploying the upgraded spec from the latest checkpoint",
-                               reconciled_spec=accepted(obs, sp))
+        return Action.schedule(
+            deploy,
+            Phase.UPGRADING,
+            "redeploying the upgraded spec from the final savepoint"
+            if it.savepoint_path
+            else "redeploying the upgraded spec from the latest checkpoint",
+            reconciled_spec=accepted(obs, sp),
+        )
     if d.state is DriverState.TERMINATING:
         return Action.wait(phase, "DriverTerminating", "waiting for the driver pod to go")
     if d.state is not DriverState.ABSENT:
         return Action.delete_driver(phase, "DeletingDriver", f"deleting driver pod {d.pod_name}")
     if it.purpose is intent.StopPurpose.SUSPEND:
         where = f" at {it.savepoint_path}" if it.savepoint_path else ""
-        return Action.nothing(Phase.SUSPENDED, "Suspended", f"job suspended{where}",
-                              clear_intent=True, reconciled_spec=accepted(obs, sp), event=True)
+        return Action.nothing(
+            Phase.SUSPENDED,
+            "Suspended",
+            f"job suspended{where}",
+            clear_intent=True,
+            reconciled_spec=accepted(obs, sp),
+            event=True,
+        )
     return Action.nothing(phase, clear_intent=True)
 
 
@@ -192,44 +222,74 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
     d = obs.driver
     ready = d.state is DriverState.RUNNING and obs.control is not None and obs.control.ready
     if d.state in (DriverState.ABSENT, DriverState.FAILED, DriverState.SUCCEEDED):
-        return Action.record(it.evolve(done=True), phase, "NoSavepoint",
-                             "the driver is not running, so no final savepoint can be taken; "
-                             "the latest checkpoint will be used", warning=True)
+        return Action.record(
+            it.evolve(done=True),
+            phase,
+            "NoSavepoint",
+            "the driver is not running, so no final savepoint can be taken; "
+            "the latest checkpoint will be used",
+            warning=True,
+        )
     if it.attempts >= MAX_STOP_ATTEMPTS and it.purpose is not intent.StopPurpose.UPGRADE:
-        return Action.record(it.evolve(done=True), phase, "SavepointFailed",
-                             f"the final savepoint failed {it.attempts} times ({it.error}); "
-                             "stopping without it, the latest checkpoint will be used",
-                             warning=True)
+        return Action.record(
+            it.evolve(done=True),
+            phase,
+            "SavepointFailed",
+            f"the final savepoint failed {it.attempts} times ({it.error}); "
+            "stopping without it, the latest checkpoint will be used",
+            warning=True,
+        )
     if it.retry_at is not None and obs.now < it.retry_at:
-        return Action.wait(phase, "SavepointRetry", f"final savepoint failed: {it.error}",
-                           until=it.retry_at)
+        return Action.wait(
+            phase, "SavepointRetry", f"final savepoint failed: {it.error}", until=it.retry_at
+        )
     if not ready:
         patience = obs.spec.checkpointing.timeout if obs.spec else 600.0
         if it.purpose is not intent.StopPurpose.UPGRADE and obs.now - it.since > patience:
-            return Action.record(it.evolve(done=True), phase, "NoSavepoint",
-                                 "the driver did not become ready for a final savepoint within "
-                                 f"{format_duration(patience)}; the latest checkpoint will be used",
-                                 warning=True)
-        return Action.record(it, phase, "DriverNotReady",
-                             "waiting for the driver to take a final savepoint", event=False)
-    return Action.stop(it.evolve(attempts=it.attempts + 1), phase,
-                       f"taking a final savepoint to {it.purpose.value if it.purpose else 'stop'}")
+            return Action.record(
+                it.evolve(done=True),
+                phase,
+                "NoSavepoint",
+                "the driver did not become ready for a final savepoint within "
+                f"{format_duration(patience)}; the latest checkpoint will be used",
+                warning=True,
+            )
+        return Action.record(
+            it,
+            phase,
+            "DriverNotReady",
+            "waiting for the driver to take a final savepoint",
+            event=False,
+        )
+    return Action.stop(
+        it.evolve(attempts=it.attempts + 1),
+        phase,
+        f"taking a final savepoint to {it.purpose.value if it.purpose else 'stop'}",
+    )
 
 
 def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:
     d = obs.driver
     if d.state is DriverState.ABSENT:
-        return Action.nothing(Phase.SUSPENDED, reconciled_spec=accepted(obs, sp)
-                              if obs.status.last_reconciled_spec is not None else None)
+        return Action.nothing(
+            Phase.SUSPENDED,
+            reconciled_spec=accepted(obs, sp)
+            if obs.status.last_reconciled_spec is not None
+            else None,
+        )
     if d.state is DriverState.RUNNING:
-        stop = intent.Intent.stop(intent_id(obs, "s"), "Suspend", obs.now,
-                                  intent.StopPurpose.SUSPEND)
+        stop = intent.Intent.stop(
+            intent_id(obs, "s"), "Suspend", obs.now, intent.StopPurpose.SUSPEND
+        )
         return _carry_on_stop(obs, sp, stop)
     if d.state is DriverState.TERMINATING:
         return Action.wait(Phase.SUSPENDING, "DriverTerminating", "waiting for the driver to go")
-    return Action.delete_driver(Phase.SUSPENDING, "DeletingDriver",
-                                f"suspending: deleting driver pod {d.pod_name} "
-                                f"({d.state.value.lower()}, no savepoint possible)")
+    return Action.delete_driver(
+        Phase.SUSPENDING,
+        "DeletingDriver",
+        f"suspending: deleting driver pod {d.pod_name} "
+        f"({d.state.value.lower()}, no savepoint possible)",
+    )
 
 
 def deleting(obs: observation.Observation) -> Action:
@@ -241,12 +301,12 @@ def deleting(obs: observation.Observation) -> Action:
     wants_savepoint = sp is not None and sp.upgrade_mode is enums.UpgradeMode.SAVEPOINT
     stopped = it is not None and it.op is intent.IntentOp.STOP and it.done
     if wants_savepoint and not stopped and d.state is DriverState.RUNNING:
-        stop = intent.Intent.stop(intent_id(obs, "x"), "Delete", obs.now,
-                                  intent.StopPurpose.DELETE)
+        stop = intent.Intent.stop(intent_id(obs, "x"), "Delete", obs.now, intent.StopPurpose.DELETE)
         return stop_not_done(obs, stop, Phase.DELETING)
     if d.state is DriverState.TERMINATING:
         return Action.wait(Phase.DELETING, "DriverTerminating", "waiting for the driver to go")
     if d.state is not DriverState.ABSENT:
-        return Action.delete_driver(Phase.DELETING, "DeletingDriver",
-                                    f"deleting driver pod {d.pod_name}")
+        return Action.delete_driver(
+            Phase.DELETING, "DeletingDriver", f"deleting driver pod {d.pod_name}"
+        )
     return Action.release("driver deleted; checkpoints kept per retention")

@@ -44,8 +44,9 @@ def check(obs: observation.Observation, sp: spec.JobSpec) -> Action | None:
     if pending is not None and pending.op is intent.IntentOp.STOP:
         return None
     waited = format_duration(sp.rollback.timeout)
-    late = (f"the spec did not run with a completed checkpoint within {waited} "
-            "(spec.rollback.timeout)")
+    late = (
+        f"the spec did not run with a completed checkpoint within {waited} (spec.rollback.timeout)"
+    )
     stable, current = obs.status.last_stable_spec, obs.status.last_reconciled_spec
     if stable is None or current is None:
         return _unstable(obs, f"{late}; there is no stable spec to roll back to")
@@ -53,25 +54,44 @@ def check(obs: observation.Observation, sp: spec.JobSpec) -> Action | None:
     if diff.kind is not ChangeKind.UPGRADE:
         return _unstable(obs, f"{late}; it is the last stable spec, nothing to roll back to")
     if _storage(stable) != _storage(current):
-        return _unstable(obs, f"{late}; not rolling back: spec.storage changed since the last "
-                              "stable spec, so its checkpoints are elsewhere")
+        return _unstable(
+            obs,
+            f"{late}; not rolling back: spec.storage changed since the last "
+            "stable spec, so its checkpoints are elsewhere",
+        )
     fields = ", ".join(diff.upgrade_paths[:6])
-    message = (f"{late}: rolling back ({fields}) to the last stable spec from the latest "
-               "checkpoint; change the spec to try again")
+    message = (
+        f"{late}: rolling back ({fields}) to the last stable spec from the latest "
+        "checkpoint; change the spec to try again"
+    )
     prev = obs.status.restarts
     return Action.schedule(
-        intent.Intent.deploy(f"b-{obs.generation}-{int(obs.now * 1000):x}", REASON, obs.now,
-                             intent.RestoreTarget.latest()),
-        Phase.UPGRADING, message, warning=True,
+        intent.Intent.deploy(
+            f"b-{obs.generation}-{int(obs.now * 1000):x}",
+            REASON,
+            obs.now,
+            intent.RestoreTarget.latest(),
+        ),
+        Phase.UPGRADING,
+        message,
+        warning=True,
         rollout=status.RolloutStatus(RolloutState.ROLLED_BACK, obs.now, message),
-        restarts=status.RestartsStatus(count=prev.count, last_time=prev.last_time,
-                                       last_reason=prev.last_reason))
+        restarts=status.RestartsStatus(
+            count=prev.count, last_time=prev.last_time, last_reason=prev.last_reason
+        ),
+    )
 
 
 def _unstable(obs: observation.Observation, message: str) -> Action:
-    return Action(ActionKind.NOTHING, obs.status.phase, "RollbackImpossible", message,
-                  warning=True, event=True,
-                  rollout=status.RolloutStatus(RolloutState.UNSTABLE, obs.now, message))
+    return Action(
+        ActionKind.NOTHING,
+        obs.status.phase,
+        "RollbackImpossible",
+        message,
+        warning=True,
+        event=True,
+        rollout=status.RolloutStatus(RolloutState.UNSTABLE, obs.now, message),
+    )
 
 
 def _storage(doc: Mapping[str, Any]) -> Any:

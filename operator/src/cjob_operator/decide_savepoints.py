@@ -39,17 +39,26 @@ def periodic_due(obs: observation.Observation, sp: spec.JobSpec) -> bool:
     return obs.now - since >= interval
 
 
-def beyond_retention(obs: observation.Observation,
-                     sp: spec.JobSpec) -> tuple[savepoints.SavepointRecord, ...]:
-    completed = sorted((r for r in obs.status.savepoints.history
-                        if r.kind is SavepointKind.PERIODIC and r.id is not None
-                        and r.state is SavepointState.COMPLETED), key=lambda r: r.id or 0)
-    older = completed[:-sp.savepoints.retained] if sp.savepoints.retained else completed
+def beyond_retention(
+    obs: observation.Observation, sp: spec.JobSpec
+) -> tuple[savepoints.SavepointRecord, ...]:
+    completed = sorted(
+        (
+            r
+            for r in obs.status.savepoints.history
+            if r.kind is SavepointKind.PERIODIC
+            and r.id is not None
+            and r.state is SavepointState.COMPLETED
+        ),
+        key=lambda r: r.id or 0,
+    )
+    older = completed[: -sp.savepoints.retained] if sp.savepoints.retained else completed
     return tuple(r for r in older if not _needed(obs, sp, r))
 
 
-def _needed(obs: observation.Observation, sp: spec.JobSpec,
-            rec: savepoints.SavepointRecord) -> bool:
+def _needed(
+    obs: observation.Observation, sp: spec.JobSpec, rec: savepoints.SavepointRecord
+) -> bool:
     """Whether a restore may still name ``rec``."""
     ids: set[int | None] = set()
     paths: set[str | None] = set()
@@ -64,5 +73,8 @@ def _needed(obs: observation.Observation, sp: spec.JobSpec,
         ids.add(last.id)
         paths.add(last.path)
     named = {p.rstrip("/") for p in paths if p}
-    return rec.id in ids or (rec.path is not None and rec.path.rstrip("/") in named) or any(
-        p.rstrip("/").endswith(f"/sp-{rec.id:010d}") for p in named)
+    return (
+        rec.id in ids
+        or (rec.path is not None and rec.path.rstrip("/") in named)
+        or any(p.rstrip("/").endswith(f"/sp-{rec.id:010d}") for p in named)
+    )

@@ -45,7 +45,8 @@ def client() -> kube.KubeClient:
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     threads = int(os.environ.get("CJOB_IO_THREADS", "16"))
     asyncio.get_running_loop().set_default_executor(
-        concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="cjob-io"))
+        concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="cjob-io")
+    )
     try:
         kube.load_configuration(pool_size=threads)
     except kubernetes.config.ConfigException as exc:
@@ -57,7 +58,8 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration")
+        prefix=GROUP, key="last-handled-configuration"
+    )
     settings.posting.level = logging.WARNING
     settings.watching.connect_timeout = 30
     settings.watching.server_timeout = 300
@@ -101,5 +103,6 @@ async def tick(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 async def deleted(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     kind = await _reconcile(meta, memo)
     if kind not in (ActionKind.RELEASE, None):
-        raise kopf.TemporaryError(f"deletion in progress ({kind.value if kind else ''})",
-                                  delay=TICK)
+        raise kopf.TemporaryError(
+            f"deletion in progress ({kind.value if kind else ''})", delay=TICK
+        )

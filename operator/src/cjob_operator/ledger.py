@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 SETTLE_MARGIN = 60.0
 """Seconds beyond ``checkpointing.timeout`` before an unseen outcome is given up on."""
 
-_STOP_KINDS = {intent.StopPurpose.SUSPEND: SavepointKind.SUSPEND,
-               intent.StopPurpose.UPGRADE: SavepointKind.UPGRADE}
+_STOP_KINDS = {
+    intent.StopPurpose.SUSPEND: SavepointKind.SUSPEND,
+    intent.StopPurpose.UPGRADE: SavepointKind.UPGRADE,
+}
 
 
 def _patience(obs: observation.Observation) -> float:
@@ -75,8 +77,9 @@ def _restarted_since(obs: observation.Observation, when: float) -> bool:
 # -- the savepoint history --------------------------------------------------------------
 
 
-def savepoints_after(obs: observation.Observation, action: Action,
-                     outcome: Outcome) -> savepoints.SavepointsStatus:
+def savepoints_after(
+    obs: observation.Observation, action: Action, outcome: Outcome
+) -> savepoints.SavepointsStatus:
     """``status.savepoints`` after this reconcile (steps 1 and 3)."""
     sps = obs.status.savepoints
     if action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT:
@@ -84,23 +87,37 @@ def savepoints_after(obs: observation.Observation, action: Action,
         sid = outcome.triggered_id
         if outcome.error is not None or sid is None:
             why = outcome.error or "the driver accepted the trigger but named no savepoint id"
-            sps = sps.record(savepoints.SavepointRecord(
-                kind, SavepointState.FAILED, obs.now, sid, message=why))
+            sps = sps.record(
+                savepoints.SavepointRecord(kind, SavepointState.FAILED, obs.now, sid, message=why)
+            )
         else:
-            sps = sps.record(savepoints.SavepointRecord(
-                kind, SavepointState.IN_PROGRESS, obs.now, sid))
+            sps = sps.record(
+                savepoints.SavepointRecord(kind, SavepointState.IN_PROGRESS, obs.now, sid)
+            )
         if kind is SavepointKind.PERIODIC:
             sps = sps.evolve(last_periodic_trigger_time=obs.now)
     stop, saved = action.intent, outcome.savepoint
     if saved is not None and stop is not None and stop.purpose in _STOP_KINDS:
-        sps = sps.record(savepoints.SavepointRecord(
-            _STOP_KINDS[stop.purpose], SavepointState.COMPLETED, obs.now, saved.id, saved.path,
-            obs.now))
+        sps = sps.record(
+            savepoints.SavepointRecord(
+                _STOP_KINDS[stop.purpose],
+                SavepointState.COMPLETED,
+                obs.now,
+                saved.id,
+                saved.path,
+                obs.now,
+            )
+        )
     for sid in outcome.discarded:
         found = sps.find(sid)
         if found is not None:
-            sps = sps.record(found.settle(SavepointState.DISCARDED, obs.now,
-                                          message="deleted: beyond spec.savepoints.retained"))
+            sps = sps.record(
+                found.settle(
+                    SavepointState.DISCARDED,
+                    obs.now,
+                    message="deleted: beyond spec.savepoints.retained",
+                )
+            )
     for rec in sps.in_progress:
         settled = _settle_savepoint(obs, rec)
         if settled is not None:
@@ -108,8 +125,9 @@ def savepoints_after(obs: observation.Observation, action: Action,
     return sps
 
 
-def _settle_savepoint(obs: observation.Observation,
-                      rec: savepoints.SavepointRecord) -> savepoints.SavepointRecord | None:
+def _settle_savepoint(
+    obs: observation.Observation, rec: savepoints.SavepointRecord
+) -> savepoints.SavepointRecord | None:
     if rec.id is None:
         return rec.settle(SavepointState.FAILED, obs.now, message="no savepoint id")
     store = _store(obs)
@@ -119,26 +137,34 @@ def _settle_savepoint(obs: observation.Observation,
     control = _control(obs)
     entry = control.entry(rec.id) if control is not None else None
     if entry is not None and entry.status is EntryStatus.COMPLETED:
-        return rec.settle(SavepointState.COMPLETED, entry.completion_time or obs.now,
-                          path=entry.path)
+        return rec.settle(
+            SavepointState.COMPLETED, entry.completion_time or obs.now, path=entry.path
+        )
     if entry is not None and entry.status is EntryStatus.FAILED:
-        return rec.settle(SavepointState.FAILED, obs.now,
-                          message=f"the driver reports it failed: {entry.failure_reason}")
+        return rec.settle(
+            SavepointState.FAILED,
+            obs.now,
+            message=f"the driver reports it failed: {entry.failure_reason}",
+        )
     if entry is None and _restarted_since(obs, rec.trigger_time):
-        return rec.settle(SavepointState.FAILED, obs.now,
-                          message="the driver restarted before the savepoint completed")
+        return rec.settle(
+            SavepointState.FAILED,
+            obs.now,
+            message="the driver restarted before the savepoint completed",
+        )
     if obs.now - rec.trigger_time > _patience(obs):
-        return rec.settle(SavepointState.FAILED, obs.now,
-                          message="not seen completing within "
-                                  f"{format_duration(_patience(obs))}")
+        return rec.settle(
+            SavepointState.FAILED,
+            obs.now,
+            message=f"not seen completing within {format_duration(_patience(obs))}",
+        )
     return None
 
 
 # -- nonce acknowledgements ------------------------------------------------------------
 
 
-def acknowledge(obs: observation.Observation, action: Action,
-                outcome: Outcome) -> acks.NonceAcks:
+def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) -> acks.NonceAcks:
     """``status.nonces`` with what this action acted on or accepted (steps 1 and 2)."""
     acked = obs.status.nonces
     sp = obs.spec
@@ -146,11 +172,18 @@ def acknowledge(obs: observation.Observation, action: Action,
         value = sp.raw.get(action.nonce)
         if value is not None:
             if outcome.error is not None and action.kind is ActionKind.TRIGGER:
-                ack = acks.NonceAck(value, NonceOutcome.FAILED, obs.now, outcome.error,
-                                    outcome.triggered_id, obs.now)
+                ack = acks.NonceAck(
+                    value,
+                    NonceOutcome.FAILED,
+                    obs.now,
+                    outcome.error,
+                    outcome.triggered_id,
+                    obs.now,
+                )
             else:
-                ack = acks.NonceAck(value, NonceOutcome.IN_PROGRESS, obs.now, action.message,
-                                    outcome.triggered_id)
+                ack = acks.NonceAck(
+                    value, NonceOutcome.IN_PROGRESS, obs.now, action.message, outcome.triggered_id
+                )
             acked = acked.with_ack(action.nonce, ack)
     old, new = obs.status.last_reconciled_spec, action.reconciled_spec
     if old is None or new is None:
@@ -159,9 +192,16 @@ def acknowledge(obs: observation.Observation, action: Action,
         value = new.get(field)
         if field == action.nonce or value is None or str(value) == str(old.get(field)):
             continue
-        acked = acked.with_ack(field, acks.NonceAck(
-            value, NonceOutcome.IGNORED, obs.now, _ignored_because(obs, action, field),
-            settled_time=obs.now))
+        acked = acked.with_ack(
+            field,
+            acks.NonceAck(
+                value,
+                NonceOutcome.IGNORED,
+                obs.now,
+                _ignored_because(obs, action, field),
+                settled_time=obs.now,
+            ),
+        )
     return acked
 
 
@@ -173,9 +213,14 @@ def _ignored_because(obs: observation.Observation, action: Action, field: str) -
     return f"accepted without an action of its own (the job is {phase.value}){detail}"
 
 
-def settle_nonces(obs: observation.Observation, acked: acks.NonceAcks, phase: Phase,
-                  pending: intent.Intent | None, error: str | None,
-                  history: savepoints.SavepointsStatus) -> acks.NonceAcks:
+def settle_nonces(
+    obs: observation.Observation,
+    acked: acks.NonceAcks,
+    phase: Phase,
+    pending: intent.Intent | None,
+    error: str | None,
+    history: savepoints.SavepointsStatus,
+) -> acks.NonceAcks:
     """Step 3 for every acknowledgement still ``InProgress``."""
     for field, ack in list(acked.items()):
         if ack.outcome is not NonceOutcome.IN_PROGRESS:
@@ -198,42 +243,62 @@ def _settle_checkpoint(obs: observation.Observation, ack: acks.NonceAck) -> acks
     store = _store(obs)
     stored = store.latest_checkpoint if store is not None else None
     if (entry is not None and entry.status is EntryStatus.COMPLETED) or (
-            stored is not None and cid is not None and stored.id == cid):
+        stored is not None and cid is not None and stored.id == cid
+    ):
         return ack.settle(NonceOutcome.SUCCEEDED, obs.now, f"checkpoint {cid} completed")
     if entry is not None and entry.status is EntryStatus.FAILED:
-        return ack.settle(NonceOutcome.FAILED, obs.now,
-                          f"checkpoint {cid} failed: {entry.failure_reason}")
+        return ack.settle(
+            NonceOutcome.FAILED, obs.now, f"checkpoint {cid} failed: {entry.failure_reason}"
+        )
     if entry is None and _restarted_since(obs, ack.time):
-        return ack.settle(NonceOutcome.UNKNOWN, obs.now,
-                          f"the driver restarted before checkpoint {cid} was seen completing")
+        return ack.settle(
+            NonceOutcome.UNKNOWN,
+            obs.now,
+            f"the driver restarted before checkpoint {cid} was seen completing",
+        )
     return _unknown_after_patience(obs, ack, f"checkpoint {cid}")
 
 
-def _settle_savepoint_nonce(obs: observation.Observation, ack: acks.NonceAck,
-                            history: savepoints.SavepointsStatus) -> acks.NonceAck | None:
+def _settle_savepoint_nonce(
+    obs: observation.Observation, ack: acks.NonceAck, history: savepoints.SavepointsStatus
+) -> acks.NonceAck | None:
     rec = history.find(ack.snapshot_id) if ack.snapshot_id is not None else None
     if rec is not None and rec.state is SavepointState.COMPLETED:
-        return ack.settle(NonceOutcome.SUCCEEDED, obs.now,
-                          f"savepoint {rec.id} completed at {rec.path}")
+        return ack.settle(
+            NonceOutcome.SUCCEEDED, obs.now, f"savepoint {rec.id} completed at {rec.path}"
+        )
     if rec is not None and rec.state is SavepointState.FAILED:
         return ack.settle(NonceOutcome.FAILED, obs.now, f"savepoint {rec.id}: {rec.message}")
     return _unknown_after_patience(obs, ack, f"savepoint {ack.snapshot_id}")
 
 
-def _unknown_after_patience(obs: observation.Observation, ack: acks.NonceAck,
-                            what: str) -> acks.NonceAck | None:
+def _unknown_after_patience(
+    obs: observation.Observation, ack: acks.NonceAck, what: str
+) -> acks.NonceAck | None:
     if obs.now - ack.time <= _patience(obs):
         return None
-    return ack.settle(NonceOutcome.UNKNOWN, obs.now,
-                      f"no outcome of {what} seen within {format_duration(_patience(obs))}")
+    return ack.settle(
+        NonceOutcome.UNKNOWN,
+        obs.now,
+        f"no outcome of {what} seen within {format_duration(_patience(obs))}",
+    )
 
 
-def _settle_deployment(obs: observation.Observation, ack: acks.NonceAck, phase: Phase,
-                       pending: intent.Intent | None, error: str | None) -> acks.NonceAck | None:
+def _settle_deployment(
+    obs: observation.Observation,
+    ack: acks.NonceAck,
+    phase: Phase,
+    pending: intent.Intent | None,
+    error: str | None,
+) -> acks.NonceAck | None:
     """A restart or restore succeeded once a driver started after it runs the job."""
     started = obs.driver.started_at  # whole seconds, as the kubelet reports it
-    if phase is Phase.RUNNING and pending is None and started is not None \
-            and started >= math.floor(ack.time):
+    if (
+        phase is Phase.RUNNING
+        and pending is None
+        and started is not None
+        and started >= math.floor(ack.time)
+    ):
         return ack.settle(NonceOutcome.SUCCEEDED, obs.now, "the job runs again")
     if phase is Phase.FAILED:
         return ack.settle(NonceOutcome.FAILED, obs.now, error or "the job failed")
@@ -243,40 +308,51 @@ def _settle_deployment(obs: observation.Observation, ack: acks.NonceAck, phase: 
 # -- the rollout -------------------------------------------------------------------------
 
 
-def rollout_accepting(obs: observation.Observation,
-                      action: Action) -> status.RolloutStatus | None:
+def rollout_accepting(obs: observation.Observation, action: Action) -> status.RolloutStatus | None:
     """``status.rollout`` once ``action`` is recorded: a decided one, ``Verifying`` when the
     reconciled spec changes what the driver runs, otherwise unchanged."""
     if action.rollout is not None:
         return action.rollout
     old, new = obs.status.last_reconciled_spec, action.reconciled_spec
-    if new is not None and (old is None or changes.classify(old, new).kind
-                            is ChangeKind.UPGRADE):
-        return status.RolloutStatus(RolloutState.VERIFYING, obs.now,
-                                    "deployed; stable once it runs with a completed checkpoint")
+    if new is not None and (old is None or changes.classify(old, new).kind is ChangeKind.UPGRADE):
+        return status.RolloutStatus(
+            RolloutState.VERIFYING,
+            obs.now,
+            "deployed; stable once it runs with a completed checkpoint",
+        )
     return obs.status.rollout
 
 
-def rollout_after(obs: observation.Observation, action: Action, new: status.JobStatus,
-                  healthy: bool | None) -> tuple[status.RolloutStatus | None,
-                                                 Mapping[str, Any] | None]:
+def rollout_after(
+    obs: observation.Observation, action: Action, new: status.JobStatus, healthy: bool | None
+) -> tuple[status.RolloutStatus | None, Mapping[str, Any] | None]:
     """``(status.rollout, status.lastStableSpec)`` after this reconcile."""
     rollout = rollout_accepting(obs, action)
-    unproven = rollout is None or rollout.state in (RolloutState.VERIFYING,
-                                                    RolloutState.UNSTABLE)
+    unproven = rollout is None or rollout.state in (RolloutState.VERIFYING, RolloutState.UNSTABLE)
     if unproven and _proven(obs, new, healthy) and new.last_reconciled_spec is not None:
-        return (status.RolloutStatus(RolloutState.STABLE, obs.now,
-                                     "ran with a completed checkpoint: recorded as "
-                                     "lastStableSpec"), new.last_reconciled_spec)
+        return (
+            status.RolloutStatus(
+                RolloutState.STABLE,
+                obs.now,
+                "ran with a completed checkpoint: recorded as lastStableSpec",
+            ),
+            new.last_reconciled_spec,
+        )
     return rollout, obs.status.last_stable_spec
 
 
 def _proven(obs: observation.Observation, new: status.JobStatus, healthy: bool | None) -> bool:
     started = obs.driver.started_at
     done = new.checkpoints.last_completed
-    return (new.phase is Phase.RUNNING and new.intent is None and healthy is True
-            and started is not None and done is not None and done.time is not None
-            and done.time >= started)
+    return (
+        new.phase is Phase.RUNNING
+        and new.intent is None
+        and healthy is True
+        and started is not None
+        and done is not None
+        and done.time is not None
+        and done.time >= started
+    )
 
 
 # -- what to announce -------------------------------------------------------------------
@@ -287,8 +363,11 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
     found: list[tuple[bool, str, str]] = []
     for rec in new.savepoints.history:
         before = old.savepoints.find(rec.id) if rec.id is not None else None
-        if before is None or before.state is not SavepointState.IN_PROGRESS \
-                or rec.state is SavepointState.IN_PROGRESS:
+        if (
+            before is None
+            or before.state is not SavepointState.IN_PROGRESS
+            or rec.state is SavepointState.IN_PROGRESS
+        ):
             continue
         what = f"{rec.kind.value.lower()} savepoint {rec.id}"
         if rec.state is SavepointState.COMPLETED:
@@ -297,16 +376,30 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
             found.append((True, "SavepointFailed", f"{what} failed: {rec.message}"))
     for field, ack in new.nonces.items():
         before_ack = old.nonces.get(field)
-        if not ack.outcome.settled or before_ack == ack or (
-                before_ack is not None and before_ack.outcome is ack.outcome
-                and str(before_ack.value) == str(ack.value)):
+        if (
+            not ack.outcome.settled
+            or before_ack == ack
+            or (
+                before_ack is not None
+                and before_ack.outcome is ack.outcome
+                and str(before_ack.value) == str(ack.value)
+            )
+        ):
             continue
         warning = ack.outcome in (NonceOutcome.FAILED, NonceOutcome.UNKNOWN)
-        found.append((warning, f"Nonce{ack.outcome.value}",
-                      f"{field} {ack.value}: {ack.message}"))
-    became_stable = new.rollout is not None and new.rollout.state is RolloutState.STABLE and (
-        old.rollout is None or old.rollout.state is not RolloutState.STABLE)
+        found.append((warning, f"Nonce{ack.outcome.value}", f"{field} {ack.value}: {ack.message}"))
+    became_stable = (
+        new.rollout is not None
+        and new.rollout.state is RolloutState.STABLE
+        and (old.rollout is None or old.rollout.state is not RolloutState.STABLE)
+    )
     if became_stable:
-        found.append((False, "SpecStable", "the deployed spec ran with a completed checkpoint: "
-                                           "recorded as status.lastStableSpec"))
+        found.append(
+            (
+                False,
+                "SpecStable",
+                "the deployed spec ran with a completed checkpoint: "
+                "recorded as status.lastStableSpec",
+            )
+        )
     return found

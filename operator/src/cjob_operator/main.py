@@ -40,8 +40,7 @@ async def _healthz(_: web.Request) -> web.Response:
 
 
 async def _readyz(_: web.Request) -> web.Response:
-    return web.Response(text="ok") if _state["ready"] else web.Response(status=503,
-                                                                         text="starting")
+    return web.Response(text="ok") if _state["ready"] else web.Response(status=503, text="starting")
 
 
 def app() -> web.Application:

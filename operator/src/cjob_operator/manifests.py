@@ -81,13 +81,23 @@ def labels(job: JobRef, role: str) -> dict[str, str]:
 
 
 def owner_reference(job: JobRef) -> Obj:
-    return {"apiVersion": API_VERSION, "kind": KIND, "name": job.name, "uid": job.uid,
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _meta(job: JobRef, name: str, role: str, annotations: Mapping[str, str] | None = None) -> Obj:
-    meta: Obj = {"name": name, "namespace": job.namespace, "labels": labels(job, role),
-                 "ownerReferences": [owner_reference(job)]}
+    meta: Obj = {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": labels(job, role),
+        "ownerReferences": [owner_reference(job)],
+    }
     if annotations:
         meta["annotations"] = dict(annotations)
     return meta
@@ -164,8 +174,12 @@ def spark_conf(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "") -
     return {**dict(spec.spark_conf), **managed}
 
 
-def job_document(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
-                 prior_failures: tuple[float, ...] = ()) -> jobdoc.JobDocument:
+def job_document(
+    job: JobRef,
+    spec: spec_model.JobSpec,
+    deployment_id: str = "",
+    prior_failures: tuple[float, ...] = (),
+) -> jobdoc.JobDocument:
     """The driver's configuration, typed: the runtime reads it with the same class.
 
     ``prior_failures`` (``status.restarts.recent``) count against the new driver's
@@ -175,24 +189,43 @@ def job_document(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
     rp = spec.restart_policy
     return jobdoc.JobDocument(
         job=jobdoc.JobIdentity(job.namespace, job.name, job.uid),
-        pipeline=jobdoc.PipelineSection(spec.pipeline.module or None,
-                                        spec.pipeline.file or None, tuple(spec.pipeline.args)),
+        pipeline=jobdoc.PipelineSection(
+            spec.pipeline.module or None, spec.pipeline.file or None, tuple(spec.pipeline.args)
+        ),
         parallelism=spec.parallelism,
         max_parallelism=spec.max_parallelism,
         checkpointing=jobdoc.CheckpointingSection(
-            interval=cp.interval, timeout=cp.timeout, min_pause=cp.min_pause,
-            max_concurrent=cp.max_concurrent, tolerable_failures=cp.tolerable_failures,
-            mode=cp.mode.value, unaligned=cp.unaligned, aligned_timeout=cp.aligned_timeout,
-            retained=cp.retained, incremental=cp.incremental, triggered_by="driver"),
+            interval=cp.interval,
+            timeout=cp.timeout,
+            min_pause=cp.min_pause,
+            max_concurrent=cp.max_concurrent,
+            tolerable_failures=cp.tolerable_failures,
+            mode=cp.mode.value,
+            unaligned=cp.unaligned,
+            aligned_timeout=cp.aligned_timeout,
+            retained=cp.retained,
+            incremental=cp.incremental,
+            triggered_by="driver",
+        ),
         storage=jobdoc.StorageSection(
-            endpoint=spec.storage.endpoint, bucket=spec.storage.bucket,
-            prefix=spec.storage.prefix, root=spec.storage.job_root(job.namespace, job.name),
-            access_key_env=ACCESS_KEY_ENV, secret_key_env=SECRET_KEY_ENV),
+            endpoint=spec.storage.endpoint,
+            bucket=spec.storage.bucket,
+            prefix=spec.storage.prefix,
+            root=spec.storage.job_root(job.namespace, job.name),
+            access_key_env=ACCESS_KEY_ENV,
+            secret_key_env=SECRET_KEY_ENV,
+        ),
         restart_policy=jobdoc.RestartSection(
-            max_restarts=rp.max_restarts, window=rp.window, initial=rp.backoff.initial,
-            max=rp.backoff.max, multiplier=rp.backoff.multiplier, jitter=rp.backoff.jitter,
-            reset_after=rp.reset_after, attempts_per_record=rp.attempts_per_record,
-            prior_failures=prior_failures),
+            max_restarts=rp.max_restarts,
+            window=rp.window,
+            initial=rp.backoff.initial,
+            max=rp.backoff.max,
+            multiplier=rp.backoff.multiplier,
+            jitter=rp.backoff.jitter,
+            reset_after=rp.reset_after,
+            attempts_per_record=rp.attempts_per_record,
+            prior_failures=prior_failures,
+        ),
         allow_fresh_start=spec.allow_fresh_start,
         control=jobdoc.ControlSection(CONTROL_PORT, TOKEN_ENV),
         grace_period=spec.driver.termination_grace_period,
@@ -200,8 +233,12 @@ def job_document(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
     )
 
 
-def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
-               prior_failures: tuple[float, ...] = ()) -> Obj:
+def job_config(
+    job: JobRef,
+    spec: spec_model.JobSpec,
+    deployment_id: str = "",
+    prior_failures: tuple[float, ...] = (),
+) -> Obj:
     """The JSON document ``cjob driver --config`` reads (no secret values in it)."""
     return job_document(job, spec, deployment_id, prior_failures).for_storage()
 
@@ -209,23 +246,33 @@ def job_config(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
 # -- objects ----------------------------------------------------------------------------
 
 
-def config_map(job: JobRef, spec: spec_model.JobSpec, deployment_id: str = "",
-               prior_failures: tuple[float, ...] = ()) -> Obj:
+def config_map(
+    job: JobRef,
+    spec: spec_model.JobSpec,
+    deployment_id: str = "",
+    prior_failures: tuple[float, ...] = (),
+) -> Obj:
     """``job.json`` and the executor pod template; rewritten for every driver pod
     (``deployment_id``), so each driver names its executors afresh."""
     template = json.dumps(executor_pod_template(job, spec), indent=2, sort_keys=True)
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": _meta(job, job.config_map(), "config"),
-        "data": {"job.json": json.dumps(job_config(job, spec, deployment_id, prior_failures),
-                                        indent=2, sort_keys=True),
-                 "executor-pod-template.yaml": template},
+        "data": {
+            "job.json": json.dumps(
+                job_config(job, spec, deployment_id, prior_failures), indent=2, sort_keys=True
+            ),
+            "executor-pod-template.yaml": template,
+        },
     }
 
 
 def token_secret(job: JobRef, token: str) -> Obj:
     return {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
         "metadata": _meta(job, job.token_secret(), "control-token"),
         "stringData": {TOKEN_KEY: token},
     }
@@ -233,7 +280,8 @@ def token_secret(job: JobRef, token: str) -> Obj:
 
 def service(job: JobRef) -> Obj:
     return {
-        "apiVersion": "v1", "kind": "Service",
+        "apiVersion": "v1",
+        "kind": "Service",
         "metadata": _meta(job, job.service(), "driver"),
         "spec": {
             "clusterIP": "None",
@@ -241,8 +289,11 @@ def service(job: JobRef) -> Obj:
             "selector": {LABEL_JOB: job.name, LABEL_ROLE: "driver"},
             "ports": [
                 {"name": "driver-rpc", "port": DRIVER_PORT, "targetPort": DRIVER_PORT},
-                {"name": "blockmanager", "port": BLOCK_MANAGER_PORT,
-                 "targetPort": BLOCK_MANAGER_PORT},
+                {
+                    "name": "blockmanager",
+                    "port": BLOCK_MANAGER_PORT,
+                    "targetPort": BLOCK_MANAGER_PORT,
+                },
                 {"name": "control", "port": CONTROL_PORT, "targetPort": CONTROL_PORT},
                 {"name": "spark-ui", "port": UI_PORT, "targetPort": UI_PORT},
             ],
@@ -252,8 +303,11 @@ def service(job: JobRef) -> Obj:
 
 POD_SECURITY: Obj = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 CONTAINER_SECURITY: Obj = {
-    "runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+    "runAsNonRoot": True,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 
 
@@ -262,10 +316,14 @@ def _storage_env(spec: spec_model.JobSpec) -> list[Obj]:
     if creds is None:
         return []
     return [
-        {"name": ACCESS_KEY_ENV,
-         "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.access_key_key}}},
-        {"name": SECRET_KEY_ENV,
-         "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.secret_key_key}}},
+        {
+            "name": ACCESS_KEY_ENV,
+            "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.access_key_key}},
+        },
+        {
+            "name": SECRET_KEY_ENV,
+            "valueFrom": {"secretKeyRef": {"name": creds.name, "key": creds.secret_key_key}},
+        },
     ]
 
 
@@ -281,8 +339,13 @@ def driver_args(restore: RestorePoint | None) -> list[str]:
     return args
 
 
-def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
-               restore: RestorePoint | None, default_service_account: str | None = None) -> Obj:
+def driver_pod(
+    job: JobRef,
+    spec: spec_model.JobSpec,
+    deployment_id: str,
+    restore: RestorePoint | None,
+    default_service_account: str | None = None,
+) -> Obj:
     """``default_service_account``: the operator's configured driver account (the chart's
     ``cjob-driver``), used when ``spec.driver.serviceAccount`` is empty; with neither, the
     pod runs as the namespace's ``default`` account, which cannot create executors."""
@@ -309,8 +372,10 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "HOME", "value": "/tmp"},
             {"name": "SPARK_LOCAL_DIRS", "value": "/tmp/spark"},
-            {"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {
-                "name": job.token_secret(), "key": TOKEN_KEY}}},
+            {
+                "name": TOKEN_ENV,
+                "valueFrom": {"secretKeyRef": {"name": job.token_secret(), "key": TOKEN_KEY}},
+            },
             *_storage_env(spec),
             *_user_env(spec),
         ],
@@ -318,29 +383,40 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
             "requests": {"cpu": str(spec.driver.cores), "memory": f"{driver_memory.pod}Mi"},
             "limits": {"memory": f"{driver_memory.pod}Mi"},
         },
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": CONTROL_PORT},
-                           "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": CONTROL_PORT},
-                          "initialDelaySeconds": 30, "periodSeconds": 10,
-                          "failureThreshold": 6},
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": CONTROL_PORT},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": CONTROL_PORT},
+            "initialDelaySeconds": 30,
+            "periodSeconds": 10,
+            "failureThreshold": 6,
+        },
         "securityContext": dict(CONTAINER_SECURITY),
         # ``cjob`` writes its one-line failure there; a crash that could not (OOM, JVM)
         # leaves the log's tail instead. The operator puts it in status and an Event.
         "terminationMessagePath": "/dev/termination-log",
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-                         {"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
     }
     pod: Obj = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": _meta(job, job.driver_pod(), "driver", annotations),
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": spec.driver.termination_grace_period,
             "securityContext": dict(POD_SECURITY),
             "containers": [container],
-            "volumes": [{"name": "config", "configMap": {"name": job.config_map()}},
-                        {"name": "tmp", "emptyDir": {}}],
+            "volumes": [
+                {"name": "config", "configMap": {"name": job.config_map()}},
+                {"name": "tmp", "emptyDir": {}},
+            ],
         },
     }
     account = spec.driver.service_account or default_service_account
@@ -352,18 +428,24 @@ def driver_pod(job: JobRef, spec: spec_model.JobSpec, deployment_id: str,
 def executor_pod_template(job: JobRef, spec: spec_model.JobSpec) -> Obj:
     """Spark's executor pod template: the user's template under the operator's rules."""
     base: Obj = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"labels": labels(job, "executor")},
         "spec": {
             "automountServiceAccountToken": False,
             "securityContext": dict(POD_SECURITY),
-            "containers": [{
-                "name": "executor",
-                "securityContext": dict(CONTAINER_SECURITY),
-                "env": [{"name": "HOME", "value": "/tmp"}, *_storage_env(spec),
-                        *_user_env(spec)],
-                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-            }],
+            "containers": [
+                {
+                    "name": "executor",
+                    "securityContext": dict(CONTAINER_SECURITY),
+                    "env": [
+                        {"name": "HOME", "value": "/tmp"},
+                        *_storage_env(spec),
+                        *_user_env(spec),
+                    ],
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                }
+            ],
             "volumes": [{"name": "tmp", "emptyDir": {}}],
         },
     }
@@ -412,8 +494,9 @@ def _merge_containers(theirs: list[Obj], ours: list[Obj], main: str) -> list[Obj
         for key in ("env", "volumeMounts", "ports"):
             if key in their_main:
                 names = {e.get("name") or e.get("mountPath") for e in container.get(key, [])}
-                extra = [e for e in their_main[key]
-                         if (e.get("name") or e.get("mountPath")) not in names]
+                extra = [
+                    e for e in their_main[key] if (e.get("name") or e.get("mountPath")) not in names
+                ]
                 combined[key] = container.get(key, []) + extra
         result.insert(0, combined)
     return result

@@ -18,34 +18,58 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 LABELS = ("namespace", "job")
 
 CHECKPOINTS_TRIGGERED = Counter(
-    "cjob_checkpoints_triggered", "Checkpoints and savepoints triggered by the operator.",
-    (*LABELS, "kind"), registry=REGISTRY)
+    "cjob_checkpoints_triggered",
+    "Checkpoints and savepoints triggered by the operator.",
+    (*LABELS, "kind"),
+    registry=REGISTRY,
+)
 CHECKPOINTS_COMPLETED = Counter(
-    "cjob_checkpoints_completed", "Completed checkpoints observed.", LABELS, registry=REGISTRY)
+    "cjob_checkpoints_completed", "Completed checkpoints observed.", LABELS, registry=REGISTRY
+)
 CHECKPOINTS_FAILED = Counter(
-    "cjob_checkpoints_failed", "Failed checkpoints observed.", (*LABELS, "reason"),
-    registry=REGISTRY)
+    "cjob_checkpoints_failed",
+    "Failed checkpoints observed.",
+    (*LABELS, "reason"),
+    registry=REGISTRY,
+)
 CHECKPOINT_DURATION = Histogram(
-    "cjob_checkpoint_duration_seconds", "Duration of completed checkpoints.", LABELS,
-    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600), registry=REGISTRY)
+    "cjob_checkpoint_duration_seconds",
+    "Duration of completed checkpoints.",
+    LABELS,
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+    registry=REGISTRY,
+)
 LAST_COMPLETED = Gauge(
     "cjob_last_completed_checkpoint_timestamp_seconds",
-    "Completion time of the newest completed checkpoint.", LABELS, registry=REGISTRY)
+    "Completion time of the newest completed checkpoint.",
+    LABELS,
+    registry=REGISTRY,
+)
 RESTARTS = Counter(
-    "cjob_job_restarts", "Driver restarts initiated by the operator.", LABELS, registry=REGISTRY)
-JOBS = Gauge("cjob_jobs", "Jobs by phase (1 for the current phase).", (*LABELS, "phase"),
-             registry=REGISTRY)
+    "cjob_job_restarts", "Driver restarts initiated by the operator.", LABELS, registry=REGISTRY
+)
+JOBS = Gauge(
+    "cjob_jobs", "Jobs by phase (1 for the current phase).", (*LABELS, "phase"), registry=REGISTRY
+)
 CHECKPOINT_INTERVAL = Gauge(
     "cjob_checkpoint_interval_seconds",
     "The job's checkpoint interval (spec.checkpointing.interval); CheckpointStale scales with it.",
-    LABELS, registry=REGISTRY)
+    LABELS,
+    registry=REGISTRY,
+)
 RECONCILE_ERRORS = Counter(
-    "cjob_reconcile_errors", "Reconcile loops that ended in an error.", LABELS,
-    registry=REGISTRY)
+    "cjob_reconcile_errors", "Reconcile loops that ended in an error.", LABELS, registry=REGISTRY
+)
 
 
-def record_status(namespace: str, job: str, old: status.JobStatus,
-                  new: status.JobStatus, *, interval: float | None = None) -> None:
+def record_status(
+    namespace: str,
+    job: str,
+    old: status.JobStatus,
+    new: status.JobStatus,
+    *,
+    interval: float | None = None,
+) -> None:
     """Advance the metrics that follow from a status change (``interval``: the spec's)."""
     if interval is not None:
         CHECKPOINT_INTERVAL.labels(namespace, job).set(interval)

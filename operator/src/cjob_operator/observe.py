@@ -30,14 +30,20 @@ def driver_view(pod: Mapping[str, Any] | None) -> observation.DriverView:
     if meta.get("deletionTimestamp"):
         state = DriverState.TERMINATING
     else:
-        state = {"Running": DriverState.RUNNING, "Succeeded": DriverState.SUCCEEDED,
-                 "Failed": DriverState.FAILED}.get(phase, DriverState.PENDING)
+        state = {
+            "Running": DriverState.RUNNING,
+            "Succeeded": DriverState.SUCCEEDED,
+            "Failed": DriverState.FAILED,
+        }.get(phase, DriverState.PENDING)
     message, exit_code = _termination(st)
     return observation.DriverView(
-        state=state, pod_name=meta.get("name"),
+        state=state,
+        pod_name=meta.get("name"),
         deployment_id=(meta.get("annotations") or {}).get(manifests.ANNOTATION_DEPLOYMENT),
         started_at=times.from_rfc3339(st.get("startTime")),
-        message=message or st.get("message") or st.get("reason"), exit_code=exit_code)
+        message=message or st.get("message") or st.get("reason"),
+        exit_code=exit_code,
+    )
 
 
 def _termination(pod_status: Mapping[str, Any]) -> tuple[str | None, int | None]:
@@ -49,8 +55,9 @@ def _termination(pod_status: Mapping[str, Any]) -> tuple[str | None, int | None]
             code = term.get("exitCode")
             reason = term.get("reason") or "terminated"
             said = _last_line(term.get("message"))
-            text = (f"{said} ({reason}, exit code {code})" if said
-                    else f"{reason} (exit code {code})")
+            text = (
+                f"{said} ({reason}, exit code {code})" if said else f"{reason} (exit code {code})"
+            )
             return text, None if code is None else int(code)
     return None, None
 
@@ -78,8 +85,9 @@ def parse_spec(body: Mapping[str, Any]) -> tuple[spec.JobSpec | None, str | None
         return None, str(exc)
 
 
-async def _store(tools: perform.Tools, obs_base: dict[str, Any], sp: spec.JobSpec | None,
-                 fresh: bool, now: float) -> observation.StoreView | None:
+async def _store(
+    tools: perform.Tools, obs_base: dict[str, Any], sp: spec.JobSpec | None, fresh: bool, now: float
+) -> observation.StoreView | None:
     if sp is None:
         return None
     memory = tools.memory
@@ -96,13 +104,24 @@ async def _store(tools: perform.Tools, obs_base: dict[str, Any], sp: spec.JobSpe
 
 def observation_stub(base: Mapping[str, Any], sp: spec.JobSpec) -> observation.Observation:
     return observation.Observation(
-        namespace=base["namespace"], name=base["name"], uid=base["uid"], generation=0,
-        deleting=False, spec=sp, spec_error=None, status=status.JobStatus(),
-        driver=observation.DriverView.absent(), control=None, store=None, now=0.0)
+        namespace=base["namespace"],
+        name=base["name"],
+        uid=base["uid"],
+        generation=0,
+        deleting=False,
+        spec=sp,
+        spec_error=None,
+        status=status.JobStatus(),
+        driver=observation.DriverView.absent(),
+        control=None,
+        store=None,
+        now=0.0,
+    )
 
 
-async def observe(tools: perform.Tools, body: Mapping[str, Any], now: float,
-                  rng: random.Random | None = None) -> observation.Observation:
+async def observe(
+    tools: perform.Tools, body: Mapping[str, Any], now: float, rng: random.Random | None = None
+) -> observation.Observation:
     meta = body.get("metadata") or {}
     job = tools.job
     sp, spec_error = parse_spec(body)
@@ -115,20 +134,36 @@ async def observe(tools: perform.Tools, body: Mapping[str, Any], now: float,
         client = await perform.control_client(tools)
         control = await client.observe()
         remembered = tools.memory.last_trigger
-        if control.reachable and remembered is not None and (
-                control.last_trigger_time is None or control.last_trigger_time < remembered):
+        if (
+            control.reachable
+            and remembered is not None
+            and (control.last_trigger_time is None or control.last_trigger_time < remembered)
+        ):
             control = _with_trigger(control, remembered)
     settled = st.phase in (enums.Phase.FAILED, enums.Phase.FINISHED) and st.intent is None
     fresh = not settled and (
-        driver.state is not DriverState.RUNNING or st.intent is not None or deleting
-        or (sp is not None and sp.state is enums.DesiredState.SUSPENDED))
+        driver.state is not DriverState.RUNNING
+        or st.intent is not None
+        or deleting
+        or (sp is not None and sp.state is enums.DesiredState.SUSPENDED)
+    )
     base = {"namespace": job.namespace, "name": job.name, "uid": job.uid}
     store = await _store(tools, base, sp, fresh, now)
     return observation.Observation(
-        namespace=job.namespace, name=job.name, uid=job.uid,
-        generation=int(meta.get("generation") or 0), deleting=deleting,
-        spec=sp, spec_error=spec_error, status=st, driver=driver, control=control,
-        store=store, now=now, jitter=(rng or random.Random()).random())
+        namespace=job.namespace,
+        name=job.name,
+        uid=job.uid,
+        generation=int(meta.get("generation") or 0),
+        deleting=deleting,
+        spec=sp,
+        spec_error=spec_error,
+        status=st,
+        driver=driver,
+        control=control,
+        store=store,
+        now=now,
+        jitter=(rng or random.Random()).random(),
+    )
 
 
 def _with_trigger(view: observation.ControlView, when: float) -> observation.ControlView:

@@ -24,21 +24,25 @@ from cjob_operator.model.action import Action, ActionKind
 logger = logging.getLogger(__name__)
 
 
-async def _patch_status(tools: perform.Tools, old: Mapping[str, Any],
-                        new: Mapping[str, Any]) -> bool:
+async def _patch_status(
+    tools: perform.Tools, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> bool:
     patch = status_mod.merge_patch(old, new)
     if not patch:
         return False
     job = tools.job
-    await tools.kube.patch("CheckpointedJob", job.namespace, job.name, {"status": patch},
-                           subresource="status")
+    await tools.kube.patch(
+        "CheckpointedJob", job.namespace, job.name, {"status": patch}, subresource="status"
+    )
     return True
 
 
-async def reconcile(tools: perform.Tools, body: Mapping[str, Any],
-                    now: float | None = None) -> tuple[observation.Observation, Action]:
-    obs = await observe_mod.observe(tools, body, time.time() if now is None else now,
-                                    random.Random())
+async def reconcile(
+    tools: perform.Tools, body: Mapping[str, Any], now: float | None = None
+) -> tuple[observation.Observation, Action]:
+    obs = await observe_mod.observe(
+        tools, body, time.time() if now is None else now, random.Random()
+    )
     action = decide(obs)
     stored = status_mod.storable(obs.status)
     ahead = status_mod.write_ahead(obs, action)
@@ -61,14 +65,24 @@ async def reconcile(tools: perform.Tools, body: Mapping[str, Any],
     if outcome.error:
         logger.warning("%s/%s: %s (error: %s)", obs.namespace, obs.name, summary, outcome.error)
     elif summary != tools.memory.extra.get("last_summary"):
-        logger.log(logging.DEBUG if action.kind is ActionKind.NOTHING else logging.INFO,
-                   "%s/%s: %s", obs.namespace, obs.name, summary)
+        logger.log(
+            logging.DEBUG if action.kind is ActionKind.NOTHING else logging.INFO,
+            "%s/%s: %s",
+            obs.namespace,
+            obs.name,
+            summary,
+        )
     tools.memory.extra["last_summary"] = summary
     return obs, action
 
 
-async def _announce(tools: perform.Tools, obs: observation.Observation, action: Action,
-                    outcome: status_mod.Outcome, new: status.JobStatus) -> None:
+async def _announce(
+    tools: perform.Tools,
+    obs: observation.Observation,
+    action: Action,
+    outcome: status_mod.Outcome,
+    new: status.JobStatus,
+) -> None:
     async def post(warning: bool, reason: str, message: str) -> None:
         await events.post(tools.kube, obs.namespace, obs.name, obs.uid, warning, reason, message)
 
@@ -87,4 +101,3 @@ async def _announce(tools: perform.Tools, obs: observation.Observation, action: 
         await post(True, "CheckpointFailed", f"checkpoint {failed.id} failed: {failed.reason}")
     for warning, reason, message in ledger.events(obs.status, new):
         await post(warning, reason, message)
-

@@ -19,8 +19,7 @@ from cjob_operator.model import intent, observation, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import Phase
 
-PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING,
-               Phase.DELETING}
+PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING, Phase.DELETING}
 STALE_INTERVALS = 3
 KEEPS_ERROR = {Phase.FAILED, Phase.RESTARTING}
 
@@ -45,54 +44,76 @@ def _newest(*items: status.CompletedCheckpoint | None) -> status.CompletedCheckp
 def _completed(info: observation.CheckpointInfo | None) -> status.CompletedCheckpoint | None:
     if info is None:
         return None
-    return status.CompletedCheckpoint(info.id, info.path, info.time, info.duration_seconds,
-                                      info.size_bytes, info.trigger or info.kind.value)
+    return status.CompletedCheckpoint(
+        info.id,
+        info.path,
+        info.time,
+        info.duration_seconds,
+        info.size_bytes,
+        info.trigger or info.kind.value,
+    )
 
 
 def checkpoints(obs: observation.Observation, outcome: Outcome) -> status.CheckpointsStatus:
     old = obs.status.checkpoints
     c = obs.control if obs.control and obs.control.reachable else None
     store = obs.store if obs.store and obs.store.readable else None
-    last = _newest(old.last_completed, _completed(c.latest_completed if c else None),
-                   _completed(store.latest_checkpoint if store else None))
+    last = _newest(
+        old.last_completed,
+        _completed(c.latest_completed if c else None),
+        _completed(store.latest_checkpoint if store else None),
+    )
     failed = old.last_failed
     if c and c.latest_failed:
-        failed = status.FailedCheckpoint(c.latest_failed.id, c.latest_failed.reason,
-                                         c.latest_failed.time)
+        failed = status.FailedCheckpoint(
+            c.latest_failed.id, c.latest_failed.reason, c.latest_failed.time
+        )
     savepoint = outcome.savepoint or old.last_savepoint
     found = store.latest_savepoint if store else None
     if found and found.path and (savepoint is None or (savepoint.id or -1) < found.id):
         savepoint = status.SavepointRef(found.id, found.path, found.time)
     return status.CheckpointsStatus(
-        last_completed=last, last_failed=failed,
+        last_completed=last,
+        last_failed=failed,
         consecutive_failures=c.consecutive_failures if c else old.consecutive_failures,
-        last_savepoint=savepoint)
+        last_savepoint=savepoint,
+    )
 
 
-def _condition(obs: observation.Observation, ctype: str, value: bool | None, reason: str,
-               message: str) -> status.Condition:
+def _condition(
+    obs: observation.Observation, ctype: str, value: bool | None, reason: str, message: str
+) -> status.Condition:
     text = "Unknown" if value is None else ("True" if value else "False")
     previous = obs.status.condition(ctype)
     since = previous.last_transition_time if previous and previous.status == text else obs.now
     return status.Condition(ctype, text, reason, message, since, obs.generation)
 
 
-def checkpoint_health(obs: observation.Observation, phase: Phase,
-                      cps: status.CheckpointsStatus) -> tuple[bool | None, str, str]:
+def checkpoint_health(
+    obs: observation.Observation, phase: Phase, cps: status.CheckpointsStatus
+) -> tuple[bool | None, str, str]:
     if phase is not Phase.RUNNING or obs.spec is None:
         return None, "NotRunning", f"the job is {phase.value}"
     cp = obs.spec.checkpointing
     if cps.consecutive_failures > cp.tolerable_failures:
-        return False, "TooManyFailures", (
-            f"{cps.consecutive_failures} consecutive checkpoint failures "
-            f"(tolerableFailures {cp.tolerable_failures})")
+        return (
+            False,
+            "TooManyFailures",
+            (
+                f"{cps.consecutive_failures} consecutive checkpoint failures "
+                f"(tolerableFailures {cp.tolerable_failures})"
+            ),
+        )
     started = obs.driver.started_at
     last = cps.last_completed.time if cps.last_completed else None
     reference = last if last is not None and (started is None or last >= started) else started
     if reference is not None and obs.now - reference > STALE_INTERVALS * cp.interval:
         age = int(obs.now - reference)
-        return False, "CheckpointsStale", (
-            f"no checkpoint completed for {age}s (more than {STALE_INTERVALS} intervals)")
+        return (
+            False,
+            "CheckpointsStale",
+            (f"no checkpoint completed for {age}s (more than {STALE_INTERVALS} intervals)"),
+        )
     return True, "CheckpointsCompleting", "checkpoints complete on schedule"
 
 
@@ -106,7 +127,8 @@ def write_ahead(obs: observation.Observation, action: Action) -> status.JobStatu
         intent=action.intent,
         restarts=action.restarts or old.restarts,
         last_reconciled_spec=action.reconciled_spec
-        if action.reconciled_spec is not None else old.last_reconciled_spec,
+        if action.reconciled_spec is not None
+        else old.last_reconciled_spec,
         phase=action.phase or old.phase,
         nonces=ledger.acknowledge(obs, action, Outcome()),
         rollout=ledger.rollout_accepting(obs, action),
@@ -118,7 +140,8 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
     phase = action.phase or old.phase or Phase.PENDING
     new_intent = None if action.clear_intent else outcome.intent or action.intent or old.intent
     if action.kind in (ActionKind.FAIL, ActionKind.REJECT) or (
-            action.kind in (ActionKind.WAIT, ActionKind.SCHEDULE) and action.warning):
+        action.kind in (ActionKind.WAIT, ActionKind.SCHEDULE) and action.warning
+    ):
         error: str | None = action.message
     elif outcome.error:
         error = outcome.error
@@ -133,31 +156,46 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
     driver = status.DriverStatus(
         pod=d.pod_name if d.pod_name else None,
         service=old.driver.service or (f"{obs.name}-driver" if d.pod_name else None),
-        start_time=d.started_at if d.pod_name else None)
+        start_time=d.started_at if d.pod_name else None,
+    )
     health = checkpoint_health(obs, phase, cps)
     ready = _ready(phase, error)
     history = ledger.savepoints_after(obs, action, outcome)
-    nonces = ledger.settle_nonces(obs, ledger.acknowledge(obs, action, outcome), phase,
-                                  new_intent, error, history)
+    nonces = ledger.settle_nonces(
+        obs, ledger.acknowledge(obs, action, outcome), phase, new_intent, error, history
+    )
     conditions = (
         _condition(obs, "Ready", phase is Phase.RUNNING, ready[0], ready[1]),
         _condition(obs, "CheckpointHealthy", health[0], health[1], health[2]),
-        _condition(obs, "Progressing", phase in PROGRESSING,
-                   (action.reason or phase.value) if phase in PROGRESSING else phase.value,
-                   (action.message or f"the job is {phase.value}") if phase in PROGRESSING
-                   else f"the job is {phase.value}"),
+        _condition(
+            obs,
+            "Progressing",
+            phase in PROGRESSING,
+            (action.reason or phase.value) if phase in PROGRESSING else phase.value,
+            (action.message or f"the job is {phase.value}")
+            if phase in PROGRESSING
+            else f"the job is {phase.value}",
+        ),
     )
     new = old.evolve(
-        phase=phase, conditions=conditions,
+        phase=phase,
+        conditions=conditions,
         observed_generation=old.observed_generation
-        if action.kind is ActionKind.REJECT else obs.generation,
-        driver=driver, checkpoints=cps, restarts=action.restarts or old.restarts,
+        if action.kind is ActionKind.REJECT
+        else obs.generation,
+        driver=driver,
+        checkpoints=cps,
+        restarts=action.restarts or old.restarts,
         last_reconciled_spec=action.reconciled_spec
-        if action.reconciled_spec is not None else old.last_reconciled_spec,
-        intent=new_intent, error=error,
-        job_state=obs.control.job_state if obs.control and obs.control.reachable
+        if action.reconciled_spec is not None
+        else old.last_reconciled_spec,
+        intent=new_intent,
+        error=error,
+        job_state=obs.control.job_state
+        if obs.control and obs.control.reachable
         else (None if d.pod_name is None else old.job_state),
-        savepoints=history, nonces=nonces,
+        savepoints=history,
+        nonces=nonces,
     )
     rollout, stable = ledger.rollout_after(obs, action, new, health[0])
     return new.evolve(rollout=rollout, last_stable_spec=stable)

@@ -112,8 +112,14 @@ def validate(spec: spec_model.JobSpec) -> list[str]:
     return problems
 
 
-OPERATOR_ENV = ("POD_IP", "HOME", "SPARK_LOCAL_DIRS", "CJOB_CONTROL_TOKEN",
-                "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+OPERATOR_ENV = (
+    "POD_IP",
+    "HOME",
+    "SPARK_LOCAL_DIRS",
+    "CJOB_CONTROL_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
 """What the operator sets in job pods (and the CRD's CEL rule refuses in ``spec.env``)."""
 
 
@@ -129,8 +135,10 @@ def problems_in_env(env: Sequence[Mapping[str, Any]]) -> list[str]:
     for entry in env:
         name = str(entry.get("name", ""))
         if name in OPERATOR_ENV:
-            problems.append(f"spec.env sets {name}, which the operator sets itself "
-                            "(the pod's own settings): remove it")
+            problems.append(
+                f"spec.env sets {name}, which the operator sets itself "
+                "(the pod's own settings): remove it"
+            )
         elif ("value" in entry) == ("valueFrom" in entry):
             problems.append(f"spec.env entry {name!r} needs exactly one of value or valueFrom")
     return problems
@@ -162,8 +170,7 @@ def _savepoints_problems(sp: spec_model.SavepointsSpec) -> list[str]:
     if sp.interval is not None and sp.interval <= 0:
         problems.append("spec.savepoints.interval must be positive")
     if not 1 <= sp.retained <= MAX_RETAINED_SAVEPOINTS:
-        problems.append(
-            f"spec.savepoints.retained must be between 1 and {MAX_RETAINED_SAVEPOINTS}")
+        problems.append(f"spec.savepoints.retained must be between 1 and {MAX_RETAINED_SAVEPOINTS}")
     return problems
 
 
@@ -175,8 +182,10 @@ def _rollback_problems(spec: spec_model.JobSpec) -> list[str]:
     if rb.timeout <= 0:
         return ["spec.rollback.timeout must be positive"]
     if rb.enabled and rb.timeout <= spec.checkpointing.interval:
-        return ["spec.rollback.timeout must be longer than spec.checkpointing.interval: a "
-                "new spec proves itself with a completed checkpoint"]
+        return [
+            "spec.rollback.timeout must be longer than spec.checkpointing.interval: a "
+            "new spec proves itself with a completed checkpoint"
+        ]
     return []
 
 

@@ -64,8 +64,7 @@ def section(doc: Raw, name: str, *, required: bool = False) -> dict[str, Any]:
     return value
 
 
-def value(raw: Raw, where: str, key: str, kind: Callable[[Any], _T],
-          default: _T = _REQUIRED) -> _T:
+def value(raw: Raw, where: str, key: str, kind: Callable[[Any], _T], default: _T = _REQUIRED) -> _T:
     """``raw[key]`` converted by ``kind``; the error names ``where.key`` and its value."""
     name = f"{where}.{key}" if where else key
     if key not in raw or raw[key] is None:
@@ -120,7 +119,8 @@ class PipelineSection:
         if raw.get("module"):
             return cls(module=str(raw["module"]), args=tuple(map(str, args)))
         raise JobConfigError(
-            f"`pipeline` in the job configuration needs a `module` or a `file`: {FIX}")
+            f"`pipeline` in the job configuration needs a `module` or a `file`: {FIX}"
+        )
 
     def for_storage(self) -> dict[str, Any]:
         named = {k: v for k, v in (("module", self.module), ("file", self.file)) if v}
@@ -147,11 +147,13 @@ class CheckpointingSection:
         mode = str(raw.get("mode", "ExactlyOnce"))
         if mode not in MODES:
             raise JobConfigError(
-                f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {FIX}")
+                f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {FIX}"
+            )
         trigger = str(raw.get("triggeredBy") or "driver")
         if trigger not in TRIGGERS:
             raise JobConfigError(
-                f"`checkpointing.triggeredBy` {trigger!r} is not driver or operator: {FIX}")
+                f"`checkpointing.triggeredBy` {trigger!r} is not driver or operator: {FIX}"
+            )
 
         def number(key: str, kind: Callable[[Any], _T], default: _T) -> _T:
             return value(raw, "checkpointing", key, kind, default)
@@ -162,7 +164,8 @@ class CheckpointingSection:
             min_pause=number("minPauseSeconds", float, 0.0),
             max_concurrent=number("maxConcurrent", int, 1),
             tolerable_failures=number("tolerableFailures", int, 3),
-            mode=mode, unaligned=flag(raw, "unaligned", "checkpointing"),
+            mode=mode,
+            unaligned=flag(raw, "unaligned", "checkpointing"),
             aligned_timeout=number("alignedTimeoutSeconds", float, 0.0),
             retained=number("retained", int, 3),
             incremental=flag(raw, "incremental", "checkpointing"),
@@ -170,12 +173,19 @@ class CheckpointingSection:
         )
 
     def for_storage(self) -> dict[str, Any]:
-        return {"intervalSeconds": self.interval, "timeoutSeconds": self.timeout,
-                "minPauseSeconds": self.min_pause, "maxConcurrent": self.max_concurrent,
-                "tolerableFailures": self.tolerable_failures, "mode": self.mode,
-                "unaligned": self.unaligned, "alignedTimeoutSeconds": self.aligned_timeout,
-                "retained": self.retained, "incremental": self.incremental,
-                "triggeredBy": self.triggered_by}
+        return {
+            "intervalSeconds": self.interval,
+            "timeoutSeconds": self.timeout,
+            "minPauseSeconds": self.min_pause,
+            "maxConcurrent": self.max_concurrent,
+            "tolerableFailures": self.tolerable_failures,
+            "mode": self.mode,
+            "unaligned": self.unaligned,
+            "alignedTimeoutSeconds": self.aligned_timeout,
+            "retained": self.retained,
+            "incremental": self.incremental,
+            "triggeredBy": self.triggered_by,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,17 +199,24 @@ class StorageSection:
 
     @classmethod
     def from_storage(cls, raw: Raw) -> StorageSection:
-        return cls(endpoint=str(raw.get("endpoint") or ""),
-                   bucket=value(raw, "storage", "bucket", str),
-                   prefix=str(raw.get("prefix") or ""),
-                   root=str(raw.get("root") or "").strip("/"),
-                   access_key_env=str(raw.get("accessKeyEnv") or ACCESS_KEY_ENV),
-                   secret_key_env=str(raw.get("secretKeyEnv") or SECRET_KEY_ENV))
+        return cls(
+            endpoint=str(raw.get("endpoint") or ""),
+            bucket=value(raw, "storage", "bucket", str),
+            prefix=str(raw.get("prefix") or ""),
+            root=str(raw.get("root") or "").strip("/"),
+            access_key_env=str(raw.get("accessKeyEnv") or ACCESS_KEY_ENV),
+            secret_key_env=str(raw.get("secretKeyEnv") or SECRET_KEY_ENV),
+        )
 
     def for_storage(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "bucket": self.bucket, "prefix": self.prefix,
-                "root": self.root, "accessKeyEnv": self.access_key_env,
-                "secretKeyEnv": self.secret_key_env}
+        return {
+            "endpoint": self.endpoint,
+            "bucket": self.bucket,
+            "prefix": self.prefix,
+            "root": self.root,
+            "accessKeyEnv": self.access_key_env,
+            "secretKeyEnv": self.secret_key_env,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +250,19 @@ class RestartSection:
         )
 
     def for_storage(self) -> dict[str, Any]:
-        return {"maxRestarts": self.max_restarts, "windowSeconds": self.window,
-                "backoff": {"initialSeconds": self.initial, "maxSeconds": self.max,
-                            "multiplier": self.multiplier, "jitter": self.jitter},
-                "resetAfterSeconds": self.reset_after,
-                "attemptsPerRecord": self.attempts_per_record,
-                "priorFailureTimestamps": list(self.prior_failures)}
+        return {
+            "maxRestarts": self.max_restarts,
+            "windowSeconds": self.window,
+            "backoff": {
+                "initialSeconds": self.initial,
+                "maxSeconds": self.max,
+                "multiplier": self.multiplier,
+                "jitter": self.jitter,
+            },
+            "resetAfterSeconds": self.reset_after,
+            "attemptsPerRecord": self.attempts_per_record,
+            "priorFailureTimestamps": list(self.prior_failures),
+        }
 
 
 def _timestamps(raw: Raw, where: str, key: str) -> tuple[float, ...]:
@@ -289,15 +313,24 @@ class JobDocument:
             raise JobConfigError(f"`parallelism` in the job configuration is {parallelism}: {FIX}")
         job = section(doc, "job")
         control = section(doc, "control")
-        grace = value(section(doc, "driver"), "driver", "terminationGracePeriodSeconds", float,
-                      DEFAULT_GRACE_PERIOD)
+        grace = value(
+            section(doc, "driver"),
+            "driver",
+            "terminationGracePeriodSeconds",
+            float,
+            DEFAULT_GRACE_PERIOD,
+        )
         if grace <= 0:
             raise JobConfigError(
                 f"`driver.terminationGracePeriodSeconds` in the job configuration is {grace:g}: "
-                f"{FIX}")
+                f"{FIX}"
+            )
         return cls(
-            job=JobIdentity(str(job.get("namespace") or ""), str(job.get("name") or ""),
-                            str(job.get("uid") or "")),
+            job=JobIdentity(
+                str(job.get("namespace") or ""),
+                str(job.get("name") or ""),
+                str(job.get("uid") or ""),
+            ),
             pipeline=PipelineSection.from_storage(section(doc, "pipeline", required=True)),
             parallelism=parallelism,
             storage=StorageSection.from_storage(section(doc, "storage", required=True)),
@@ -305,9 +338,11 @@ class JobDocument:
             checkpointing=CheckpointingSection.from_storage(section(doc, "checkpointing")),
             restart_policy=RestartSection.from_storage(section(doc, "restartPolicy")),
             allow_fresh_start=flag(doc, "allowFreshStart"),
-            control=None if "port" not in control else ControlSection(
-                value(control, "control", "port", int),
-                str(control.get("tokenEnv") or TOKEN_ENV)),
+            control=None
+            if "port" not in control
+            else ControlSection(
+                value(control, "control", "port", int), str(control.get("tokenEnv") or TOKEN_ENV)
+            ),
             grace_period=grace,
             coordinator_port=value(section(doc, "coordinator"), "coordinator", "port", int, 0),
             spark_conf={str(k): str(v) for k, v in section(doc, "sparkConf").items()},

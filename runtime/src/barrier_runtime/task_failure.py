@@ -135,9 +135,7 @@ def _classified(exc: BaseException) -> BaseException | None:
 def user_traceback(cause: BaseException) -> str:
     """``cause``'s traceback without the runtime's own frames (they say nothing to a user)."""
     tb: TracebackType | None = cause.__traceback__
-    frames = [
-        f for f in traceback.extract_tb(tb) if not f.filename.startswith(_RUNTIME_DIR)
-    ]
+    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(_RUNTIME_DIR)]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(cause), cause)
     return _limit("".join(lines))

@@ -2,8 +2,8 @@
 
 * :class:`~barrier_runtime.local.executor.LocalExecutor` runs a dataflow with P
   slices on threads, with the real barrier handlers, coordinator and store.
-* :class:`~barrier_runtime.local.faults.FaultInjector` and
-  :class:`~barrier_runtime.local.faults.Crash` crash it at chosen points.
+* :class:`~barrier_runtime.task.faults.FaultInjector` and
+  :class:`~barrier_runtime.task.faults.Crash` crash it at chosen points.
 * :class:`~barrier_runtime.connectors.testing.TestingSource` takes ``ABORT()``
   sentinels as data; :class:`~barrier_runtime.connectors.testing.TestingSink`
   keeps committed output in memory.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from barrier_runtime.api.batch import Record
 from barrier_runtime.connectors.testing import InjectedAbort, TestingSink, TestingSource
 from barrier_runtime.local.executor import JobFailedError, JobResult, LocalExecutor
-from barrier_runtime.local.faults import Crash, FaultInjector, FaultPoint, InjectedFault
+from barrier_runtime.task.faults import Crash, FaultInjector, FaultPoint, InjectedFault
 
 __all__ = [
     "CheckReport",

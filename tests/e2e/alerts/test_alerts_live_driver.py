@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.control.server import ControlServer
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -111,8 +111,12 @@ class TcpProxy:
                 s.shutdown(socket.SHUT_RDWR)
 
 
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 60.0,
-               explain: Callable[[], str] = lambda: "") -> None:
+def wait_until(
+    check: Callable[[], bool],
+    what: str,
+    timeout: float = 60.0,
+    explain: Callable[[], str] = lambda: "",
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError, KeyError, ValueError):
@@ -128,15 +132,19 @@ def api(port: int, path: str) -> Any:
 
 
 def query(port: int, expr: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = api(
-        port, "/api/v1/query?query=" + urllib.parse.quote(expr))["data"]["result"]
+    found: list[dict[str, Any]] = api(port, "/api/v1/query?query=" + urllib.parse.quote(expr))[
+        "data"
+    ]["result"]
     return found
 
 
 def firing(port: int) -> set[str]:
     alerts = api(port, "/api/v1/alerts")["data"]["alerts"]
-    return {a["labels"]["alertname"] for a in alerts
-            if a["state"] == "firing" and a["labels"].get("job") == JOB}
+    return {
+        a["labels"]["alertname"]
+        for a in alerts
+        if a["state"] == "firing" and a["labels"].get("job") == JOB
+    }
 
 
 @pytest.fixture
@@ -154,13 +162,23 @@ def live_job(s3_server: Any, tmp_path: Path) -> Iterator[tuple[LocalExecutor, Tc
     proxy.open()
     url = f"s3://{BUCKET}/alerts-{time.time_ns()}?endpoint=http://127.0.0.1:{proxy.port}"
     store = CheckpointStore(
-        open_object_store(url, access_key=s3_server.access_key, secret_key=s3_server.secret_key,
-                          create_bucket=True),
+        open_object_store(
+            url,
+            access_key=s3_server.access_key,
+            secret_key=s3_server.secret_key,
+            create_bucket=True,
+        ),
         f"{NS}/{JOB}",
     )
     executor = LocalExecutor(
-        running_count_flow(TestingSink(), keys=50, events_per_key=None, partitions=2,
-                           batch_size=20, rate_per_partition=200),
+        running_count_flow(
+            TestingSink(),
+            keys=50,
+            events_per_key=None,
+            partitions=2,
+            batch_size=20,
+            rate_per_partition=200,
+        ),
         parallelism=2,
         store=store,
         config=CheckpointConfig(interval=0.5, timeout=10, tolerable_failures=10_000),
@@ -168,8 +186,9 @@ def live_job(s3_server: Any, tmp_path: Path) -> Iterator[tuple[LocalExecutor, Tc
     runner = threading.Thread(target=executor.run, daemon=True)
     runner.start()
     assert executor.wait_running(60)
-    with ControlServer(executor, port=free_port(), token="e2e-token", namespace=NS,
-                       job_name=JOB) as server:
+    with ControlServer(
+        executor, port=free_port(), token="e2e-token", namespace=NS, job_name=JOB
+    ) as server:
         yield executor, proxy, server.port
         proxy.close()
         proxy.open()  # let the job take its final savepoint
@@ -192,41 +211,70 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
             if "alert" in rule:
                 rule["for"] = "0s"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                   "scrape_timeout": "900ms"},
-        "rule_files": ["rules.yaml"],
-        "scrape_configs": [
-            {"job_name": "cjob-driver", "honor_labels": True,
-             "static_configs": [{"targets": [f"127.0.0.1:{driver_port}"]}]},
-            {"job_name": "cjob-operator", "honor_labels": True,
-             "static_configs": [{"targets": [f"127.0.0.1:{operator.port}"]}]},
-        ],
-    }))
+    (tmp_path / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "scrape_interval": "1s",
+                    "evaluation_interval": "1s",
+                    "scrape_timeout": "900ms",
+                },
+                "rule_files": ["rules.yaml"],
+                "scrape_configs": [
+                    {
+                        "job_name": "cjob-driver",
+                        "honor_labels": True,
+                        "static_configs": [{"targets": [f"127.0.0.1:{driver_port}"]}],
+                    },
+                    {
+                        "job_name": "cjob-operator",
+                        "honor_labels": True,
+                        "static_configs": [{"targets": [f"127.0.0.1:{operator.port}"]}],
+                    },
+                ],
+            }
+        )
+    )
     prom_port = free_port()
     with (tmp_path / "prometheus.log").open("w") as log:
         process = subprocess.Popen(
-            [prometheus_binary, f"--config.file={tmp_path / 'prometheus.yml'}",
-             f"--storage.tsdb.path={tmp_path / 'data'}",
-             f"--web.listen-address=127.0.0.1:{prom_port}"],
-            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+            [
+                prometheus_binary,
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'data'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
+
             def explain() -> str:
                 seen = query(prom_port, f'{{job="{JOB}", __name__=~"cjob_checkpoint.*"}}')
                 return str([(r["metric"].get("__name__"), r["value"][1]) for r in seen])
 
             # Healthy: checkpoints complete, nothing fires.
-            wait_until(lambda: bool(query(
-                prom_port, f'cjob_checkpoints_completed_total{{job="{JOB}"}} >= 2')),
-                "completed checkpoints scraped from the driver", explain=explain)
-            wait_until(lambda: bool(query(prom_port, 'up{job="cjob-operator"} == 1')),
-                       "the operator scraped")
+            wait_until(
+                lambda: bool(
+                    query(prom_port, f'cjob_checkpoints_completed_total{{job="{JOB}"}} >= 2')
+                ),
+                "completed checkpoints scraped from the driver",
+                explain=explain,
+            )
+            wait_until(
+                lambda: bool(query(prom_port, 'up{job="cjob-operator"} == 1')),
+                "the operator scraped",
+            )
             assert "CheckpointFailures" not in firing(prom_port)
 
             # Storage stops: checkpoints fail, the job keeps running, the alert fires.
             proxy.close()
-            wait_until(lambda: "CheckpointFailures" in firing(prom_port),
-                       "CheckpointFailures to fire", explain=explain)
+            wait_until(
+                lambda: "CheckpointFailures" in firing(prom_port),
+                "CheckpointFailures to fire",
+                explain=explain,
+            )
             stats = executor.checkpoint_stats()
             assert stats.consecutive_failures >= 3
             assert stats.latest_failed is not None
@@ -239,10 +287,16 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
             # Storage is back: checkpoints complete again and the alert resolves.
             completed_before = executor.checkpoint_stats().counts.completed
             proxy.open()
-            wait_until(lambda: executor.checkpoint_stats().counts.completed > completed_before,
-                       "a completed checkpoint after storage came back")
-            wait_until(lambda: "CheckpointFailures" not in firing(prom_port),
-                       "CheckpointFailures to resolve", timeout=90, explain=explain)
+            wait_until(
+                lambda: executor.checkpoint_stats().counts.completed > completed_before,
+                "a completed checkpoint after storage came back",
+            )
+            wait_until(
+                lambda: "CheckpointFailures" not in firing(prom_port),
+                "CheckpointFailures to resolve",
+                timeout=90,
+                explain=explain,
+            )
         finally:
             operator.close()
             process.terminate()

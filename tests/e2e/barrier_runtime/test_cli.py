@@ -26,8 +26,20 @@ def cjob(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 @pytest.mark.slow
 def test_demo_on_a_local_store_is_exactly_once_and_checkpoints_can_be_inspected(tmp_path) -> None:
     store = f"file://{tmp_path}"
-    done = cjob("demo", "--keys", "200", "--events-per-key", "200", "--rate", "20000",
-                "--interval", "0.2", "--store", store, "--json")
+    done = cjob(
+        "demo",
+        "--keys",
+        "200",
+        "--events-per-key",
+        "200",
+        "--rate",
+        "20000",
+        "--interval",
+        "0.2",
+        "--store",
+        store,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["exactly_once"] and summary["records"] == 40_000
@@ -43,23 +55,39 @@ def test_demo_on_a_local_store_is_exactly_once_and_checkpoints_can_be_inspected(
     ids = [row["id"] for row in json.loads(listed.stdout)]
     assert ids and ids == sorted(ids)
 
-    ok = cjob("checkpoints", "verify", "--store", cp_url, "--job", "demo/running-count", str(ids[-1]))
+    ok = cjob(
+        "checkpoints", "verify", "--store", cp_url, "--job", "demo/running-count", str(ids[-1])
+    )
     assert ok.returncode == 0 and "intact" in ok.stdout
 
-    shown = cjob("checkpoints", "show", "--store", cp_url, "--job", "demo/running-count",
-                 str(ids[-1]), "--json")
+    shown = cjob(
+        "checkpoints",
+        "show",
+        "--store",
+        cp_url,
+        "--job",
+        "demo/running-count",
+        str(ids[-1]),
+        "--json",
+    )
     assert json.loads(shown.stdout)["checkpoint_id"] == ids[-1]
 
     # Corrupt one state object: verify reports it and exits 1.
     state = next((run_dir / "checkpoints").rglob("count/0.arrow"))
     state.write_bytes(b"garbage")
     victim = int(state.parent.parent.name.split("-")[1])
-    bad = cjob("checkpoints", "verify", "--store", cp_url, "--job", "demo/running-count", str(victim))
+    bad = cjob(
+        "checkpoints", "verify", "--store", cp_url, "--job", "demo/running-count", str(victim)
+    )
     assert bad.returncode == 1 and "problem" in bad.stdout
 
-    gone = cjob("checkpoints", "delete", "--store", cp_url, "--job", "demo/running-count", str(victim))
+    gone = cjob(
+        "checkpoints", "delete", "--store", cp_url, "--job", "demo/running-count", str(victim)
+    )
     assert gone.returncode == 0
-    relisted = cjob("checkpoints", "list", "--store", cp_url, "--job", "demo/running-count", "--json")
+    relisted = cjob(
+        "checkpoints", "list", "--store", cp_url, "--job", "demo/running-count", "--json"
+    )
     assert victim not in [row["id"] for row in json.loads(relisted.stdout)]
 
 
@@ -67,7 +95,10 @@ def test_demo_on_a_local_store_is_exactly_once_and_checkpoints_can_be_inspected(
     ("args", "message"),
     [
         (("checkpoints", "show", "--store", "s3://", "--job", "a/b", "1"), "cjob: error:"),
-        (("checkpoints", "show", "--store", "/nonexistent-dir", "--job", "a/b", "7"), "cjob: error:"),
+        (
+            ("checkpoints", "show", "--store", "/nonexistent-dir", "--job", "a/b", "7"),
+            "cjob: error:",
+        ),
     ],
 )
 def test_user_mistakes_get_one_line_and_exit_2(args, message) -> None:

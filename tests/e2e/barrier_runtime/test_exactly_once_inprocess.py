@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig, CheckpointingMode
+from barrier_runtime.core.types import CheckpointConfig, CheckpointingMode
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -76,8 +76,14 @@ def test_exactly_once_with_crashes_everywhere(tmp_path, crash_free, unaligned) -
     output, result, injector = _run(tmp_path, "eo", crashes=_crash_plan(), unaligned=unaligned)
     fired_points = {crash.point for crash, _ in injector.fired}
     report = check_exactly_once(crash_free, output)
-    print("exactly-once:", report.as_dict(), "restarts:", result.restarts,
-          "checkpoints:", len(result.completed_checkpoints))
+    print(
+        "exactly-once:",
+        report.as_dict(),
+        "restarts:",
+        result.restarts,
+        "checkpoints:",
+        len(result.completed_checkpoints),
+    )
     assert len(injector.fired) >= 10, injector.fired
     assert fired_points == set(FaultPoint)
     assert result.restarts == len(injector.fired)

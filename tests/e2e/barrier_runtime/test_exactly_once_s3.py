@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.errors import StorageAccessDeniedError
@@ -84,9 +84,7 @@ def test_wrong_credentials_fail_with_one_clear_message(s3_server) -> None:
             ),
             "default/denied",
         )
-        LocalExecutor(
-            running_count_flow(TestingSink(), **EVENTS), parallelism=1, store=store
-        ).run()
+        LocalExecutor(running_count_flow(TestingSink(), **EVENTS), parallelism=1, store=store).run()
     message = str(info.value)
     assert "credentials" in message and "wrong-secret" not in message
     assert "\n" not in message

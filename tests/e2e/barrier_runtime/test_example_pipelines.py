@@ -7,8 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import Crash, FaultInjector, FaultPoint, LocalExecutor
@@ -36,8 +36,13 @@ def test_wordcount_counts_every_word_once_despite_a_crash(tmp_path) -> None:
     flow = wordcount.build_flow(str(tmp_path / "in"), str(tmp_path / "out"))
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/wordcount")
     result = LocalExecutor(
-        flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.05),
-        fault_injector=FaultInjector([Crash(FaultPoint.PROCESSING, task="count", after_records=2000)]),
+        flow,
+        parallelism=2,
+        store=store,
+        config=CheckpointConfig(interval=0.05),
+        fault_injector=FaultInjector(
+            [Crash(FaultPoint.PROCESSING, task="count", after_records=2000)]
+        ),
     ).run()
     assert result.restarts == 1
 

@@ -19,7 +19,7 @@ import time
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-DIVIDE = '''
+DIVIDE = """
 from barrier_runtime.api import Dataflow
 from barrier_runtime.connectors.testing import TestingSink, TestingSource
 
@@ -34,17 +34,32 @@ def build_flow(args):
     flow.source("events", TestingSource(events, batch_size=10)).map("divide", divide) \\
         .sink("out", TestingSink())
     return flow
-'''
+"""
 
 
 def _cjob(tmp: pathlib.Path, *args: str, env: dict[str, str] | None = None):
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "barrier_runtime.cli", "run", "-p", "2",
-         "--checkpoint-interval", "0.5", "--store", str(tmp / "store"), *args],
-        check=False, capture_output=True, text=True, timeout=300, cwd=tmp,
+        [
+            sys.executable,
+            "-m",
+            "barrier_runtime.cli",
+            "run",
+            "-p",
+            "2",
+            "--checkpoint-interval",
+            "0.5",
+            "--store",
+            str(tmp / "store"),
+            *args,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp,
         env={**os.environ, "CJOB_LOG_DIR": str(tmp / "logs"), **(env or {})},
-    )  # fmt: skip
+    )
     return done, time.monotonic() - started
 
 
@@ -64,8 +79,11 @@ def test_a_malformed_line_fails_the_job_naming_file_and_line(tmp_path) -> None:
     lines = [f'{{"line": "word{i % 7} and more"}}' for i in range(1000)]
     lines[700] = '{"line": "cut off'
     (data / "a.jsonl").write_text("\n".join(lines) + "\n")
-    done, seconds = _cjob(tmp_path, str(REPO / "examples/pipelines/wordcount.py"), env={
-        "CJOB_INPUT": str(data), "CJOB_OUTPUT": str(tmp_path / "out")})
+    done, seconds = _cjob(
+        tmp_path,
+        str(REPO / "examples/pipelines/wordcount.py"),
+        env={"CJOB_INPUT": str(data), "CJOB_OUTPUT": str(tmp_path / "out")},
+    )
     print(f"malformed line: exit {done.returncode} after {seconds:.1f}s")
     assert done.returncode == 1, done.stderr
     headline = _headline(done.stderr)
@@ -83,7 +101,8 @@ def test_a_step_raising_on_a_record_fails_the_job_naming_step_and_record(tmp_pat
     headline = _headline(done.stderr)
     assert headline.startswith(
         "cjob: job failed: step 'divide' raised ZeroDivisionError: integer division or modulo "
-        "by zero on record {'n': 70, 'd': 0} (subtask ")
+        "by zero on record {'n': 70, 'd': 0} (subtask "
+    )
     assert "same record in 3 attempts" in headline and "Traceback" not in done.stderr
     restarts = [line for line in done.stderr.splitlines() if "; restarting" in line]
     assert len(restarts) == 2, done.stderr  # announced: the two restarts before giving up

@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -51,7 +51,9 @@ def checkpointed_at_2(tmp_path_factory):
 
     world = tmp_path_factory.mktemp("p2")
     executor, store = _executor(
-        world, 2, fault_injector=FaultInjector([Crash(FaultPoint.SNAPSHOT, checkpoint_id=5)]),
+        world,
+        2,
+        fault_injector=FaultInjector([Crash(FaultPoint.SNAPSHOT, checkpoint_id=5)]),
         max_restarts=0,
     )
     with pytest.raises(JobFailedError, match="more than the restart budget of 0"):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from barrier_runtime.checkpoint.types import CheckpointConfig, CheckpointKind
 from barrier_runtime.control.job import JobState
+from barrier_runtime.core.types import CheckpointConfig, CheckpointKind
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -29,7 +29,9 @@ def test_stop_with_savepoint_then_resume_is_exactly_once(tmp_path) -> None:
     sink = TestingSink()
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/sp")
     first = LocalExecutor(
-        running_count_flow(sink, **JOB), parallelism=2, store=store,
+        running_count_flow(sink, **JOB),
+        parallelism=2,
+        store=store,
         config=CheckpointConfig(interval=0.1),
     )
     assert first.info().state is JobState.CREATED

@@ -3,8 +3,8 @@ from them is exactly-once. (Their speed-up over aligned ones is measured in benc
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import metadata
-from barrier_runtime.checkpoint.types import CheckpointConfig
+from barrier_runtime.core import metadata
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store

@@ -16,8 +16,8 @@ import itertools
 import pytest
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import (
@@ -30,8 +30,14 @@ from barrier_runtime.testing import (
 )
 
 P = FaultPoint
-SOURCE = dict(events=150_000, keys=300, partitions=6, batch_size=500, key_order="cyclic",
-              rate_per_partition=8000.0)  # fmt: skip
+SOURCE = dict(
+    events=150_000,
+    keys=300,
+    partitions=6,
+    batch_size=500,
+    key_order="cyclic",
+    rate_per_partition=8000.0,
+)
 
 
 def _crash_plan() -> list[Crash]:
@@ -75,8 +81,9 @@ def _analytic() -> list[dict]:
     out = []
     for p in range(SOURCE["partitions"]):
         rows = source.events_between(p, 0, source.partition_events(p)).to_pylist()
-        for _, group in itertools.groupby(sorted(rows, key=lambda r: (r["key"], r["seq"])),
-                                          key=lambda r: r["key"]):  # fmt: skip
+        for _, group in itertools.groupby(
+            sorted(rows, key=lambda r: (r["key"], r["seq"])), key=lambda r: r["key"]
+        ):
             total = 0
             for r in group:
                 total += r["value"]
@@ -97,8 +104,14 @@ def crash_free(tmp_path_factory):
 def test_vectorised_sum_is_exactly_once_with_crashes_everywhere(tmp_path, crash_free, unaligned):
     output, result, injector = _run(tmp_path, "eo", crashes=_crash_plan(), unaligned=unaligned)
     report = check_exactly_once(crash_free, output)
-    print("exactly-once:", report.as_dict(), "restarts:", result.restarts,
-          "checkpoints:", len(result.completed_checkpoints))  # fmt: skip
+    print(
+        "exactly-once:",
+        report.as_dict(),
+        "restarts:",
+        result.restarts,
+        "checkpoints:",
+        len(result.completed_checkpoints),
+    )
     assert {crash.point for crash, _ in injector.fired} == set(FaultPoint)
     assert result.restarts == len(injector.fired) >= 7
     assert any(cid is not None for cid in result.restored_from)

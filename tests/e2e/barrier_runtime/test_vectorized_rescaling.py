@@ -13,9 +13,9 @@ import shutil
 import pytest
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import (
@@ -31,9 +31,13 @@ from barrier_runtime.testing import (
 def _executor(world, parallelism, **kwargs):
     store = CheckpointStore(open_object_store(str(world / "store")), "default/rescale")
     source = ColumnarGeneratorSource(
-        events=40_000, keys=250, partitions=4, batch_size=400, key_order="cyclic",
+        events=40_000,
+        keys=250,
+        partitions=4,
+        batch_size=400,
+        key_order="cyclic",
         rate_per_partition=5000.0,
-    )  # fmt: skip
+    )
     flow = Dataflow("vectorised-rescale")
     flow.source("events", source).key_by("by-key", "key").sum("total", "value").sink(
         "out", FileSink(str(world / "out"))

@@ -18,8 +18,8 @@ import threading
 import pytest
 
 from barrier_runtime.api import Dataflow, Source, SourcePartition
-from barrier_runtime.checkpoint import metadata
-from barrier_runtime.checkpoint.types import CheckpointConfig, CheckpointingMode
+from barrier_runtime.core import metadata
+from barrier_runtime.core.types import CheckpointConfig, CheckpointingMode
 from barrier_runtime.state import key_groups
 from barrier_runtime.state.keyed import KeyedState
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -169,7 +169,9 @@ def test_without_alignment_the_overtaking_record_leaks_into_the_snapshot(
     (The other sum may or may not hold the second source's next record too: without
     alignment that depends on the order in which the subtask drains its channels.)
     """
-    assert run_scenario(tmp_path, first, second, CheckpointingMode.AT_LEAST_ONCE)[parity] == polluted
+    assert (
+        run_scenario(tmp_path, first, second, CheckpointingMode.AT_LEAST_ONCE)[parity] == polluted
+    )
 
 
 def run_scenario(tmp_path, first, second, mode) -> dict[str, int]:

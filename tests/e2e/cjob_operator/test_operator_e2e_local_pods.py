@@ -25,14 +25,24 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorHarnes
 
 
 def manifest(name: str, store: Path) -> dict[str, Any]:
-    return {"apiVersion": "checkpointed.dev/v1alpha1", "kind": "CheckpointedJob",
-            "metadata": {"name": name},
-            "spec": {"image": "local", "pipeline": {"module": "examples.counts"},
-                     "parallelism": 2, "checkpointing": {"interval": "0.5s", "timeout": "10s"},
-                     "storage": {"endpoint": f"file://{store}", "bucket": "ckpt"},
-                     "restartPolicy": {"type": "Always", "maxRestarts": 5, "window": "10m",
-                                       "backoff": {"initial": "0.5s", "max": "2s",
-                                                   "jitter": 0.0}}}}
+    return {
+        "apiVersion": "checkpointed.dev/v1alpha1",
+        "kind": "CheckpointedJob",
+        "metadata": {"name": name},
+        "spec": {
+            "image": "local",
+            "pipeline": {"module": "examples.counts"},
+            "parallelism": 2,
+            "checkpointing": {"interval": "0.5s", "timeout": "10s"},
+            "storage": {"endpoint": f"file://{store}", "bucket": "ckpt"},
+            "restartPolicy": {
+                "type": "Always",
+                "maxRestarts": 5,
+                "window": "10m",
+                "backoff": {"initial": "0.5s", "max": "2s", "jitter": 0.0},
+            },
+        },
+    }
 
 
 def starts(root: Path) -> list[dict[str, Any]]:
@@ -42,12 +52,18 @@ def starts(root: Path) -> list[dict[str, Any]]:
 
 def committed(root: Path) -> list[int]:
     folder = root / "checkpoints"
-    return sorted(int(p.name.split("-")[1]) for p in folder.glob("chk-*")
-                  if (p / "_metadata").exists()) if folder.exists() else []
+    return (
+        sorted(
+            int(p.name.split("-")[1]) for p in folder.glob("chk-*") if (p / "_metadata").exists()
+        )
+        if folder.exists()
+        else []
+    )
 
 
 def test_crashed_driver_processes_restart_from_the_newest_checkpoint(
-        harness: OperatorHarness, tmp_path: Path) -> None:
+    harness: OperatorHarness, tmp_path: Path
+) -> None:
     h = harness
     root = tmp_path / "ckpt" / "cjob" / h.namespace / "pi"
     h.create_job(manifest("pi", tmp_path))
@@ -56,8 +72,9 @@ def test_crashed_driver_processes_restart_from_the_newest_checkpoint(
 
     assert h.kubelet is not None
     for crash in (1, 2):
-        h.wait_for(lambda n=crash: len(committed(root)) >= 2 * n,
-                   f"checkpoints before crash {crash}")
+        h.wait_for(
+            lambda n=crash: len(committed(root)) >= 2 * n, f"checkpoints before crash {crash}"
+        )
         newest = max(committed(root))
         h.on_loop(h.kubelet.kill, h.namespace, "pi-driver")
         h.wait_for(lambda n=crash: len(starts(root)) == n + 1, f"restart {crash}", timeout=30)

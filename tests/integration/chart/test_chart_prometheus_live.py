@@ -45,8 +45,12 @@ def api(port: int, path: str) -> Any:
         return json.loads(response.read())
 
 
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 45.0,
-               explain: Callable[[], str] = lambda: "") -> None:
+def wait_until(
+    check: Callable[[], bool],
+    what: str,
+    timeout: float = 45.0,
+    explain: Callable[[], str] = lambda: "",
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -62,8 +66,10 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 45.0,
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, OperatorEndpoint]]:
     binary = shutil.which("prometheus")
     if binary is None:
-        pytest.skip("prometheus is not installed (scripts/install-test-tools.sh as root, "
-                    "or apt-get install prometheus)")
+        pytest.skip(
+            "prometheus is not installed (scripts/install-test-tools.sh as root, "
+            "or apt-get install prometheus)"
+        )
     work = tmp_path_factory.mktemp("prometheus")
     rules = yaml.safe_load(RULES.read_text())
     for group in rules["groups"]:
@@ -74,24 +80,49 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, 
     (work / "rules.yaml").write_text(yaml.safe_dump(rules))
     endpoint = OperatorEndpoint(free_port())
     endpoint.start()
-    (work / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                   "scrape_timeout": "900ms"},
-        "rule_files": ["rules.yaml"],
-        "scrape_configs": [{"job_name": "cjob-operator", "honor_labels": True,
-                            "static_configs": [{"targets": [f"127.0.0.1:{endpoint.port}"]}]}],
-    }))
+    (work / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "scrape_interval": "1s",
+                    "evaluation_interval": "1s",
+                    "scrape_timeout": "900ms",
+                },
+                "rule_files": ["rules.yaml"],
+                "scrape_configs": [
+                    {
+                        "job_name": "cjob-operator",
+                        "honor_labels": True,
+                        "static_configs": [{"targets": [f"127.0.0.1:{endpoint.port}"]}],
+                    }
+                ],
+            }
+        )
+    )
     port = free_port()
     log = (work / "prometheus.log").open("w")
     process = subprocess.Popen(
-        [binary, f"--config.file={work / 'prometheus.yml'}",
-         f"--storage.tsdb.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-        cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        [
+            binary,
+            f"--config.file={work / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        cwd=work,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
-        wait_until(lambda: urllib.request.urlopen(
-            f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200, "Prometheus ready")
-        wait_until(lambda: bool(query(port, 'up{job="cjob-operator"} == 1')),
-                   "a first scrape of the operator")
+        wait_until(
+            lambda: (
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
+            ),
+            "Prometheus ready",
+        )
+        wait_until(
+            lambda: bool(query(port, 'up{job="cjob-operator"} == 1')),
+            "a first scrape of the operator",
+        )
         yield port, endpoint
     finally:
         process.terminate()
@@ -105,17 +136,20 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, 
 
 
 def query(port: int, expr: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = api(
-        port, "/api/v1/query?query=" + urllib.parse.quote(expr))["data"]["result"]
+    found: list[dict[str, Any]] = api(port, "/api/v1/query?query=" + urllib.parse.quote(expr))[
+        "data"
+    ]["result"]
     return found
 
 
 def firing(port: int) -> set[tuple[str, str]]:
     """(alertname, job) of every firing alert about this test's namespace (or the operator)."""
     alerts = api(port, "/api/v1/alerts")["data"]["alerts"]
-    return {(a["labels"]["alertname"], a["labels"].get("job", ""))
-            for a in alerts if a["state"] == "firing"
-            and a["labels"].get("namespace", NS) == NS}
+    return {
+        (a["labels"]["alertname"], a["labels"].get("job", ""))
+        for a in alerts
+        if a["state"] == "firing" and a["labels"].get("namespace", NS) == NS
+    }
 
 
 def diagnostics(port: int) -> str:
@@ -139,16 +173,22 @@ def test_checkpoint_failures_fire_and_resolve(prometheus: tuple[int, OperatorEnd
     completed.inc(0)
     failed.inc(0)
     # Prometheus must have scraped the counters at zero, so increase() sees every failure.
-    wait_until(lambda: bool(query(port, f'cjob_checkpoints_failed_total{{job="{job}"}} == 0')),
-               "the failure counter scraped at zero")
+    wait_until(
+        lambda: bool(query(port, f'cjob_checkpoints_failed_total{{job="{job}"}} == 0')),
+        "the failure counter scraped at zero",
+    )
     failed.inc(6)
-    wait_until(lambda: ("CheckpointFailures", job) in firing(port), "CheckpointFailures firing",
-               explain=lambda: diagnostics(port))
+    wait_until(
+        lambda: ("CheckpointFailures", job) in firing(port),
+        "CheckpointFailures firing",
+        explain=lambda: diagnostics(port),
+    )
     # storage back: checkpoints complete again, the failed share drops below one half
     completed.inc(30)
     metrics.LAST_COMPLETED.labels(NS, job).set(time.time())
-    wait_until(lambda: ("CheckpointFailures", job) not in firing(port),
-               "CheckpointFailures resolved")
+    wait_until(
+        lambda: ("CheckpointFailures", job) not in firing(port), "CheckpointFailures resolved"
+    )
 
 
 def test_stale_checkpoint_and_failed_job_fire(prometheus: tuple[int, OperatorEndpoint]) -> None:
@@ -158,24 +198,29 @@ def test_stale_checkpoint_and_failed_job_fire(prometheus: tuple[int, OperatorEnd
     metrics.set_phase(NS, "suspended", Phase.SUSPENDED)
     metrics.LAST_COMPLETED.labels(NS, "suspended").set(time.time() - 3600)
     metrics.set_phase(NS, "given-up", Phase.FAILED)
-    wait_until(lambda: {("CheckpointStale", "stale"), ("JobFailed", "given-up")} <= firing(port),
-               "CheckpointStale and JobFailed firing")
+    wait_until(
+        lambda: {("CheckpointStale", "stale"), ("JobFailed", "given-up")} <= firing(port),
+        "CheckpointStale and JobFailed firing",
+    )
     assert ("CheckpointStale", "suspended") not in firing(port)
     metrics.LAST_COMPLETED.labels(NS, "stale").set(time.time())
     metrics.set_phase(NS, "given-up", Phase.RUNNING)
-    wait_until(lambda: not {("CheckpointStale", "stale"), ("JobFailed", "given-up")} & firing(port),
-               "CheckpointStale and JobFailed resolved")
+    wait_until(
+        lambda: not {("CheckpointStale", "stale"), ("JobFailed", "given-up")} & firing(port),
+        "CheckpointStale and JobFailed resolved",
+    )
 
 
 def test_operator_down_fires_while_its_endpoint_is_gone(
-        prometheus: tuple[int, OperatorEndpoint]) -> None:
+    prometheus: tuple[int, OperatorEndpoint],
+) -> None:
     port, endpoint = prometheus
     assert ("OperatorDown", "cjob-operator") not in firing(port)
     endpoint.stop()
     try:
-        wait_until(lambda: ("OperatorDown", "cjob-operator") in firing(port),
-                   "OperatorDown firing")
+        wait_until(lambda: ("OperatorDown", "cjob-operator") in firing(port), "OperatorDown firing")
     finally:
         endpoint.start()
-    wait_until(lambda: ("OperatorDown", "cjob-operator") not in firing(port),
-               "OperatorDown resolved")
+    wait_until(
+        lambda: ("OperatorDown", "cjob-operator") not in firing(port), "OperatorDown resolved"
+    )

@@ -40,8 +40,10 @@ ManifestFactory = Callable[..., dict[str, Any]]
 @pytest.fixture(scope="module")
 def manifest(store_dir: Path) -> ManifestFactory:
     """``manifest(name, **spec_overrides)``: a CheckpointedJob using the local store."""
+
     def make(name: str, **spec: Any) -> dict[str, Any]:
         return job_manifest(name, store_dir, **spec)
+
     return make
 
 
@@ -55,12 +57,23 @@ def job_manifest(name: str, store: Path, **spec: Any) -> dict[str, Any]:
         "driver": {"cores": 1, "memory": "1Gi", "serviceAccount": "cjob-driver"},
         "sparkConf": {"spark.sql.shuffle.partitions": "4"},
         "checkpointing": {"interval": "1s", "timeout": "30s"},
-        "storage": {"endpoint": f"file://{store}", "bucket": "ckpt", "prefix": "cjob",
-                    "credentialsSecret": {"name": "s3-creds"}},
-        "restartPolicy": {"type": "Always", "maxRestarts": 5, "window": "10m",
-                          "backoff": {"initial": "1s", "max": "4s", "multiplier": 2,
-                                      "jitter": 0.0}},
+        "storage": {
+            "endpoint": f"file://{store}",
+            "bucket": "ckpt",
+            "prefix": "cjob",
+            "credentialsSecret": {"name": "s3-creds"},
+        },
+        "restartPolicy": {
+            "type": "Always",
+            "maxRestarts": 5,
+            "window": "10m",
+            "backoff": {"initial": "1s", "max": "4s", "multiplier": 2, "jitter": 0.0},
+        },
     }
     base.update(spec)
-    return {"apiVersion": "checkpointed.dev/v1alpha1", "kind": "CheckpointedJob",
-            "metadata": {"name": name}, "spec": base}
+    return {
+        "apiVersion": "checkpointed.dev/v1alpha1",
+        "kind": "CheckpointedJob",
+        "metadata": {"name": name},
+        "spec": base,
+    }

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, embedded
 from cjob_operator.act import catalog
 from cjob_operator.testing.harness import OperatorHarness
@@ -37,11 +37,23 @@ def commit(store: Any, cid: int, corrupt: bool = False, kind: str = "checkpoint"
     payload = f"state-{cid}".encode()
     key = f"{folder}/count/0.arrow"
     store.put(key, payload)
-    handle = md.StateHandle(types.StepId("count"), 0, key, len(payload),
-                            hashlib.sha256(payload).hexdigest(), key_group_start=0,
-                            key_group_end=127)
-    meta = md.CheckpointMetadata(types.CheckpointId(cid), types.CheckpointKind(kind),
-                                 10.0 * cid, 10.0 * cid + 1, FP, (handle,))
+    handle = md.StateHandle(
+        types.StepId("count"),
+        0,
+        key,
+        len(payload),
+        hashlib.sha256(payload).hexdigest(),
+        key_group_start=0,
+        key_group_end=127,
+    )
+    meta = md.CheckpointMetadata(
+        types.CheckpointId(cid),
+        types.CheckpointKind(kind),
+        10.0 * cid,
+        10.0 * cid + 1,
+        FP,
+        (handle,),
+    )
     store.put(f"{folder}/_metadata", b"{broken" if corrupt else meta.to_json())
 
 
@@ -69,7 +81,8 @@ def test_s3_catalog_finds_the_newest_usable_snapshot(s3: embedded.EmbeddedS3Serv
 
 
 def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
-        s3: embedded.EmbeddedS3Server) -> None:
+    s3: embedded.EmbeddedS3Server,
+) -> None:
     """Issue 10 finding 4: checkpoint N's object has other bytes of the same size; the
     operator chooses N-1, exactly what the driver's store restores."""
     root = f"cjob/ns/job-{uuid.uuid4().hex[:8]}"
@@ -87,7 +100,8 @@ def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
 
 
 def test_s3_discard_of_periodic_savepoints_deletes_only_those(
-        s3: embedded.EmbeddedS3Server) -> None:
+    s3: embedded.EmbeddedS3Server,
+) -> None:
     """spec.savepoints.retained on S3: the runtime's delete_checkpoint('sp-N') removes the
     named savepoints (metadata first), never a checkpoint, and counts a missing one as gone."""
     root = f"cjob/ns/job-{uuid.uuid4().hex[:8]}"
@@ -105,30 +119,52 @@ def test_s3_discard_of_periodic_savepoints_deletes_only_those(
 
 
 def test_wrong_credentials_make_the_store_unreadable_not_empty(
-        s3: embedded.EmbeddedS3Server) -> None:
+    s3: embedded.EmbeddedS3Server,
+) -> None:
     cat = catalog.open_catalog(s3.endpoint, BUCKET, "cjob/ns/x", "nobody", "wrong-secret")
     view = asyncio.run(cat.view())
     assert not view.readable and view.error
 
 
 def test_operator_restores_from_the_newest_usable_checkpoint_in_s3(
-        harness: OperatorHarness, s3: embedded.EmbeddedS3Server,
-        manifest: Callable[..., dict[str, Any]]) -> None:
+    harness: OperatorHarness, s3: embedded.EmbeddedS3Server, manifest: Callable[..., dict[str, Any]]
+) -> None:
     h = harness
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "minio-creds"},
-              "data": {k: base64.b64encode(v.encode()).decode() for k, v in
-                       {"AWS_ACCESS_KEY_ID": s3.access_key,
-                        "AWS_SECRET_ACCESS_KEY": s3.secret_key}.items()}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "minio-creds"},
+        "data": {
+            k: base64.b64encode(v.encode()).decode()
+            for k, v in {
+                "AWS_ACCESS_KEY_ID": s3.access_key,
+                "AWS_SECRET_ACCESS_KEY": s3.secret_key,
+            }.items()
+        },
+    }
     status, body = h.http("POST", f"/api/v1/namespaces/{h.namespace}/secrets", secret)
     assert status == 201, body
     store = s3.open_store(BUCKET, f"cjob/{h.namespace}/omega")
     commit(store, 11)
     commit(store, 12)
     commit(store, 13, corrupt=True)  # the newest is unusable: fall back, never start empty
-    h.create_job(manifest("omega", checkpointing={"interval": "1h"}, storage={
-        "endpoint": s3.endpoint, "bucket": BUCKET, "prefix": "cjob",
-        "credentialsSecret": {"name": "minio-creds"}}))
+    h.create_job(
+        manifest(
+            "omega",
+            checkpointing={"interval": "1h"},
+            storage={
+                "endpoint": s3.endpoint,
+                "bucket": BUCKET,
+                "prefix": "cjob",
+                "credentialsSecret": {"name": "minio-creds"},
+            },
+        )
+    )
     pod = h.wait_for(lambda: h.pod("omega"), "driver pod restoring from S3")
     assert pod["spec"]["containers"][0]["args"][-2:] == ["--restore-from", "12"]
-    h.wait_for(lambda: h.job_status("omega").get("checkpoints", {}).get("lastCompleted", {})
-               .get("id") == 12, "lastCompleted from the store")
+    h.wait_for(
+        lambda: (
+            h.job_status("omega").get("checkpoints", {}).get("lastCompleted", {}).get("id") == 12
+        ),
+        "lastCompleted from the store",
+    )

@@ -55,17 +55,25 @@ class Kube:
         config.ssl_ca_cert = str(self.ca) if ca else None
         return kubernetes.client.ApiClient(config)
 
-    def kubectl(self, *args: str, token: str | None = None, check: bool = True,
-                stdin: str | None = None,
-                kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self,
+        *args: str,
+        token: str | None = None,
+        check: bool = True,
+        stdin: str | None = None,
+        kubeconfig: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         if shutil.which("kubectl") is None:
-            pytest.skip("kubectl is not installed: install it (e.g. apt-get install kubectl) "
-                        "to run the kubectl tests against the local API server")
+            pytest.skip(
+                "kubectl is not installed: install it (e.g. apt-get install kubectl) "
+                "to run the kubectl tests against the local API server"
+            )
         command = ["kubectl", "--kubeconfig", str(kubeconfig or self.kubeconfig), *args]
         if token is not None:
             command[3:3] = ["--token", token]
-        result = subprocess.run(command, input=stdin, capture_output=True, text=True,
-                                timeout=60, check=False)
+        result = subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
         return result
@@ -83,14 +91,28 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
         time.sleep(0.05)
 
 
-def start_server(state: Path, history: int = HISTORY,
-                 kubelet: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    state: Path, history: int = HISTORY, kubelet: bool = False
+) -> tuple[subprocess.Popen[bytes], str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
     extra = ["--kubelet"] if kubelet else []
     with (state.parent / f"{state.name}.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kube_local", "serve", "--state-dir", str(state),
-             "--history", str(history), *extra], env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "kube_local",
+                "serve",
+                "--state-dir",
+                str(state),
+                "--history",
+                str(history),
+                *extra,
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     ready = state / "ready"
 
     def started() -> bool:

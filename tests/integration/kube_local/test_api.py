@@ -64,7 +64,9 @@ def test_label_and_field_selectors_on_list(core: Any, ns: str) -> None:
     assert _names(lst(ns, label_selector="app notin (a),app")) == ["b"]
     assert _names(lst(ns, field_selector="metadata.name=c")) == ["c"]
     assert _names(lst(ns, field_selector="metadata.name!=c,metadata.name!=a")) == [
-        "b", "kube-root-ca.crt"]
+        "b",
+        "kube-root-ca.crt",
+    ]
     with pytest.raises(ApiException) as bad:
         lst(ns, label_selector="app in a")
     assert bad.value.status == 400
@@ -73,8 +75,7 @@ def test_label_and_field_selectors_on_list(core: Any, ns: str) -> None:
 def _events(core: Any, ns: str, count: int, **kwargs: Any) -> list[tuple[str, str, int]]:
     seen: list[tuple[str, str, int]] = []
     watch = kubernetes.watch.Watch()
-    for event in watch.stream(core.list_namespaced_config_map, ns, timeout_seconds=10,
-                              **kwargs):
+    for event in watch.stream(core.list_namespaced_config_map, ns, timeout_seconds=10, **kwargs):
         obj = event["object"]
         seen.append((event["type"], obj.metadata.name, int(obj.metadata.resource_version)))
         if len(seen) == count:
@@ -88,8 +89,11 @@ def test_watch_from_a_resource_version_gets_later_events_in_order(core: Any, ns:
     core.create_namespaced_config_map(ns, _cm("w2"))
     core.delete_namespaced_config_map("w1", ns)
     events = _events(core, ns, 3, resource_version=start)
-    assert [(t, n) for t, n, _ in events] == [("MODIFIED", "w1"), ("ADDED", "w2"),
-                                              ("DELETED", "w1")]
+    assert [(t, n) for t, n, _ in events] == [
+        ("MODIFIED", "w1"),
+        ("ADDED", "w2"),
+        ("DELETED", "w1"),
+    ]
     versions = [v for _, _, v in events]
     assert versions == sorted(versions) and versions[0] > int(start)
 
@@ -99,8 +103,7 @@ def test_watch_with_a_label_selector_sees_objects_enter_and_leave(core: Any, ns:
     core.create_namespaced_config_map(ns, _cm("out", {"w": "no"}))
     core.patch_namespaced_config_map("out", ns, {"metadata": {"labels": {"w": "yes"}}})
     core.patch_namespaced_config_map("in", ns, {"metadata": {"labels": {"w": "no"}}})
-    events = _events(core, ns, 2, resource_version=start.resource_version,
-                     label_selector="w=yes")
+    events = _events(core, ns, 2, resource_version=start.resource_version, label_selector="w=yes")
     assert [(t, n) for t, n, _ in events] == [("ADDED", "out"), ("DELETED", "in")]
     initial = _events(core, ns, 1, label_selector="w=yes")
     assert [(t, n) for t, n, _ in initial] == [("ADDED", "out")]
@@ -108,6 +111,7 @@ def test_watch_with_a_label_selector_sees_objects_enter_and_leave(core: Any, ns:
 
 def test_watch_from_an_expired_resource_version_is_410(core: Any, ns: str) -> None:
     from tests.integration.kube_local.conftest import HISTORY
+
     first = core.create_namespaced_config_map(ns, _cm("busy")).metadata.resource_version
     for n in range(HISTORY + 5):
         core.patch_namespaced_config_map("busy", ns, {"data": {"n": str(n)}})
@@ -124,8 +128,13 @@ def test_deletecollection_with_a_selector(core: Any, ns: str) -> None:
 
 
 def _owned(core: Any, ns: str, owner: Any, name: str, **meta: Any) -> None:
-    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
-           "uid": owner.metadata.uid, "blockOwnerDeletion": True}
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner.metadata.name,
+        "uid": owner.metadata.uid,
+        "blockOwnerDeletion": True,
+    }
     core.create_namespaced_config_map(ns, _cm(name, ownerReferences=[ref], **meta))
 
 
@@ -173,8 +182,9 @@ def test_deleting_a_namespace_deletes_its_objects(kube: Kube, core: Any, ns: str
     with pytest.raises(ApiException) as missing:
         core.read_namespace(ns)
     assert missing.value.status == 404
-    assert not [c for c in core.list_config_map_for_all_namespaces().items
-                if c.metadata.namespace == ns]
+    assert not [
+        c for c in core.list_config_map_for_all_namespaces().items if c.metadata.namespace == ns
+    ]
 
 
 def test_a_websocket_watch_gets_one_event_per_message(kube: Any, core: Any, ns: str) -> None:
@@ -194,8 +204,10 @@ def test_a_websocket_watch_gets_one_event_per_message(kube: Any, core: Any, ns: 
         url = f"{kube.url}/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={start}"
         headers = {"Authorization": f"Bearer {kube.admin_token}"}
         seen: list[tuple[str, str]] = []
-        async with aiohttp.ClientSession() as session, session.ws_connect(
-                url, headers=headers, ssl=context) as socket:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(url, headers=headers, ssl=context) as socket,
+        ):
             while len(seen) < 2:
                 message = await asyncio.wait_for(socket.receive(), 10)
                 event = json.loads(message.data)

@@ -46,22 +46,44 @@ def _ready(url: str) -> bool:
 @pytest.fixture
 def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
     kube.kubectl("apply", "-f", str(ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"))
-    kube.kubectl("apply", "-f", "-",
-                 stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n")
+    kube.kubectl(
+        "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"
+    )
     port = _free_port()
-    env = dict(os.environ, KUBECONFIG=str(kube.kubeconfig), CJOB_METRICS_PORT=str(port),
-               CJOB_METRICS_HOST="127.0.0.1", CJOB_RECONCILE_INTERVAL="0.5",
-               PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        KUBECONFIG=str(kube.kubeconfig),
+        CJOB_METRICS_PORT=str(port),
+        CJOB_METRICS_HOST="127.0.0.1",
+        CJOB_RECONCILE_INTERVAL="0.5",
+        PYTHONUNBUFFERED="1",
+    )
     log = tmp_path / "operator.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kopf", "run", "--standalone", "--verbose",
-             f"--namespace={NS}", "-m", "cjob_operator.main"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "kopf",
+                "run",
+                "--standalone",
+                "--verbose",
+                f"--namespace={NS}",
+                "-m",
+                "cjob_operator.main",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_for(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), 30, "the operator")
-        wait_for(lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
-                 30, "the operator to watch")
+        wait_for(
+            lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
+            30,
+            "the operator to watch",
+        )
         yield log
     finally:
         process.send_signal(signal.SIGTERM)
@@ -72,39 +94,61 @@ def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
             process.wait(timeout=5)
 
 
-def test_the_operator_reconciles_a_job_on_kube_local(kube: Kube, operator: Path,
-                                                     tmp_path: Path) -> None:
+def test_the_operator_reconciles_a_job_on_kube_local(
+    kube: Kube, operator: Path, tmp_path: Path
+) -> None:
     custom = kubernetes.client.CustomObjectsApi(kube.client())
     core = kubernetes.client.CoreV1Api(kube.client())
-    job = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "CheckpointedJob",
-           "metadata": {"name": "smoke"},
-           "spec": {"image": "registry.local/cjob-runtime:1",
-                    "pipeline": {"module": "examples.wordcount"},
-                    "storage": {"endpoint": f"file://{tmp_path}/store", "bucket": "ckpt",
-                                "credentialsSecret": {"name": "s3-creds"}}}}
-    core.create_namespaced_secret(NS, {"metadata": {"name": "s3-creds"}, "stringData": {
-        "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}})
+    job = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "CheckpointedJob",
+        "metadata": {"name": "smoke"},
+        "spec": {
+            "image": "registry.local/cjob-runtime:1",
+            "pipeline": {"module": "examples.wordcount"},
+            "storage": {
+                "endpoint": f"file://{tmp_path}/store",
+                "bucket": "ckpt",
+                "credentialsSecret": {"name": "s3-creds"},
+            },
+        },
+    }
+    core.create_namespaced_secret(
+        NS,
+        {
+            "metadata": {"name": "s3-creds"},
+            "stringData": {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"},
+        },
+    )
     created = custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, job)
 
     def reconciled() -> Any:
         got = custom.get_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "smoke")
-        return got if got["metadata"].get("finalizers") and got.get("status", {}).get(
-            "phase") else None
+        return (
+            got
+            if got["metadata"].get("finalizers") and got.get("status", {}).get("phase")
+            else None
+        )
 
     got = wait_for(reconciled, 60, f"the finalizer and a phase ({operator})")
     assert got["metadata"]["finalizers"] == [f"{GROUP}/finalizer"]
 
     def owned_pods() -> list[Any]:
-        return [p for p in core.list_namespaced_pod(NS).items
-                if any(r.uid == created["metadata"]["uid"]
-                       for r in p.metadata.owner_references or [])]
+        return [
+            p
+            for p in core.list_namespaced_pod(NS).items
+            if any(r.uid == created["metadata"]["uid"] for r in p.metadata.owner_references or [])
+        ]
 
     pods = wait_for(owned_pods, 60, f"a driver pod owned by the job ({operator})")
     assert pods[0].status.phase == "Pending"  # no kubelet yet: pods are stored, not run
     custom.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "smoke")
 
     def released() -> bool:
-        return not [j for j in custom.list_namespaced_custom_object(
-            GROUP, VERSION, NS, PLURAL)["items"] if j["metadata"]["name"] == "smoke"]
+        return not [
+            j
+            for j in custom.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL)["items"]
+            if j["metadata"]["name"] == "smoke"
+        ]
 
     wait_for(released, 60, "the job to be released")

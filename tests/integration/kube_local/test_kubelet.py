@@ -31,11 +31,17 @@ def _docker_ready() -> bool:
 
     docker_harness.require_docker()
     answers = subprocess.run(["docker", "info"], capture_output=True, check=False)
-    present = subprocess.run(["docker", "image", "inspect", BASE, RUNTIME],
-                             capture_output=True, check=False)
+    present = subprocess.run(
+        ["docker", "image", "inspect", BASE, RUNTIME], capture_output=True, check=False
+    )
     if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
-        subprocess.run(["bash", "scripts/docker-smoke.sh", "--build-only"], cwd=ROOT,
-                       check=True, capture_output=True, timeout=1800)
+        subprocess.run(
+            ["bash", "scripts/docker-smoke.sh", "--build-only"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=1800,
+        )
     return answers.returncode != 0
 
 
@@ -50,11 +56,20 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         process.terminate()
         process.wait(timeout=120)
     label = hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
-    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=kube-local.state={label}"],
-                          capture_output=True, text=True, check=False).stdout.split()
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=kube-local.state={label}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
     if started_engine:
-        subprocess.run(["bash", "scripts/docker-smoke.sh", "--stop-engine"], cwd=ROOT,
-                       capture_output=True, timeout=120, check=False)
+        subprocess.run(
+            ["bash", "scripts/docker-smoke.sh", "--stop-engine"],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
     assert left == [], "the stopped server left containers behind"
 
 
@@ -83,8 +98,10 @@ def _find(read: Any) -> Any:
 def _pod(name: str, script: str, image: str = BASE, **spec: Any) -> dict[str, Any]:
     container = {"name": "main", "image": image, "command": ["/bin/bash", "-c", script]}
     container |= spec.pop("container", {})
-    return {"metadata": {"name": name, "labels": spec.pop("labels", {})},
-            "spec": {"restartPolicy": "Never", "containers": [container], **spec}}
+    return {
+        "metadata": {"name": name, "labels": spec.pop("labels", {})},
+        "spec": {"restartPolicy": "Never", "containers": [container], **spec},
+    }
 
 
 def _status(api: Any, ns: str, name: str) -> dict[str, Any]:
@@ -101,10 +118,15 @@ def _phase_in(api: Any, ns: str, name: str, *phases: str) -> dict[str, Any] | No
 
 def test_exit_codes_become_phases_with_the_termination_message(api: Any, space: str) -> None:
     api.create_namespaced_pod(space, _pod("ok", "echo fine"))
-    api.create_namespaced_pod(space, _pod("bad", "echo 'it broke' > /dev/termination-log; "
-                                                 "exit 3"))
-    api.create_namespaced_pod(space, _pod("tail", "echo last words; exit 4", container={
-        "terminationMessagePolicy": "FallbackToLogsOnError"}))
+    api.create_namespaced_pod(space, _pod("bad", "echo 'it broke' > /dev/termination-log; exit 3"))
+    api.create_namespaced_pod(
+        space,
+        _pod(
+            "tail",
+            "echo last words; exit 4",
+            container={"terminationMessagePolicy": "FallbackToLogsOnError"},
+        ),
+    )
     wait_for(lambda: _phase_in(api, space, "ok", "Succeeded"), 60, "ok Succeeded")
     bad = wait_for(lambda: _phase_in(api, space, "bad", "Failed"), 60, "bad Failed")
     term = bad["containerStatuses"][0]["state"]["terminated"]
@@ -116,14 +138,25 @@ def test_exit_codes_become_phases_with_the_termination_message(api: Any, space: 
 
 def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str) -> None:
     api.create_namespaced_pod(space, _pod("server", "sleep 300", labels={"app": "srv"}))
-    api.create_namespaced_service(space, {"metadata": {"name": "srv"}, "spec": {
-        "selector": {"app": "srv"}, "clusterIP": "None", "ports": [{"port": 80}]}})
+    api.create_namespaced_service(
+        space,
+        {
+            "metadata": {"name": "srv"},
+            "spec": {"selector": {"app": "srv"}, "clusterIP": "None", "ports": [{"port": 80}]},
+        },
+    )
     server = wait_for(lambda: _phase_in(api, space, "server", "Running"), 60, "server Running")
-    api.create_namespaced_pod(space, _pod(
-        "client", f"echo $MY_IP; getent hosts srv.{space}.svc | cut -d' ' -f1; "
-                  "getent hosts kubernetes.default.svc | cut -d' ' -f1",
-        container={"env": [{"name": "MY_IP",
-                            "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]}))
+    api.create_namespaced_pod(
+        space,
+        _pod(
+            "client",
+            f"echo $MY_IP; getent hosts srv.{space}.svc | cut -d' ' -f1; "
+            "getent hosts kubernetes.default.svc | cut -d' ' -f1",
+            container={
+                "env": [{"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+            },
+        ),
+    )
     client = wait_for(lambda: _phase_in(api, space, "client", "Succeeded"), 60, "client done")
     mine, service, apiserver = api.read_namespaced_pod_log("client", space).split()
     assert mine == client["podIP"] != server["podIP"]
@@ -132,51 +165,81 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
 
 
 def test_config_maps_secrets_and_limits_reach_the_container(api: Any, space: str) -> None:
-    api.create_namespaced_config_map(space, {"metadata": {"name": "cfg"},
-                                             "data": {"greeting": "hello"}})
-    api.create_namespaced_secret(space, {"metadata": {"name": "sec"}, "data": {
-        "password": base64.b64encode(b"s3cret").decode()}})
-    api.create_namespaced_pod(space, _pod(
-        "reader", "cat /cfg/greeting; echo; echo $PASSWORD; sleep 300",
-        container={"env": [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {
-            "name": "sec", "key": "password"}}}],
-            "volumeMounts": [{"name": "cfg", "mountPath": "/cfg", "readOnly": True}],
-            "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}}},
-        volumes=[{"name": "cfg", "configMap": {"name": "cfg"}}]))
+    api.create_namespaced_config_map(
+        space, {"metadata": {"name": "cfg"}, "data": {"greeting": "hello"}}
+    )
+    api.create_namespaced_secret(
+        space,
+        {"metadata": {"name": "sec"}, "data": {"password": base64.b64encode(b"s3cret").decode()}},
+    )
+    api.create_namespaced_pod(
+        space,
+        _pod(
+            "reader",
+            "cat /cfg/greeting; echo; echo $PASSWORD; sleep 300",
+            container={
+                "env": [
+                    {
+                        "name": "PASSWORD",
+                        "valueFrom": {"secretKeyRef": {"name": "sec", "key": "password"}},
+                    }
+                ],
+                "volumeMounts": [{"name": "cfg", "mountPath": "/cfg", "readOnly": True}],
+                "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}},
+            },
+            volumes=[{"name": "cfg", "configMap": {"name": "cfg"}}],
+        ),
+    )
     st = wait_for(lambda: _phase_in(api, space, "reader", "Running"), 60, "reader Running")
-    wait_for(lambda: api.read_namespaced_pod_log("reader", space) == "hello\ns3cret\n", 30,
-             "the log")
+    wait_for(
+        lambda: api.read_namespaced_pod_log("reader", space) == "hello\ns3cret\n", 30, "the log"
+    )
     container = st["containerStatuses"][0]["containerID"].split("://")[1]
-    limits = subprocess.run(["docker", "inspect", "-f",
-                             "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}", container],
-                            capture_output=True, text=True, check=True).stdout.split()
+    limits = subprocess.run(
+        ["docker", "inspect", "-f", "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}", container],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert limits == [str(64 * 2**20), str(500_000_000)]
 
 
 def test_a_missing_secret_waits_and_starts_once_it_exists(api: Any, space: str) -> None:
-    api.create_namespaced_pod(space, _pod("patient", "echo $TOKEN", container={
-        "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "later",
-                                                                  "key": "t"}}}]}))
+    api.create_namespaced_pod(
+        space,
+        _pod(
+            "patient",
+            "echo $TOKEN",
+            container={
+                "env": [
+                    {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "later", "key": "t"}}}
+                ]
+            },
+        ),
+    )
 
     def waiting() -> dict[str, Any] | None:
         statuses = _status(api, space, "patient").get("containerStatuses") or [{}]
         found: dict[str, Any] | None = (statuses[0].get("state") or {}).get("waiting")
         return found if found and found.get("reason") == "CreateContainerConfigError" else None
 
-    assert wait_for(waiting, 30, "CreateContainerConfigError")["message"] == \
-        'secret "later" not found'
-    api.create_namespaced_secret(space, {"metadata": {"name": "later"},
-                                         "stringData": {"t": "now"}})
+    assert (
+        wait_for(waiting, 30, "CreateContainerConfigError")["message"] == 'secret "later" not found'
+    )
+    api.create_namespaced_secret(space, {"metadata": {"name": "later"}, "stringData": {"t": "now"}})
     wait_for(lambda: _phase_in(api, space, "patient", "Succeeded"), 60, "started and done")
     assert api.read_namespaced_pod_log("patient", space) == "now\n"
 
 
-def test_deletion_is_graceful_then_forced_and_the_object_waits_for_it(
-    api: Any, space: str
-) -> None:
-    api.create_namespaced_pod(space, _pod(
-        "stubborn", "trap 'echo TERM' TERM; while true; do sleep 0.1; done",
-        terminationGracePeriodSeconds=3))
+def test_deletion_is_graceful_then_forced_and_the_object_waits_for_it(api: Any, space: str) -> None:
+    api.create_namespaced_pod(
+        space,
+        _pod(
+            "stubborn",
+            "trap 'echo TERM' TERM; while true; do sleep 0.1; done",
+            terminationGracePeriodSeconds=3,
+        ),
+    )
     st = wait_for(lambda: _phase_in(api, space, "stubborn", "Running"), 60, "Running")
     container = st["containerStatuses"][0]["containerID"].split("://")[1]
     time.sleep(0.5)  # let bash install its trap (not a wait for an outcome)
@@ -185,8 +248,11 @@ def test_deletion_is_graceful_then_forced_and_the_object_waits_for_it(
     marked = api.read_namespaced_pod("stubborn", space)
     assert marked.metadata.deletion_timestamp is not None
     assert marked.metadata.deletion_grace_period_seconds == 3
-    wait_for(lambda: _find(lambda: api.read_namespaced_pod("stubborn", space)) is None, 30,
-             "the pod object gone")
+    wait_for(
+        lambda: _find(lambda: api.read_namespaced_pod("stubborn", space)) is None,
+        30,
+        "the pod object gone",
+    )
     assert time.monotonic() - started >= 2.5  # SIGTERM was ignored: SIGKILL at the deadline
     gone = subprocess.run(["docker", "inspect", container], capture_output=True, check=False)
     assert gone.returncode != 0
@@ -198,30 +264,50 @@ def test_a_pod_without_its_service_account_is_refused(api: Any, space: str) -> N
     assert refused.value.status == 403
     assert json.loads(refused.value.body)["message"] == (
         f'pods "orphan" is forbidden: error looking up service account {space}/nobody: '
-        'serviceaccount "nobody" not found')
+        'serviceaccount "nobody" not found'
+    )
 
 
 def test_a_deployment_keeps_its_pod(node: Kube, api: Any, space: str) -> None:
     apps = kubernetes.client.AppsV1Api(node.client())
-    apps.create_namespaced_deployment(space, {
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "main", "image": BASE,
-                                                       "command": ["sleep", "300"]}]}}}})
+    apps.create_namespaced_deployment(
+        space,
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "containers": [{"name": "main", "image": BASE, "command": ["sleep", "300"]}]
+                    },
+                },
+            },
+        },
+    )
 
     def running() -> list[Any]:
         pods = api.list_namespaced_pod(space, label_selector="app=web").items
-        return [p for p in pods if p.status and p.status.phase == "Running"
-                and p.metadata.deletion_timestamp is None]
+        return [
+            p
+            for p in pods
+            if p.status and p.status.phase == "Running" and p.metadata.deletion_timestamp is None
+        ]
 
     (first,) = wait_for(running, 60, "the deployment's pod")
     api.delete_namespaced_pod(first.metadata.name, space, grace_period_seconds=0)
-    (second,) = wait_for(lambda: [p for p in running()
-                                  if p.metadata.uid != first.metadata.uid], 60, "a new pod")
+    (second,) = wait_for(
+        lambda: [p for p in running() if p.metadata.uid != first.metadata.uid], 60, "a new pod"
+    )
     assert second.metadata.name.startswith("web-")
-    deployment = wait_for(lambda: (d := apps.read_namespaced_deployment("web", space))
-                          .status.ready_replicas == 1 and d, 30, "readyReplicas 1")
+    deployment = wait_for(
+        lambda: (
+            (d := apps.read_namespaced_deployment("web", space)).status.ready_replicas == 1 and d
+        ),
+        30,
+        "readyReplicas 1",
+    )
     assert deployment.status.available_replicas == 1
 
 
@@ -238,13 +324,24 @@ def test_in_a_pod_the_api_answers_by_the_mounted_token(api: Any, space: str) -> 
         "        print(urllib.request.urlopen(urllib.request.Request(base + path, headers="
         "{'Authorization': 'Bearer ' + token}), context=ctx).status)\n"
         "    except urllib.error.HTTPError as e:\n"
-        "        print(e.code, e.read().decode())\n")
-    api.create_namespaced_pod(space, {"metadata": {"name": "caller"}, "spec": {
-        "restartPolicy": "Never", "containers": [{
-            "name": "main", "image": RUNTIME, "command": ["python", "-c", script]}]}})
+        "        print(e.code, e.read().decode())\n"
+    )
+    api.create_namespaced_pod(
+        space,
+        {
+            "metadata": {"name": "caller"},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "main", "image": RUNTIME, "command": ["python", "-c", script]}
+                ],
+            },
+        },
+    )
     wait_for(lambda: _phase_in(api, space, "caller", "Succeeded"), 90, "caller done")
     version, forbidden = api.read_namespaced_pod_log("caller", space).splitlines()
     assert version == "200"
     assert forbidden.startswith("403 ") and (
         f'User \\"system:serviceaccount:{space}:default\\" cannot list resource \\"secrets\\"'
-        in forbidden), forbidden
+        in forbidden
+    ), forbidden

@@ -35,37 +35,55 @@ def _refused(call: Any, *args: Any, **kwargs: Any) -> str:
     return message
 
 
-def test_a_service_account_without_bindings_is_forbidden(kube: Kube, core: Any,
-                                                         ns: str) -> None:
+def test_a_service_account_without_bindings_is_forbidden(kube: Kube, core: Any, ns: str) -> None:
     token = _token(core, ns, "nobody")
     as_sa = kubernetes.client.CoreV1Api(kube.client(token))
     assert _refused(as_sa.create_namespaced_pod, ns, POD) == (
         f'pods is forbidden: User "system:serviceaccount:{ns}:nobody" cannot create '
-        f'resource "pods" in API group "" in the namespace "{ns}"')
+        f'resource "pods" in API group "" in the namespace "{ns}"'
+    )
     assert _refused(as_sa.read_namespaced_pod, "p", ns) == (
         f'pods "p" is forbidden: User "system:serviceaccount:{ns}:nobody" cannot get '
-        f'resource "pods" in API group "" in the namespace "{ns}"')
+        f'resource "pods" in API group "" in the namespace "{ns}"'
+    )
     assert _refused(as_sa.list_namespace) == (
         f'namespaces is forbidden: User "system:serviceaccount:{ns}:nobody" cannot list '
-        f'resource "namespaces" in API group "" at the cluster scope')
+        f'resource "namespaces" in API group "" at the cluster scope'
+    )
     result = kube.kubectl("-n", ns, "get", "pods", token=token, check=False)
     assert result.returncode != 0
-    assert (f'Error from server (Forbidden): pods is forbidden: User '
-            f'"system:serviceaccount:{ns}:nobody" cannot list resource "pods"') in result.stderr
+    assert (
+        f"Error from server (Forbidden): pods is forbidden: User "
+        f'"system:serviceaccount:{ns}:nobody" cannot list resource "pods"'
+    ) in result.stderr
 
 
-def test_a_role_binding_grants_exactly_its_verbs_and_names(kube: Kube, core: Any,
-                                                           ns: str) -> None:
+def test_a_role_binding_grants_exactly_its_verbs_and_names(kube: Kube, core: Any, ns: str) -> None:
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
     token = _token(core, ns, "worker")
-    rbac.create_namespaced_role(ns, {"metadata": {"name": "pods"}, "rules": [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"],
-         "resourceNames": ["allowed"]}]})
-    rbac.create_namespaced_role_binding(ns, {
-        "metadata": {"name": "worker-pods"},
-        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "pods"},
-        "subjects": [{"kind": "ServiceAccount", "name": "worker", "namespace": ns}]})
+    rbac.create_namespaced_role(
+        ns,
+        {
+            "metadata": {"name": "pods"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list"]},
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "verbs": ["get"],
+                    "resourceNames": ["allowed"],
+                },
+            ],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "worker-pods"},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "pods"},
+            "subjects": [{"kind": "ServiceAccount", "name": "worker", "namespace": ns}],
+        },
+    )
     for name in ("allowed", "other"):
         core.create_namespaced_config_map(ns, {"metadata": {"name": name}})
     as_sa = kubernetes.client.CoreV1Api(kube.client(token))
@@ -74,42 +92,60 @@ def test_a_role_binding_grants_exactly_its_verbs_and_names(kube: Kube, core: Any
     assert "cannot delete resource" in _refused(as_sa.delete_namespaced_pod, "p", ns)
     assert as_sa.read_namespaced_config_map("allowed", ns).metadata.name == "allowed"
     assert 'configmaps "other" is forbidden' in _refused(
-        as_sa.read_namespaced_config_map, "other", ns)
-    assert "cannot patch resource \"pods/status\"" in _refused(
-        as_sa.patch_namespaced_pod_status, "p", ns, {"status": {"phase": "Running"}})
+        as_sa.read_namespaced_config_map, "other", ns
+    )
+    assert 'cannot patch resource "pods/status"' in _refused(
+        as_sa.patch_namespaced_pod_status, "p", ns, {"status": {"phase": "Running"}}
+    )
     assert kube.kubectl("-n", ns, "get", "pods", token=token).stdout.startswith("NAME")
 
 
 def test_kubectl_auth_can_i_answers_from_rbac(kube: Kube, core: Any, ns: str) -> None:
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
     token = _token(core, ns, "asker")
-    rbac.create_namespaced_role(ns, {"metadata": {"name": "watch-pods"}, "rules": [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]}]})
-    rbac.create_namespaced_role_binding(ns, {
-        "metadata": {"name": "asker"},
-        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "watch-pods"},
-        "subjects": [{"kind": "ServiceAccount", "name": "asker", "namespace": ns}]})
+    rbac.create_namespaced_role(
+        ns,
+        {
+            "metadata": {"name": "watch-pods"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "asker"},
+            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "watch-pods"},
+            "subjects": [{"kind": "ServiceAccount", "name": "asker", "namespace": ns}],
+        },
+    )
 
     def can(*args: str) -> str:
-        return kube.kubectl("-n", ns, "auth", "can-i", *args, token=token,
-                            check=False).stdout.strip()
+        return kube.kubectl(
+            "-n", ns, "auth", "can-i", *args, token=token, check=False
+        ).stdout.strip()
 
     assert can("watch", "pods") == "yes"
     assert can("create", "pods") == "no"
     assert can("watch", "pods", "-n", "default") == "no"
 
 
-def test_a_cluster_role_through_a_cluster_role_binding(kube: Kube, core: Any,
-                                                       ns: str) -> None:
+def test_a_cluster_role_through_a_cluster_role_binding(kube: Kube, core: Any, ns: str) -> None:
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
     token = _token(core, ns, "reader")
     role = f"{ns}-reader"
-    rbac.create_cluster_role({"metadata": {"name": role}, "rules": [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]})
-    rbac.create_cluster_role_binding({
-        "metadata": {"name": role},
-        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
-        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}]})
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": role},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}],
+        }
+    )
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}],
+        }
+    )
     as_sa = kubernetes.client.CoreV1Api(kube.client(token))
     assert ns in [n.metadata.name for n in as_sa.list_namespace().items]
     _refused(as_sa.list_namespaced_pod, ns)
@@ -118,17 +154,27 @@ def test_a_cluster_role_through_a_cluster_role_binding(kube: Kube, core: Any,
 def test_a_group_binding_and_a_token_secret(kube: Kube, core: Any, ns: str) -> None:
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube.client())
     core.create_namespaced_service_account(ns, {"metadata": {"name": "legacy"}})
-    core.create_namespaced_secret(ns, {
-        "metadata": {"name": "legacy-token",
-                     "annotations": {"kubernetes.io/service-account.name": "legacy"}},
-        "type": "kubernetes.io/service-account-token"})
+    core.create_namespaced_secret(
+        ns,
+        {
+            "metadata": {
+                "name": "legacy-token",
+                "annotations": {"kubernetes.io/service-account.name": "legacy"},
+            },
+            "type": "kubernetes.io/service-account-token",
+        },
+    )
     data = core.read_namespaced_secret("legacy-token", ns).data
     assert base64.b64decode(data["ca.crt"]).decode() == kube.ca.read_text()
     token = base64.b64decode(data["token"]).decode()
-    rbac.create_namespaced_role_binding(ns, {
-        "metadata": {"name": "all-sas-admin"},
-        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"kind": "Group", "name": f"system:serviceaccounts:{ns}"}]})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "all-sas-admin"},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "name": f"system:serviceaccounts:{ns}"}],
+        },
+    )
     as_sa = kubernetes.client.CoreV1Api(kube.client(token))
     assert as_sa.list_namespaced_secret(ns).items
     core.delete_namespaced_service_account("legacy", ns)

@@ -17,8 +17,14 @@ SCRIPT = ROOT / "scripts" / "kube-local.sh"
 
 def _run(state: Path, command: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CJOB_KUBE_LOCAL_DIR=str(state))
-    return subprocess.run(["bash", str(SCRIPT), command], env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        ["bash", str(SCRIPT), command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_up_status_env_down(tmp_path: Path) -> None:

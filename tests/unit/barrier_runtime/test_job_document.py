@@ -17,18 +17,35 @@ WRITTEN_BEFORE = {
     "formatVersion": 1,
     "job": {"namespace": "team-a", "name": "orders", "uid": "uid-7"},
     "pipeline": {"module": "jobs.orders", "args": ["--region", "eu"]},
-    "parallelism": 4, "maxParallelism": 128,
-    "checkpointing": {"intervalSeconds": 30, "timeoutSeconds": 600, "minPauseSeconds": 0,
-                      "maxConcurrent": 1, "tolerableFailures": 3, "mode": "ExactlyOnce",
-                      "unaligned": False, "alignedTimeoutSeconds": 0, "retained": 3,
-                      "incremental": False, "triggeredBy": "driver"},
-    "storage": {"endpoint": "http://minio:9000", "bucket": "cjob", "prefix": "cjob",
-                "root": "cjob/team-a/orders", "accessKeyEnv": "AWS_ACCESS_KEY_ID",
-                "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
-    "restartPolicy": {"maxRestarts": 10, "windowSeconds": 3600,
-                      "backoff": {"initialSeconds": 10, "maxSeconds": 300,
-                                  "multiplier": 2.0, "jitter": 0.2},
-                      "resetAfterSeconds": 600},
+    "parallelism": 4,
+    "maxParallelism": 128,
+    "checkpointing": {
+        "intervalSeconds": 30,
+        "timeoutSeconds": 600,
+        "minPauseSeconds": 0,
+        "maxConcurrent": 1,
+        "tolerableFailures": 3,
+        "mode": "ExactlyOnce",
+        "unaligned": False,
+        "alignedTimeoutSeconds": 0,
+        "retained": 3,
+        "incremental": False,
+        "triggeredBy": "driver",
+    },
+    "storage": {
+        "endpoint": "http://minio:9000",
+        "bucket": "cjob",
+        "prefix": "cjob",
+        "root": "cjob/team-a/orders",
+        "accessKeyEnv": "AWS_ACCESS_KEY_ID",
+        "secretKeyEnv": "AWS_SECRET_ACCESS_KEY",
+    },
+    "restartPolicy": {
+        "maxRestarts": 10,
+        "windowSeconds": 3600,
+        "backoff": {"initialSeconds": 10, "maxSeconds": 300, "multiplier": 2.0, "jitter": 0.2},
+        "resetAfterSeconds": 600,
+    },
     "allowFreshStart": False,
     "control": {"port": 8080, "tokenEnv": "CJOB_CONTROL_TOKEN"},
     "driver": {"terminationGracePeriodSeconds": 60},
@@ -37,13 +54,17 @@ WRITTEN_BEFORE = {
 
 
 def _spec() -> spec.JobSpec:
-    return spec.JobSpec.from_storage({
-        "image": "registry.local/jobs:3", "pipeline": {"module": "jobs.orders",
-                                                       "args": ["--region", "eu"]},
-        "parallelism": 4, "storage": {"endpoint": "http://minio:9000", "bucket": "cjob"},
-        "restartPolicy": {"resetAfter": "30m"}, "allowFreshStart": True,
-        "driver": {"terminationGracePeriodSeconds": 45},
-    })
+    return spec.JobSpec.from_storage(
+        {
+            "image": "registry.local/jobs:3",
+            "pipeline": {"module": "jobs.orders", "args": ["--region", "eu"]},
+            "parallelism": 4,
+            "storage": {"endpoint": "http://minio:9000", "bucket": "cjob"},
+            "restartPolicy": {"resetAfter": "30m"},
+            "allowFreshStart": True,
+            "driver": {"terminationGracePeriodSeconds": 45},
+        }
+    )
 
 
 def test_what_the_operator_writes_the_driver_reads_back_unchanged() -> None:
@@ -51,7 +72,10 @@ def test_what_the_operator_writes_the_driver_reads_back_unchanged() -> None:
     read = job_document.JobDocument.from_storage(json.loads(json.dumps(written.for_storage())))
     assert read == written
     assert (read.restart_policy.reset_after, read.allow_fresh_start, read.grace_period) == (
-        1800, True, 45)
+        1800,
+        True,
+        45,
+    )
     assert manifests.job_config(JOB, _spec(), "d-1") == written.for_storage()
 
 

@@ -31,7 +31,7 @@ def test_a_user_function_error_names_the_step_the_error_and_the_record() -> None
 
 def test_its_traceback_shows_the_users_code_not_the_runtime() -> None:
     detail = task_failure.describe(_raised_in_user_code({"n": 1, "d": 0})).detail
-    assert "in parse" in detail and "return r[\"n\"] // r[\"d\"]" in detail
+    assert "in parse" in detail and 'return r["n"] // r["d"]' in detail
     assert "runtime/src/barrier_runtime" not in detail
     assert detail.rstrip().endswith("ZeroDivisionError: integer division or modulo by zero")
 
@@ -51,8 +51,10 @@ def test_a_huge_record_is_shortened_in_the_message() -> None:
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
-        (MalformedRecordError("malformed record in in/a.jsonl line 7: not valid JSON"),
-         FailureClass.RECORD),
+        (
+            MalformedRecordError("malformed record in in/a.jsonl line 7: not valid JSON"),
+            FailureClass.RECORD,
+        ),
         (InvalidPipelineError("the pipeline differs from the driver's"), FailureClass.PERMANENT),
         (ConnectionResetError("peer reset"), FailureClass.TRANSIENT),
         (RuntimeError("worker lost"), FailureClass.TRANSIENT),

@@ -32,8 +32,10 @@ INSTALL_HINT = "run scripts/install-test-tools.sh"
 # Values combinations every rendering test runs over (issue 5: defaults, monitoring on,
 # NetworkPolicy on, namespaced mode; plus the evaluation MinIO and everything at once).
 MONITORING = [
-    "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
-    "prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
+    "metrics.serviceMonitor.enabled=true",
+    "metrics.podMonitor.enabled=true",
+    "prometheusRule.enabled=true",
+    "grafanaDashboard.enabled=true",
 ]
 COMBOS: dict[str, list[str]] = {
     "defaults": [],
@@ -43,8 +45,11 @@ COMBOS: dict[str, list[str]] = {
     "minio": ["minio.enabled=true"],
     "driver-pvcs": ["driver.rbac.persistentVolumeClaims=true", "driver.namespaces={jobs-1,jobs-2}"],
     "everything": [
-        *MONITORING, "networkPolicy.enabled=true", "minio.enabled=true",
-        "minio.persistence.enabled=true", "watchNamespaces={team-a,team-b}",
+        *MONITORING,
+        "networkPolicy.enabled=true",
+        "minio.enabled=true",
+        "minio.persistence.enabled=true",
+        "watchNamespaces={team-a,team-b}",
         "driver.rbac.persistentVolumeClaims=true",
         "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
     ],
@@ -71,8 +76,7 @@ def promtool_binary() -> str | None:
 def helm(*args: str) -> subprocess.CompletedProcess[str]:
     binary = helm_binary()
     assert binary is not None
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60,
-                          check=False)
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
 @functools.cache
@@ -109,8 +113,7 @@ def of_kind(manifests: list[Manifest], kind: str) -> list[Manifest]:
 
 
 def one(manifests: list[Manifest], kind: str, name: str | None = None) -> Manifest:
-    found = [m for m in of_kind(manifests, kind)
-             if name is None or m["metadata"]["name"] == name]
+    found = [m for m in of_kind(manifests, kind) if name is None or m["metadata"]["name"] == name]
     assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
     return found[0]
 

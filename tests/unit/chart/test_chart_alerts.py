@@ -15,10 +15,15 @@ from prometheus_client.registry import CollectorRegistry
 
 from cjob_operator import metrics as operator_metrics
 
-REQUIRED_ALERTS = {"CheckpointFailures", "CheckpointStale", "RestartLoop", "JobFailed",
-                   "OperatorDown", "ReconcileErrors"}
-RUNTIME_METRICS = (chartkit.ROOT / "runtime" / "src" / "barrier_runtime" / "control"
-                   / "metrics.py")
+REQUIRED_ALERTS = {
+    "CheckpointFailures",
+    "CheckpointStale",
+    "RestartLoop",
+    "JobFailed",
+    "OperatorDown",
+    "ReconcileErrors",
+}
+RUNTIME_METRICS = chartkit.ROOT / "runtime" / "src" / "barrier_runtime" / "control" / "metrics.py"
 # Read by the rules when present, exported by nobody yet (docs/operations.md, Alerts):
 # CheckpointStale uses N x this interval and falls back to a fixed threshold without it.
 PROPOSED = {"cjob_checkpoint_interval_seconds"}
@@ -38,8 +43,9 @@ def alerts() -> dict[str, dict[str, Any]]:
 
 
 def promtool(binary: str, *args: str, cwd: Path | None = None) -> str:
-    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60,
-                          check=False, cwd=cwd)
+    done = subprocess.run(
+        [binary, *args], capture_output=True, text=True, timeout=60, check=False, cwd=cwd
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -61,7 +67,8 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
     for path in chartkit.PROMTOOL_TESTS.glob("*.yaml"):
         suite = chartkit.load_yaml(path)
         assert [Path(path.parent, f).resolve() for f in suite["rule_files"]] == [
-            chartkit.RULES_FILE], f"{path.name} must test {chartkit.RULES_FILE}"
+            chartkit.RULES_FILE
+        ], f"{path.name} must test {chartkit.RULES_FILE}"
         for case in suite["tests"]:
             for check in case.get("alert_rule_test", []):
                 (firing if check.get("exp_alerts") else silent).add(check["alertname"])
@@ -73,8 +80,10 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
 def test_every_alert_has_severity_summary_description_and_a_runbook() -> None:
     doc = chartkit.OPERATIONS_DOC.read_text()
     anchors = chartkit.anchors(doc)
-    table = {row["alert"].split("]")[0].lstrip("[")
-             for row in chartkit.markdown_table(chartkit.markdown_section(doc, "Alerts"))}
+    table = {
+        row["alert"].split("]")[0].lstrip("[")
+        for row in chartkit.markdown_table(chartkit.markdown_section(doc, "Alerts"))
+    }
     for name, rule in alerts().items():
         assert rule["labels"]["severity"] in {"warning", "critical"}, name
         annotations = rule["annotations"]
@@ -82,7 +91,8 @@ def test_every_alert_has_severity_summary_description_and_a_runbook() -> None:
         url = annotations["runbook_url"]
         assert url.split("#")[0].endswith("/docs/operations.md"), url
         assert url.split("#")[1] == name.lower() and name.lower() in anchors, (
-            f"{name}: no runbook section '### {name}' in docs/operations.md")
+            f"{name}: no runbook section '### {name}' in docs/operations.md"
+        )
         assert name in table, f"{name} is missing from the Alerts table"
 
 
@@ -94,8 +104,11 @@ def _exported_by_operator() -> set[str]:
     names: set[str] = set()
     registry: CollectorRegistry = operator_metrics.REGISTRY
     for family in registry.collect():
-        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
-                    "gauge": ("",)}[family.type]
+        suffixes = {
+            "counter": ("_total",),
+            "histogram": ("_bucket", "_sum", "_count"),
+            "gauge": ("",),
+        }[family.type]
         names |= {family.name + s for s in suffixes}
     return names
 
@@ -113,9 +126,13 @@ def test_rules_and_dashboard_read_only_exported_metrics() -> None:
     for dashboard in chartkit.DASHBOARDS.glob("*.json"):
         used |= _metric_names(dashboard.read_text())
     assert not used - known, f"metrics nobody exports: {sorted(used - known)}"
-    operator_side = {"cjob_jobs", "cjob_reconcile_errors_total",
-                     "cjob_last_completed_checkpoint_timestamp_seconds",
-                     "cjob_checkpoints_failed_total", "cjob_job_restarts_total"}
+    operator_side = {
+        "cjob_jobs",
+        "cjob_reconcile_errors_total",
+        "cjob_last_completed_checkpoint_timestamp_seconds",
+        "cjob_checkpoints_failed_total",
+        "cjob_job_restarts_total",
+    }
     assert operator_side <= _exported_by_operator()
 
 
@@ -124,18 +141,22 @@ def test_every_threshold_in_values_reaches_its_recording_rule(helm_bin: str) -> 
     rule_props = schema["properties"]["prometheusRule"]["properties"]
     keys = sorted(rule_props["thresholds"]["properties"])
     sets = [f"prometheusRule.thresholds.{key}={1000 + i}" for i, key in enumerate(keys)]
-    rendered = {r["record"]: r["expr"] for g in _rendered_groups(sets) for r in g["rules"]
-                if r.get("record", "").startswith(THRESHOLD)}
+    rendered = {
+        r["record"]: r["expr"]
+        for g in _rendered_groups(sets)
+        for r in g["rules"]
+        if r.get("record", "").startswith(THRESHOLD)
+    }
     in_file = {r["record"] for r in rules() if r.get("record", "").startswith(THRESHOLD)}
     assert set(rendered) == in_file
     assert sorted(rendered.values()) == [f"vector({1000 + i})" for i in range(len(keys))], (
-        "each values.schema.json threshold must replace exactly one recording rule")
+        "each values.schema.json threshold must replace exactly one recording rule"
+    )
     assert set(rule_props["alerts"]["properties"]) == REQUIRED_ALERTS
 
 
 def _rendered_groups(sets: list[str]) -> list[dict[str, Any]]:
-    rule = chartkit.one(chartkit.render(["prometheusRule.enabled=true", *sets]),
-                        "PrometheusRule")
+    rule = chartkit.one(chartkit.render(["prometheusRule.enabled=true", *sets]), "PrometheusRule")
     return rule["spec"]["groups"]  # type: ignore[no-any-return]
 
 
@@ -144,15 +165,17 @@ def test_prometheus_rule_renders_the_rules_file_unchanged_by_default(helm_bin: s
 
 
 def test_prometheus_rule_applies_overrides(helm_bin: str) -> None:
-    groups = _rendered_groups([
-        "prometheusRule.thresholds.checkpointStaleSeconds=1200",
-        "prometheusRule.thresholds.checkpointFailureRatio=0.25",
-        "prometheusRule.alerts.JobFailed.severity=page",
-        "prometheusRule.alerts.RestartLoop.for=10m",
-        "prometheusRule.alerts.ReconcileErrors.enabled=false",
-        "prometheusRule.alertLabels.team=streaming",
-        "prometheusRule.runbookBaseUrl=https://wiki.example/cjob/ops/",
-    ])
+    groups = _rendered_groups(
+        [
+            "prometheusRule.thresholds.checkpointStaleSeconds=1200",
+            "prometheusRule.thresholds.checkpointFailureRatio=0.25",
+            "prometheusRule.alerts.JobFailed.severity=page",
+            "prometheusRule.alerts.RestartLoop.for=10m",
+            "prometheusRule.alerts.ReconcileErrors.enabled=false",
+            "prometheusRule.alertLabels.team=streaming",
+            "prometheusRule.runbookBaseUrl=https://wiki.example/cjob/ops/",
+        ]
+    )
     by_name = {r.get("alert") or r["record"]: r for g in groups for r in g["rules"]}
     assert by_name[THRESHOLD + "checkpoint_stale_seconds"]["expr"] == "vector(1200)"
     assert by_name[THRESHOLD + "checkpoint_failure_ratio"]["expr"] == "vector(0.25)"
@@ -161,37 +184,58 @@ def test_prometheus_rule_applies_overrides(helm_bin: str) -> None:
     assert by_name["RestartLoop"]["for"] == "10m"
     assert "ReconcileErrors" not in by_name
     assert by_name["OperatorDown"]["annotations"]["runbook_url"] == (
-        "https://wiki.example/cjob/ops#operatordown")
+        "https://wiki.example/cjob/ops#operatordown"
+    )
 
 
-def test_rendered_overrides_change_when_alerts_fire(helm_bin: str, promtool_bin: str,
-                                                    tmp_path: Path) -> None:
+def test_rendered_overrides_change_when_alerts_fire(
+    helm_bin: str, promtool_bin: str, tmp_path: Path
+) -> None:
     groups = _rendered_groups(["prometheusRule.thresholds.checkpointStaleSeconds=1200"])
     rules_path = tmp_path / "rendered-rules.yaml"
     rules_path.write_text(yaml.safe_dump({"groups": groups}))
     promtool(promtool_bin, "check", "rules", str(rules_path))
     stale = {
-        "rule_files": [rules_path.name], "evaluation_interval": "1m",
-        "tests": [{
-            "interval": "1m",
-            "input_series": [
-                {"series": 'cjob_last_completed_checkpoint_timestamp_seconds'
-                           '{namespace="a",job="j",instance="op"}', "values": "0x30"},
-                {"series": 'cjob_jobs{namespace="a",job="j",phase="Running",instance="op"}',
-                 "values": "1x30"},
-            ],
-            "alert_rule_test": [
-                {"eval_time": "15m", "alertname": "CheckpointStale", "exp_alerts": []},
-                {"eval_time": "22m", "alertname": "CheckpointStale", "exp_alerts": [{
-                    "exp_labels": {"severity": "critical", "namespace": "a", "job": "j"},
-                    "exp_annotations": {
-                        k: v.replace("{{ $labels.namespace }}", "a")
-                        .replace("{{ $labels.job }}", "j")
-                        .replace("{{ $value | humanizeDuration }}", "22m 0s")
-                        for k, v in alerts()["CheckpointStale"]["annotations"].items()},
-                }]},
-            ],
-        }],
+        "rule_files": [rules_path.name],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": "cjob_last_completed_checkpoint_timestamp_seconds"
+                        '{namespace="a",job="j",instance="op"}',
+                        "values": "0x30",
+                    },
+                    {
+                        "series": 'cjob_jobs{namespace="a",job="j",phase="Running",instance="op"}',
+                        "values": "1x30",
+                    },
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "15m", "alertname": "CheckpointStale", "exp_alerts": []},
+                    {
+                        "eval_time": "22m",
+                        "alertname": "CheckpointStale",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": "critical",
+                                    "namespace": "a",
+                                    "job": "j",
+                                },
+                                "exp_annotations": {
+                                    k: v.replace("{{ $labels.namespace }}", "a")
+                                    .replace("{{ $labels.job }}", "j")
+                                    .replace("{{ $value | humanizeDuration }}", "22m 0s")
+                                    for k, v in alerts()["CheckpointStale"]["annotations"].items()
+                                },
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
     }
     test_path = tmp_path / "stale-test.yaml"
     test_path.write_text(yaml.safe_dump(stale))

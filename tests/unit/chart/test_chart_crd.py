@@ -14,7 +14,8 @@ def test_chart_crd_is_identical_to_the_repository_crd() -> None:
     assert chart_crd.read_bytes() == ROOT_CRD.read_bytes(), (
         f"{chart_crd} differs from {ROOT_CRD}: copy it "
         f"(cp {ROOT_CRD.relative_to(chartkit.ROOT)} {chart_crd.relative_to(chartkit.ROOT)}) "
-        "and note the CRD upgrade in the release notes (docs/operations.md, Upgrading)")
+        "and note the CRD upgrade in the release notes (docs/operations.md, Upgrading)"
+    )
 
 
 def test_chart_ships_only_that_crd() -> None:

@@ -15,9 +15,17 @@ import yaml
 DASHBOARD = chartkit.DASHBOARDS / "checkpointed-jobs.json"
 # issue 5: phase, checkpoint duration, size and age, failures by reason, alignment time,
 # throughput and back-pressure, restarts
-REQUIRED_PANELS = {"Phase", "Checkpoint duration", "Checkpoint size", "Checkpoint age",
-                   "Failures by reason", "Alignment time", "Records out per second",
-                   "Back-pressure", "Restarts (1h)"}
+REQUIRED_PANELS = {
+    "Phase",
+    "Checkpoint duration",
+    "Checkpoint size",
+    "Checkpoint age",
+    "Failures by reason",
+    "Alignment time",
+    "Records out per second",
+    "Back-pressure",
+    "Restarts (1h)",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +63,28 @@ def test_every_panel_filters_by_the_selected_jobs(dashboard: dict[str, Any]) -> 
                 assert 'namespace=~"$namespace", job=~"$job"' in target["expr"], panel["title"]
 
 
-def test_every_query_is_valid_promql(dashboard: dict[str, Any], promtool_bin: str,
-                                     tmp_path: Path) -> None:
+def test_every_query_is_valid_promql(
+    dashboard: dict[str, Any], promtool_bin: str, tmp_path: Path
+) -> None:
     recorded = []
     for panel in panels(dashboard):
         for target in panel["targets"]:
-            expr = (target["expr"].replace("$__rate_interval", "5m")
-                    .replace("$namespace", ".*").replace("$job", ".*"))
+            expr = (
+                target["expr"]
+                .replace("$__rate_interval", "5m")
+                .replace("$namespace", ".*")
+                .replace("$job", ".*")
+            )
             recorded.append({"record": f"panel_{panel['id']}_{target['refId']}", "expr": expr})
     path = tmp_path / "dashboard-queries.yaml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": recorded}]}))
-    done = subprocess.run([promtool_bin, "check", "rules", str(path)], capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [promtool_bin, "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -59,8 +59,10 @@ def test_the_table_parses() -> None:
 @pytest.mark.parametrize("combo", sorted(chartkit.COMBOS))
 def test_rendered_rules_are_documented(helm_bin: str, combo: str) -> None:
     extra = rendered(chartkit.render(chartkit.COMBOS[combo])) - documented()
-    assert not extra, (f"rules not in docs/operations.md (RBAC): {sorted(extra)}; "
-                       "document each with its reason or remove it")
+    assert not extra, (
+        f"rules not in docs/operations.md (RBAC): {sorted(extra)}; "
+        "document each with its reason or remove it"
+    )
 
 
 def test_every_documented_rule_is_rendered_in_some_mode(helm_bin: str) -> None:
@@ -77,11 +79,13 @@ def test_no_wildcards_and_secrets_only_where_documented(helm_bin: str, combo: st
         for rule in role["rules"]:
             for key in ("apiGroups", "resources", "verbs"):
                 assert not any("*" in item for item in rule[key]), (
-                    f"{role['metadata']['name']}: wildcard in {key}: {rule}")
+                    f"{role['metadata']['name']}: wildcard in {key}: {rule}"
+                )
             if "secrets" in rule["resources"]:
                 assert role["metadata"]["labels"][ROLE_LABEL] == "operator", rule
                 assert not {"list", "watch", "update", "patch", "deletecollection"} & set(
-                    rule["verbs"]), f"secrets must only be read by name: {rule}"
+                    rule["verbs"]
+                ), f"secrets must only be read by name: {rule}"
 
 
 def test_the_operator_may_touch_every_kind_its_client_addresses(helm_bin: str) -> None:
@@ -99,8 +103,13 @@ def _bindings(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("combo", sorted(chartkit.COMBOS))
 def test_bindings_grant_each_role_to_its_service_account(helm_bin: str, combo: str) -> None:
     manifests = chartkit.render(chartkit.COMBOS[combo])
-    roles = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]):
-             m["metadata"]["labels"][ROLE_LABEL] for m in manifests if m["kind"] in RULE_KINDS}
+    roles = {
+        (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m["metadata"]["labels"][
+            ROLE_LABEL
+        ]
+        for m in manifests
+        if m["kind"] in RULE_KINDS
+    }
     operator_sa = f"{chartkit.RELEASE}-checkpointed-operator"
     for binding in _bindings(manifests):
         namespace = binding["metadata"].get("namespace")
@@ -109,20 +118,28 @@ def test_bindings_grant_each_role_to_its_service_account(helm_bin: str, combo: s
         assert key in roles, f"{binding['metadata']['name']} refers to a missing {key}"
         (subject,) = binding["subjects"]
         if roles[key] == "driver":
-            assert subject == {"kind": "ServiceAccount", "name": "cjob-driver",
-                               "namespace": namespace}
+            assert subject == {
+                "kind": "ServiceAccount",
+                "name": "cjob-driver",
+                "namespace": namespace,
+            }
         else:
-            assert subject == {"kind": "ServiceAccount", "name": operator_sa,
-                               "namespace": chartkit.NAMESPACE}
+            assert subject == {
+                "kind": "ServiceAccount",
+                "name": operator_sa,
+                "namespace": chartkit.NAMESPACE,
+            }
 
 
 def test_namespaced_mode_grants_nothing_namespaced_cluster_wide(helm_bin: str) -> None:
     manifests = chartkit.render(chartkit.COMBOS["namespaced"])
     cluster = [m for m in manifests if m["kind"] == "ClusterRole"]
     assert [m["metadata"]["labels"][ROLE_LABEL] for m in cluster] == ["operator-discovery"]
-    operator_roles = sorted(m["metadata"]["namespace"] for m in manifests
-                            if m["kind"] == "Role"
-                            and m["metadata"]["labels"][ROLE_LABEL] == "operator")
+    operator_roles = sorted(
+        m["metadata"]["namespace"]
+        for m in manifests
+        if m["kind"] == "Role" and m["metadata"]["labels"][ROLE_LABEL] == "operator"
+    )
     assert operator_roles == ["team-a", "team-b"]
 
 
@@ -132,6 +149,9 @@ def test_without_discovery_there_is_no_cluster_role(helm_bin: str) -> None:
 
 
 def test_the_check_catches_a_wildcard_or_an_undocumented_rule() -> None:
-    role = {"kind": "Role", "metadata": {"name": "x", "labels": {ROLE_LABEL: "driver"}},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+    role = {
+        "kind": "Role",
+        "metadata": {"name": "x", "labels": {ROLE_LABEL: "driver"}},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+    }
     assert rendered([role]) - documented() == {("driver", "", "secrets", "get")}

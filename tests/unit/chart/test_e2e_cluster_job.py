@@ -17,9 +17,13 @@ from barrier_runtime.spark import pipeline
 from cjob_operator.model import spec as spec_model
 
 SCRIPT = chartkit.ROOT / "tests" / "e2e_cluster" / "run.sh"
-SAMPLE = {"JOB": "e2e-counts", "NS": "cjob-e2e-abc123", "RELEASE": "cjob-e2e-abc123",
-          "RUNTIME_IMAGE": "ghcr.io/checkpointed-jobs/cjob-runtime:0.1.0",
-          "PIPELINE": "barrier_runtime.demo"}
+SAMPLE = {
+    "JOB": "e2e-counts",
+    "NS": "cjob-e2e-abc123",
+    "RELEASE": "cjob-e2e-abc123",
+    "RUNTIME_IMAGE": "ghcr.io/checkpointed-jobs/cjob-runtime:0.1.0",
+    "PIPELINE": "barrier_runtime.demo",
+}
 
 
 def _expand(text: str, values: dict[str, str]) -> str:

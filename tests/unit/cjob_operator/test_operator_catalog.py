@@ -9,27 +9,39 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from cjob_operator.act import catalog
 from cjob_operator.model.enums import SnapshotKind
 
 FP = md.JobFingerprint((types.StepId("count"),), 128, 2)
 
 
-def commit(root: Path, cid: int, kind: str = "checkpoint", payload: bytes = b"state",
-           lie_about_size: bool = False, write_object: bool = True) -> None:
+def commit(
+    root: Path,
+    cid: int,
+    kind: str = "checkpoint",
+    payload: bytes = b"state",
+    lie_about_size: bool = False,
+    write_object: bool = True,
+) -> None:
     folder = "savepoints/sp" if kind == "savepoint" else "checkpoints/chk"
     key = f"{folder}-{cid:010d}/count/0.arrow"
     if write_object:
         (root / key).parent.mkdir(parents=True, exist_ok=True)
         (root / key).write_bytes(payload)
-    handle = md.StateHandle(types.StepId("count"), 0, key,
-                            len(payload) + (1 if lie_about_size else 0),
-                            hashlib.sha256(payload).hexdigest(), key_group_start=0,
-                            key_group_end=127)
-    meta = md.CheckpointMetadata(types.CheckpointId(cid), types.CheckpointKind(kind),
-                                 100.0 + cid, 100.5 + cid, FP, (handle,))
+    handle = md.StateHandle(
+        types.StepId("count"),
+        0,
+        key,
+        len(payload) + (1 if lie_about_size else 0),
+        hashlib.sha256(payload).hexdigest(),
+        key_group_start=0,
+        key_group_end=127,
+    )
+    meta = md.CheckpointMetadata(
+        types.CheckpointId(cid), types.CheckpointKind(kind), 100.0 + cid, 100.5 + cid, FP, (handle,)
+    )
     catalog.write_metadata(root, meta)
 
 
@@ -38,8 +50,10 @@ def view(root: Path) -> catalog.Catalog:
 
 
 def ids(root: Path, kind: str) -> list[int]:
-    return sorted((int(m.checkpoint_id) for m in view(root).store.list_completed()
-                   if m.kind.value == kind), reverse=True)
+    return sorted(
+        (int(m.checkpoint_id) for m in view(root).store.list_completed() if m.kind.value == kind),
+        reverse=True,
+    )
 
 
 def test_empty_store_has_nothing(tmp_path: Path) -> None:

@@ -11,13 +11,21 @@ def test_checkpoint_overview_is_parsed() -> None:
     doc = {
         "counts": {"triggered": 5, "completed": 3, "failed": 2, "in_progress": 1},
         "latest": {
-            "completed": {"id": 7, "kind": "checkpoint", "trigger_timestamp": 100.0,
-                          "completion_timestamp": 101.5, "size": 2048, "path": "s3://b/c"},
+            "completed": {
+                "id": 7,
+                "kind": "checkpoint",
+                "trigger_timestamp": 100.0,
+                "completion_timestamp": 101.5,
+                "size": 2048,
+                "path": "s3://b/c",
+            },
             "failed": {"id": 8, "failure_reason": "timeout", "failure_timestamp": 110.0},
             "in_progress": [{"id": 9, "trigger_timestamp": 120.0}],
         },
-        "history": [{"id": 7, "status": "COMPLETED", "trigger_timestamp": 100.0},
-                    {"id": 8, "status": "FAILED", "trigger_timestamp": 105.0}],
+        "history": [
+            {"id": 7, "status": "COMPLETED", "trigger_timestamp": 100.0},
+            {"id": 8, "status": "FAILED", "trigger_timestamp": 105.0},
+        ],
     }
     view = control.parse_checkpoints(doc, {"state": "RUNNING"}, ready=True)
     assert view.ready and view.job_state == "RUNNING"
@@ -30,8 +38,9 @@ def test_checkpoint_overview_is_parsed() -> None:
 
 
 def test_camel_case_and_savepoints() -> None:
-    info = control.parse_completed({"checkpointId": 4, "kind": "savepoint",
-                                    "completionTimestamp": 5.0, "durationSeconds": 0.2})
+    info = control.parse_completed(
+        {"checkpointId": 4, "kind": "savepoint", "completionTimestamp": 5.0, "durationSeconds": 0.2}
+    )
     assert info is not None and info.id == 4 and info.kind is SnapshotKind.SAVEPOINT
     assert info.duration_seconds == 0.2
 
@@ -42,17 +51,32 @@ def test_default_url_is_the_headless_service() -> None:
 
 def test_history_entries_are_parsed_for_their_outcome() -> None:
     """The operator settles triggered savepoints and checkpoint nonces from the history."""
-    doc = {"latest": {"completed": {"id": 3, "kind": "checkpoint", "completion_timestamp": 9.0},
-                      "failed": {"id": 2, "failure_reason": "DECLINED"}},
-           "history": [
-               {"id": 4, "status": "completed", "kind": "savepoint", "trigger_timestamp": 10.0,
-                "completion_timestamp": 11.0, "path": "cjob/ns/j/savepoints/sp-0000000004"},
-               {"id": 5, "status": "FAILED", "kind": "savepoint", "failure_reason": "TIMEOUT"},
-               {"id": 6, "status": "in-progress", "kind": "checkpoint"},
-               {"status": "completed"}, {"id": 7, "status": "exploded"}]}
+    doc = {
+        "latest": {
+            "completed": {"id": 3, "kind": "checkpoint", "completion_timestamp": 9.0},
+            "failed": {"id": 2, "failure_reason": "DECLINED"},
+        },
+        "history": [
+            {
+                "id": 4,
+                "status": "completed",
+                "kind": "savepoint",
+                "trigger_timestamp": 10.0,
+                "completion_timestamp": 11.0,
+                "path": "cjob/ns/j/savepoints/sp-0000000004",
+            },
+            {"id": 5, "status": "FAILED", "kind": "savepoint", "failure_reason": "TIMEOUT"},
+            {"id": 6, "status": "in-progress", "kind": "checkpoint"},
+            {"status": "completed"},
+            {"id": 7, "status": "exploded"},
+        ],
+    }
     view = control.parse_checkpoints(doc, None, ready=True)
     assert [(e.id, e.status) for e in view.history] == [
-        (4, EntryStatus.COMPLETED), (5, EntryStatus.FAILED), (6, EntryStatus.IN_PROGRESS)]
+        (4, EntryStatus.COMPLETED),
+        (5, EntryStatus.FAILED),
+        (6, EntryStatus.IN_PROGRESS),
+    ]
     four = view.entry(4)
     assert four is not None and four.kind is SnapshotKind.SAVEPOINT
     assert four.path == "cjob/ns/j/savepoints/sp-0000000004" and four.completion_time == 11.0

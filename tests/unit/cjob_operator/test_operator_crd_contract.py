@@ -51,26 +51,37 @@ def full_status() -> dict[str, Any]:
     st = status.JobStatus(
         phase=Phase.RUNNING,
         conditions=(status.Condition("Ready", "True", "Running", "m", 1.0, 3),),
-        observed_generation=3, driver=status.DriverStatus("p", "s", 1.0),
+        observed_generation=3,
+        driver=status.DriverStatus("p", "s", 1.0),
         checkpoints=status.CheckpointsStatus(
             status.CompletedCheckpoint(1, "s3://x", 1.0, 0.1, 10, "periodic"),
-            status.FailedCheckpoint(2, "timeout", 2.0), 1, status.SavepointRef(3, "s3://y", 3.0)),
+            status.FailedCheckpoint(2, "timeout", 2.0),
+            1,
+            status.SavepointRef(3, "s3://y", 3.0),
+        ),
         restarts=status.RestartsStatus(1, 1.0, "DriverFailed", 2.0, (1.0,)),
         last_reconciled_spec={"image": "x"},
         intent=intent.Intent.deploy("d", "Created", 1.0, intent.RestoreTarget.latest(), 2.0),
-        error="e", job_state="RUNNING",
-        savepoints=SavepointsStatus((
-            SavepointRecord(SavepointKind.PERIODIC, SavepointState.COMPLETED, 1.0, 3, "s3://y",
-                            2.0),
-            SavepointRecord(SavepointKind.MANUAL, SavepointState.FAILED, 4.0, message="busy"),
-        ), last_periodic_trigger_time=1.0),
+        error="e",
+        job_state="RUNNING",
+        savepoints=SavepointsStatus(
+            (
+                SavepointRecord(
+                    SavepointKind.PERIODIC, SavepointState.COMPLETED, 1.0, 3, "s3://y", 2.0
+                ),
+                SavepointRecord(SavepointKind.MANUAL, SavepointState.FAILED, 4.0, message="busy"),
+            ),
+            last_periodic_trigger_time=1.0,
+        ),
         nonces=acks.NonceAcks(
             acks.NonceAck(5, NonceOutcome.SUCCEEDED, 1.0, "done", 4, 2.0),
             acks.NonceAck(6, NonceOutcome.IN_PROGRESS, 1.0, "", 5),
             acks.NonceAck(7, NonceOutcome.IGNORED, 1.0, "suspended", None, 1.0),
-            acks.NonceAck(8, NonceOutcome.FAILED, 1.0, "no", None, 3.0)),
+            acks.NonceAck(8, NonceOutcome.FAILED, 1.0, "no", None, 3.0),
+        ),
         last_stable_spec={"image": "w"},
-        rollout=status.RolloutStatus(RolloutState.ROLLED_BACK, 5.0, "rolled back"))
+        rollout=status.RolloutStatus(RolloutState.ROLLED_BACK, 5.0, "rolled back"),
+    )
     return st.for_storage()
 
 
@@ -98,14 +109,34 @@ def test_status_enums_match_the_model() -> None:
 
 def test_spec_fields_the_operator_reads_are_in_the_schema() -> None:
     spec = schema()["properties"]["spec"]["properties"]
-    for field in ("image", "imagePullPolicy", "pipeline", "parallelism", "maxParallelism",
-                  "driver", "executor", "sparkConf", "checkpointing", "storage",
-                  "restartPolicy", "state", "upgradeMode", "restoreFrom", "restoreNonce",
-                  "restartNonce", "checkpointTriggerNonce", "savepointTriggerNonce",
-                  "allowFreshStart"):
+    for field in (
+        "image",
+        "imagePullPolicy",
+        "pipeline",
+        "parallelism",
+        "maxParallelism",
+        "driver",
+        "executor",
+        "sparkConf",
+        "checkpointing",
+        "storage",
+        "restartPolicy",
+        "state",
+        "upgradeMode",
+        "restoreFrom",
+        "restoreNonce",
+        "restartNonce",
+        "checkpointTriggerNonce",
+        "savepointTriggerNonce",
+        "allowFreshStart",
+    ):
         assert field in spec, field
     assert set(spec["restartPolicy"]["properties"]["backoff"]["properties"]) == {
-        "initial", "max", "multiplier", "jitter"}
+        "initial",
+        "max",
+        "multiplier",
+        "jitter",
+    }
 
 
 def apply_defaults(value: Any, node: Mapping[str, Any]) -> Any:
@@ -121,11 +152,14 @@ def apply_defaults(value: Any, node: Mapping[str, Any]) -> Any:
 
 
 def test_operator_defaults_equal_the_crd_defaults() -> None:
-    minimal = {"image": "x", "pipeline": {"module": "m"},
-               "storage": {"endpoint": "file:///s", "bucket": "b",
-                           "credentialsSecret": {"name": "c"}}}
+    minimal = {
+        "image": "x",
+        "pipeline": {"module": "m"},
+        "storage": {"endpoint": "file:///s", "bucket": "b", "credentialsSecret": {"name": "c"}},
+    }
     defaulted = apply_defaults(
-        yaml.safe_load(yaml.safe_dump(minimal)), schema()["properties"]["spec"])
+        yaml.safe_load(yaml.safe_dump(minimal)), schema()["properties"]["spec"]
+    )
     ours = spec_model.JobSpec.from_storage(minimal)
     theirs = spec_model.JobSpec.from_storage(defaulted)
     assert ours == theirs  # ``raw`` is excluded from comparison

@@ -25,8 +25,10 @@ DECIDE = "decide"
 REFUSED = "refused"
 
 CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "image": ((MANIFEST, "driver container image"),
-              (JOB_JSON, "sparkConf.spark.kubernetes.container.image")),
+    "image": (
+        (MANIFEST, "driver container image"),
+        (JOB_JSON, "sparkConf.spark.kubernetes.container.image"),
+    ),
     "imagePullPolicy": ((JOB_JSON, "sparkConf.spark.kubernetes.container.image.pullPolicy"),),
     "pipeline.module": ((JOB_JSON, "pipeline.module"),),
     "pipeline.file": ((JOB_JSON, "pipeline.file"),),
@@ -34,15 +36,21 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "parallelism": ((JOB_JSON, "parallelism"),),
     "maxParallelism": ((JOB_JSON, "maxParallelism"),),
     "driver.cores": ((JOB_JSON, "sparkConf.spark.driver.cores"), (MANIFEST, "cpu request")),
-    "driver.memory": ((JOB_JSON, "sparkConf.spark.driver.memory"),
-                      (MANIFEST, "memory request and limit")),
+    "driver.memory": (
+        (JOB_JSON, "sparkConf.spark.driver.memory"),
+        (MANIFEST, "memory request and limit"),
+    ),
     "driver.serviceAccount": ((MANIFEST, "serviceAccountName"),),
     "driver.podTemplate": ((MANIFEST, "merged driver pod"),),
-    "driver.terminationGracePeriodSeconds": ((MANIFEST, "terminationGracePeriodSeconds"),
-                                             (JOB_JSON, "driver.terminationGracePeriodSeconds")),
+    "driver.terminationGracePeriodSeconds": (
+        (MANIFEST, "terminationGracePeriodSeconds"),
+        (JOB_JSON, "driver.terminationGracePeriodSeconds"),
+    ),
     "executor.cores": ((JOB_JSON, "sparkConf.spark.executor.cores"),),
-    "executor.memory": ((JOB_JSON, "sparkConf.spark.executor.memory"),
-                        (JOB_JSON, "sparkConf.spark.executor.memoryOverhead")),
+    "executor.memory": (
+        (JOB_JSON, "sparkConf.spark.executor.memory"),
+        (JOB_JSON, "sparkConf.spark.executor.memoryOverhead"),
+    ),
     "executor.instances": ((JOB_JSON, "sparkConf.spark.executor.instances"),),
     "executor.podTemplate": ((MANIFEST, "executor pod template in the ConfigMap"),),
     "sparkConf": ((JOB_JSON, "sparkConf"),),
@@ -71,8 +79,10 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "restartPolicy.backoff.max": ((JOB_JSON, "restartPolicy.backoff.maxSeconds"),),
     "restartPolicy.backoff.multiplier": ((JOB_JSON, "restartPolicy.backoff.multiplier"),),
     "restartPolicy.backoff.jitter": ((JOB_JSON, "restartPolicy.backoff.jitter"),),
-    "restartPolicy.resetAfter": ((JOB_JSON, "restartPolicy.resetAfterSeconds"),
-                                 (DECIDE, "_restart")),
+    "restartPolicy.resetAfter": (
+        (JOB_JSON, "restartPolicy.resetAfterSeconds"),
+        (DECIDE, "_restart"),
+    ),
     "state": ((DECIDE, "suspend/resume"),),
     "upgradeMode": ((DECIDE, "upgrade"),),
     "restoreFrom.checkpointId": ((DECIDE, "restore target"),),
@@ -114,10 +124,17 @@ def test_every_spec_leaf_has_a_consumer() -> None:
 
 
 def test_claimed_job_json_keys_are_written() -> None:
-    sp = spec_model.JobSpec.from_storage({
-        "image": "i:1", "pipeline": {"module": "m", "file": "f"},
-        "storage": {"endpoint": "http://s3:9000", "bucket": "b",
-                    "credentialsSecret": {"name": "c"}}})
+    sp = spec_model.JobSpec.from_storage(
+        {
+            "image": "i:1",
+            "pipeline": {"module": "m", "file": "f"},
+            "storage": {
+                "endpoint": "http://s3:9000",
+                "bucket": "b",
+                "credentialsSecret": {"name": "c"},
+            },
+        }
+    )
     doc = manifests.job_config(manifests.JobRef("ns", "job", "uid"), sp)
     for field, consumers in CONSUMERS.items():
         for kind, where in consumers:

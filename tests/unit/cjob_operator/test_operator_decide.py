@@ -32,9 +32,12 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
         "maxParallelism": 128,
         "checkpointing": {"interval": "30s"},
         "storage": {"endpoint": "file:///tmp/store", "bucket": "ckpt"},
-        "restartPolicy": {"type": "Always", "maxRestarts": 3, "window": "1h",
-                          "backoff": {"initial": "10s", "max": "5m", "multiplier": 2,
-                                      "jitter": 0.0}},
+        "restartPolicy": {
+            "type": "Always",
+            "maxRestarts": 3,
+            "window": "1h",
+            "backoff": {"initial": "10s", "max": "5m", "multiplier": 2, "jitter": 0.0},
+        },
         "upgradeMode": "LastCheckpoint",
     }
     base.update(overrides)
@@ -43,25 +46,36 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
 
 CHK40 = CheckpointInfo(40, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000040")
 CHK42 = CheckpointInfo(42, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000042")
-SP41 = CheckpointInfo(41, kind=SnapshotKind.SAVEPOINT,
-                      path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041")
+SP41 = CheckpointInfo(
+    41, kind=SnapshotKind.SAVEPOINT, path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041"
+)
 
 STORES = {
     "empty": StoreView.empty(),
     "usable": StoreView(readable=True, latest_checkpoint=CHK42, latest_savepoint=SP41),
-    "corrupt-only": StoreView(readable=True, unusable=(
-        Unusable(43, SnapshotKind.CHECKPOINT, "_metadata does not parse"),
-        Unusable(42, SnapshotKind.CHECKPOINT, "state object missing"))),
+    "corrupt-only": StoreView(
+        readable=True,
+        unusable=(
+            Unusable(43, SnapshotKind.CHECKPOINT, "_metadata does not parse"),
+            Unusable(42, SnapshotKind.CHECKPOINT, "state object missing"),
+        ),
+    ),
     "unreadable": StoreView.unreadable("connection refused"),
 }
 
-READY = ControlView(reachable=True, ready=True, job_state="RUNNING",
-                    last_trigger_time=NOW - 5, latest_completed=CHK42)
+READY = ControlView(
+    reachable=True,
+    ready=True,
+    job_state="RUNNING",
+    last_trigger_time=NOW - 5,
+    latest_completed=CHK42,
+)
 
 
 def running_status(**changes: Any) -> status.JobStatus:
-    st = status.JobStatus(phase=Phase.RUNNING, observed_generation=1,
-                          last_reconciled_spec=raw_spec())
+    st = status.JobStatus(
+        phase=Phase.RUNNING, observed_generation=1, last_reconciled_spec=raw_spec()
+    )
     return st.evolve(**changes)
 
 
@@ -76,12 +90,20 @@ def observe(
 ) -> Observation:
     spec_raw = raw_spec() if spec_raw is None else spec_raw
     return Observation(
-        namespace="ns", name="job", uid="uid-1", generation=2, deleting=deleting,
-        spec=spec.JobSpec.from_storage(spec_raw), spec_error=None,
+        namespace="ns",
+        name="job",
+        uid="uid-1",
+        generation=2,
+        deleting=deleting,
+        spec=spec.JobSpec.from_storage(spec_raw),
+        spec_error=None,
         status=running_status() if st is None else st,
         driver=DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 600)
-        if driver is None else driver,
-        control=control, store=STORES["usable"] if store is None else store, now=now,
+        if driver is None
+        else driver,
+        control=control,
+        store=STORES["usable"] if store is None else store,
+        now=now,
     )
 
 
@@ -120,8 +142,7 @@ def test_failed_driver_with_completed_checkpoints_restarts_from_the_newest() -> 
 
 
 def test_failed_driver_with_only_corrupt_checkpoints_fails_instead_of_starting_empty() -> None:
-    action = decide(observe(driver=failed_driver(), control=None,
-                            store=STORES["corrupt-only"]))
+    action = decide(observe(driver=failed_driver(), control=None, store=STORES["corrupt-only"]))
     assert action.kind is ActionKind.FAIL
     assert action.phase is Phase.FAILED
     assert action.reason == "NoUsableCheckpoint"
@@ -130,20 +151,31 @@ def test_failed_driver_with_only_corrupt_checkpoints_fails_instead_of_starting_e
 
 
 def test_corrupt_checkpoints_at_deploy_time_also_fail() -> None:
-    it = intent.Intent.deploy("r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest(),
-                              not_before=NOW - 1)
-    action = decide(observe(st=running_status(phase=Phase.RESTARTING, intent=it),
-                            driver=DriverView.absent(), control=None,
-                            store=STORES["corrupt-only"]))
+    it = intent.Intent.deploy(
+        "r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest(), not_before=NOW - 1
+    )
+    action = decide(
+        observe(
+            st=running_status(phase=Phase.RESTARTING, intent=it),
+            driver=DriverView.absent(),
+            control=None,
+            store=STORES["corrupt-only"],
+        )
+    )
     assert action.kind is ActionKind.FAIL and action.reason == "NoUsableCheckpoint"
 
 
 def test_allow_fresh_start_accepts_losing_unusable_state() -> None:
     it = intent.Intent.deploy("r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest())
-    action = decide(observe(spec_raw=raw_spec(allowFreshStart=True),
-                            st=running_status(phase=Phase.RESTARTING, intent=it),
-                            driver=DriverView.absent(), control=None,
-                            store=STORES["corrupt-only"]))
+    action = decide(
+        observe(
+            spec_raw=raw_spec(allowFreshStart=True),
+            st=running_status(phase=Phase.RESTARTING, intent=it),
+            driver=DriverView.absent(),
+            control=None,
+            store=STORES["corrupt-only"],
+        )
+    )
     assert action.kind is ActionKind.DEPLOY and action.restore is None
 
 
@@ -156,8 +188,13 @@ def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() ->
 
     sp_path = "file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000043"
     done = first.intent.evolve(done=True, savepoint_path=sp_path, savepoint_id=43)
-    second = decide(observe(spec_raw=new_spec, st=old.evolve(intent=done),
-                            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1")))
+    second = decide(
+        observe(
+            spec_raw=new_spec,
+            st=old.evolve(intent=done),
+            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1"),
+        )
+    )
     assert second.kind is ActionKind.SCHEDULE
     assert second.intent is not None
     assert second.intent.restore == intent.RestoreTarget.at_path(sp_path, 43)
@@ -165,8 +202,11 @@ def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() ->
     assert second.reconciled_spec["image"] == "registry.local/jobs:2"
 
     st = old.evolve(intent=second.intent, last_reconciled_spec=second.reconciled_spec)
-    third = decide(observe(spec_raw=new_spec, st=st,
-                           driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1")))
+    third = decide(
+        observe(
+            spec_raw=new_spec, st=st, driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1")
+        )
+    )
     assert third.kind is ActionKind.DELETE_DRIVER
 
     fourth = decide(observe(spec_raw=new_spec, st=st, driver=DriverView.absent(), control=None))
@@ -182,20 +222,32 @@ def test_suspend_takes_a_savepoint_then_deletes_the_driver() -> None:
     assert first.intent is not None and first.intent.purpose is intent.StopPurpose.SUSPEND
 
     done = first.intent.evolve(done=True, savepoint_path="s3://b/ns/job/savepoints/sp-44")
-    second = decide(observe(spec_raw=suspended, st=running_status(intent=done),
-                            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1")))
+    second = decide(
+        observe(
+            spec_raw=suspended,
+            st=running_status(intent=done),
+            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1"),
+        )
+    )
     assert second.kind is ActionKind.DELETE_DRIVER and second.phase is Phase.SUSPENDING
 
-    third = decide(observe(spec_raw=suspended, st=running_status(intent=done),
-                           driver=DriverView.absent(), control=None))
+    third = decide(
+        observe(
+            spec_raw=suspended,
+            st=running_status(intent=done),
+            driver=DriverView.absent(),
+            control=None,
+        )
+    )
     assert third.kind is ActionKind.NOTHING and third.phase is Phase.SUSPENDED
     assert third.clear_intent and third.reason == "Suspended"
 
 
 def test_resume_restores_from_the_recorded_savepoint() -> None:
     saved = status.SavepointRef(44, "s3://b/ns/job/savepoints/sp-0000000044", NOW - 100)
-    st = running_status(phase=Phase.SUSPENDED,
-                        checkpoints=status.CheckpointsStatus(last_savepoint=saved))
+    st = running_status(
+        phase=Phase.SUSPENDED, checkpoints=status.CheckpointsStatus(last_savepoint=saved)
+    )
     action = decide(observe(st=st, driver=DriverView.absent(), control=None))
     assert action.kind is ActionKind.SCHEDULE and action.intent is not None
     assert action.intent.reason == "Resumed"
@@ -207,7 +259,8 @@ def test_resume_restores_from_the_recorded_savepoint() -> None:
 
 def test_backoff_grows_exponentially_and_is_capped() -> None:
     policy = spec.RestartPolicySpec.from_storage(
-        {"backoff": {"initial": "1s", "max": "5s", "multiplier": 3, "jitter": 0.5}})
+        {"backoff": {"initial": "1s", "max": "5s", "multiplier": 3, "jitter": 0.5}}
+    )
     assert backoff_delay(policy, 1, 0.5) == 1.0
     assert backoff_delay(policy, 2, 0.5) == 3.0
     assert backoff_delay(policy, 3, 0.5) == 5.0
@@ -234,23 +287,35 @@ def test_restarts_outside_the_window_do_not_count() -> None:
 
 def test_second_restart_backs_off_longer() -> None:
     st = running_status(restarts=status.RestartsStatus(count=1, recent=(NOW - 30,)))
-    action = decide(observe(st=st, driver=DriverView(DriverState.FAILED, "job-driver", "d-2",
-                                                     NOW - 20), control=None))
+    action = decide(
+        observe(
+            st=st,
+            driver=DriverView(DriverState.FAILED, "job-driver", "d-2", NOW - 20),
+            control=None,
+        )
+    )
     assert action.intent is not None and action.intent.not_before == NOW + 20.0
 
 
 def test_restart_policy_never_fails_on_driver_failure() -> None:
     never = raw_spec(restartPolicy={"type": "Never"})
-    action = decide(observe(spec_raw=never, st=running_status(last_reconciled_spec=never),
-                            driver=failed_driver(), control=None))
+    action = decide(
+        observe(
+            spec_raw=never,
+            st=running_status(last_reconciled_spec=never),
+            driver=failed_driver(),
+            control=None,
+        )
+    )
     assert action.kind is ActionKind.FAIL and action.reason == "DriverFailed"
 
 
 def test_failed_job_stays_failed_until_restart_nonce() -> None:
     st = running_status(phase=Phase.FAILED)
     assert decide(observe(st=st, driver=failed_driver(), control=None)).kind is ActionKind.NOTHING
-    action = decide(observe(spec_raw=raw_spec(restartNonce="1"), st=st, driver=failed_driver(),
-                            control=None))
+    action = decide(
+        observe(spec_raw=raw_spec(restartNonce="1"), st=st, driver=failed_driver(), control=None)
+    )
     assert action.kind is ActionKind.SCHEDULE and action.intent is not None
     assert action.intent.reason == "RestartRequested"
     assert action.restarts is not None and action.restarts.recent == ()
@@ -301,8 +366,7 @@ def test_create_deploys_restoring_the_latest_checkpoint_of_a_previous_incarnatio
     second = decide(observe(st=st, driver=DriverView.absent(), control=None))
     assert second.kind is ActionKind.DEPLOY
     assert second.restore is not None and second.restore.arg == "42"
-    empty = decide(observe(st=st, driver=DriverView.absent(), control=None,
-                           store=STORES["empty"]))
+    empty = decide(observe(st=st, driver=DriverView.absent(), control=None, store=STORES["empty"]))
     assert empty.kind is ActionKind.DEPLOY and empty.restore is None
 
 
@@ -360,11 +424,20 @@ def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:
     assert first.kind is ActionKind.STOP and first.phase is Phase.DELETING
     assert first.intent is not None
     done = first.intent.evolve(done=True, savepoint_path="s3://x")
-    second = decide(observe(spec_raw=sp, st=running_status(intent=done), deleting=True,
-                            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1")))
+    second = decide(
+        observe(
+            spec_raw=sp,
+            st=running_status(intent=done),
+            deleting=True,
+            driver=DriverView(DriverState.SUCCEEDED, "job-driver", "d-1"),
+        )
+    )
     assert second.kind is ActionKind.DELETE_DRIVER
-    third = decide(observe(spec_raw=sp, st=running_status(intent=done), deleting=True,
-                           driver=DriverView.absent()))
+    third = decide(
+        observe(
+            spec_raw=sp, st=running_status(intent=done), deleting=True, driver=DriverView.absent()
+        )
+    )
     assert third.kind is ActionKind.RELEASE
 
 
@@ -401,8 +474,14 @@ def _run_to_deploy(obs: Observation) -> Action:
             return action
         st = obs.status.evolve(intent=action.intent)
         later = (action.until or obs.now) + 1
-        obs = observe(spec_raw=dict(obs.spec.raw) if obs.spec else None, st=st,
-                      driver=DriverView.absent(), control=None, store=obs.store, now=later)
+        obs = observe(
+            spec_raw=dict(obs.spec.raw) if obs.spec else None,
+            st=st,
+            driver=DriverView.absent(),
+            control=None,
+            store=obs.store,
+            now=later,
+        )
         action = decide(obs)
     return action
 
@@ -413,8 +492,13 @@ def _run_to_deploy(obs: Observation) -> Action:
 )
 def test_matrix_invariants(change: str, phase: Phase, driver: str, store: str) -> None:
     spec_raw = raw_spec(**CHANGES[change])
-    obs = observe(spec_raw=spec_raw, st=running_status(phase=phase), driver=DRIVERS[driver],
-                  control=READY if driver == "running" else None, store=STORES[store])
+    obs = observe(
+        spec_raw=spec_raw,
+        st=running_status(phase=phase),
+        driver=DRIVERS[driver],
+        control=READY if driver == "running" else None,
+        store=STORES[store],
+    )
     action = _run_to_deploy(obs)
 
     # Never silently start from empty state while snapshots exist.
@@ -431,8 +515,12 @@ def test_matrix_invariants(change: str, phase: Phase, driver: str, store: str) -
         assert action.kind is not ActionKind.DEPLOY
     # Suspension never deploys; it stops, deletes or rests.
     if change == "suspend":
-        assert action.kind in {ActionKind.STOP, ActionKind.DELETE_DRIVER, ActionKind.NOTHING,
-                               ActionKind.RECORD}
+        assert action.kind in {
+            ActionKind.STOP,
+            ActionKind.DELETE_DRIVER,
+            ActionKind.NOTHING,
+            ActionKind.RECORD,
+        }
         if driver == "absent":
             assert action.phase is Phase.SUSPENDED
     # A failed job stays failed unless told otherwise.
@@ -447,22 +535,35 @@ def test_matrix_invariants(change: str, phase: Phase, driver: str, store: str) -
 
 
 def test_upgrade_is_refused_without_killing_the_driver_when_state_is_unusable() -> None:
-    action = decide(observe(spec_raw=raw_spec(image="registry.local/jobs:2"),
-                            store=STORES["corrupt-only"]))
+    action = decide(
+        observe(spec_raw=raw_spec(image="registry.local/jobs:2"), store=STORES["corrupt-only"])
+    )
     assert action.kind is ActionKind.REJECT and action.reason == "UpgradeRefused"
     assert action.phase is Phase.RUNNING
 
 
 def test_setting_allow_fresh_start_retries_a_job_that_failed_for_lack_of_state() -> None:
     st = running_status(phase=Phase.FAILED)
-    action = decide(observe(spec_raw=raw_spec(allowFreshStart=True), st=st,
-                            driver=DriverView.absent(), control=None,
-                            store=STORES["corrupt-only"]))
+    action = decide(
+        observe(
+            spec_raw=raw_spec(allowFreshStart=True),
+            st=st,
+            driver=DriverView.absent(),
+            control=None,
+            store=STORES["corrupt-only"],
+        )
+    )
     assert action.kind is ActionKind.SCHEDULE and action.intent is not None
     st2 = st.evolve(intent=action.intent, last_reconciled_spec=action.reconciled_spec)
-    deploy = decide(observe(spec_raw=raw_spec(allowFreshStart=True), st=st2,
-                            driver=DriverView.absent(), control=None,
-                            store=STORES["corrupt-only"]))
+    deploy = decide(
+        observe(
+            spec_raw=raw_spec(allowFreshStart=True),
+            st=st2,
+            driver=DriverView.absent(),
+            control=None,
+            store=STORES["corrupt-only"],
+        )
+    )
     assert deploy.kind is ActionKind.DEPLOY and deploy.restore is None
 
 
@@ -471,9 +572,11 @@ def test_setting_allow_fresh_start_retries_a_job_that_failed_for_lack_of_state()
 
 @pytest.mark.parametrize(("code", "reason"), [(1, "JobFailed"), (2, "InvalidJob")])
 def test_a_driver_that_failed_for_good_is_not_restarted(code: int, reason: str) -> None:
-    said = ("cjob: job failed: step 'parse' raised ZeroDivisionError: division by zero on "
-            "record {'n': 4} (subtask 0); it failed the same way on the same record in 3 "
-            f"attempts (Error, exit code {code})")
+    said = (
+        "cjob: job failed: step 'parse' raised ZeroDivisionError: division by zero on "
+        "record {'n': 4} (subtask 0); it failed the same way on the same record in 3 "
+        f"attempts (Error, exit code {code})"
+    )
     action = decide(observe(driver=failed_driver(code, said), control=None))
     assert action.kind is ActionKind.FAIL and action.phase is Phase.FAILED
     assert action.reason == reason and action.intent is None
@@ -483,15 +586,18 @@ def test_a_driver_that_failed_for_good_is_not_restarted(code: int, reason: str) 
 
 @pytest.mark.parametrize("code", [70, 75, 130, 137, 143])
 def test_a_driver_that_may_heal_is_restarted(code: int) -> None:
-    action = decide(observe(driver=failed_driver(code, f"Error (exit code {code})"),
-                            control=None))
+    action = decide(observe(driver=failed_driver(code, f"Error (exit code {code})"), control=None))
     assert action.kind is ActionKind.SCHEDULE and action.phase is Phase.RESTARTING
 
 
 def _restarting_driver_control(*failure_times: float) -> ControlView:
-    return ControlView(reachable=True, ready=True, job_state="running",
-                       failure_times=failure_times,
-                       last_failure="attempt 0 (subtask 1): WorkerLostError: worker 1 lost")
+    return ControlView(
+        reachable=True,
+        ready=True,
+        job_state="running",
+        failure_times=failure_times,
+        last_failure="attempt 0 (subtask 1): WorkerLostError: worker 1 lost",
+    )
 
 
 def test_restarts_inside_the_driver_count_in_the_restarts_column_once() -> None:
@@ -502,7 +608,8 @@ def test_restarts_inside_the_driver_count_in_the_restarts_column_once() -> None:
     assert action.reason == "JobRestarted" and action.event
     assert "after: attempt 0 (subtask 1): WorkerLostError" in action.message
     stored = status.JobStatus.from_storage(  # as the next reconcile reads it back
-        running_status().evolve(restarts=action.restarts).for_storage())
+        running_status().evolve(restarts=action.restarts).for_storage()
+    )
     again = decide(observe(st=stored, control=_restarting_driver_control(first, second)))
     assert again.restarts is None  # already counted: the next reconcile adds nothing
     third = NOW - 1.0
@@ -511,8 +618,11 @@ def test_restarts_inside_the_driver_count_in_the_restarts_column_once() -> None:
 
 
 def test_the_new_driver_gets_the_windows_restarts_to_spend_one_budget() -> None:
-    doc = manifests.job_document(manifests.JobRef("ns", "job", "uid-1"),
-                                 spec.JobSpec.from_storage(raw_spec()), "d-2",
-                                 prior_failures=(NOW - 30, NOW - 5))
+    doc = manifests.job_document(
+        manifests.JobRef("ns", "job", "uid-1"),
+        spec.JobSpec.from_storage(raw_spec()),
+        "d-2",
+        prior_failures=(NOW - 30, NOW - 5),
+    )
     assert doc.restart_policy.prior_failures == (NOW - 30, NOW - 5)
     assert doc.restart_policy.attempts_per_record == 3

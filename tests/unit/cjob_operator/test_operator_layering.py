@@ -5,12 +5,21 @@ from __future__ import annotations
 import subprocess
 import sys
 
-PURE = ["cjob_operator.decide", "cjob_operator.decide_lifecycle", "cjob_operator.status",
-        "cjob_operator.decide_rollback", "cjob_operator.decide_savepoints",
-        "cjob_operator.ledger", "cjob_operator.manifests", "cjob_operator.validate",
-        "cjob_operator.model.spec", "cjob_operator.model.status",
-        "cjob_operator.model.observation", "cjob_operator.model.savepoints",
-        "cjob_operator.model.acks"]
+PURE = [
+    "cjob_operator.decide",
+    "cjob_operator.decide_lifecycle",
+    "cjob_operator.status",
+    "cjob_operator.decide_rollback",
+    "cjob_operator.decide_savepoints",
+    "cjob_operator.ledger",
+    "cjob_operator.manifests",
+    "cjob_operator.validate",
+    "cjob_operator.model.spec",
+    "cjob_operator.model.status",
+    "cjob_operator.model.observation",
+    "cjob_operator.model.savepoints",
+    "cjob_operator.model.acks",
+]
 
 
 def test_pure_modules_import_no_kopf_no_kubernetes_no_io_clients() -> None:
@@ -18,9 +27,10 @@ def test_pure_modules_import_no_kopf_no_kubernetes_no_io_clients() -> None:
         "import sys\n"
         + "".join(f"import {m}\n" for m in PURE)
         + "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-          "{'kopf', 'kubernetes', 'aiohttp', 'minio', 'prometheus_client'})\n"
-          "assert not bad, bad\n"
+        "{'kopf', 'kubernetes', 'aiohttp', 'minio', 'prometheus_client'})\n"
+        "assert not bad, bad\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr

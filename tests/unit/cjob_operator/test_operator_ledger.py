@@ -42,7 +42,8 @@ SP_PATH = "file:///s/ckpt/ns/job/savepoints/sp-0000000044"
 
 def raw_spec(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "image": "registry.local/jobs:1", "pipeline": {"module": "jobs.wordcount"},
+        "image": "registry.local/jobs:1",
+        "pipeline": {"module": "jobs.wordcount"},
         "checkpointing": {"interval": "30s", "timeout": "2m"},
         "storage": {"endpoint": "file:///s", "bucket": "ckpt"},
     }
@@ -50,25 +51,43 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
 
 
 def running(**changes: Any) -> status.JobStatus:
-    return status.JobStatus(phase=Phase.RUNNING, observed_generation=1,
-                            last_reconciled_spec=raw_spec()).evolve(**changes)
+    return status.JobStatus(
+        phase=Phase.RUNNING, observed_generation=1, last_reconciled_spec=raw_spec()
+    ).evolve(**changes)
 
 
 def ready(*history: HistoryEntry) -> ControlView:
-    return ControlView(reachable=True, ready=True, job_state="RUNNING",
-                       latest_completed=CheckpointInfo(42, time=NOW - 5), history=history)
+    return ControlView(
+        reachable=True,
+        ready=True,
+        job_state="RUNNING",
+        latest_completed=CheckpointInfo(42, time=NOW - 5),
+        history=history,
+    )
 
 
-def observe(spec_raw: dict[str, Any] | None = None, st: status.JobStatus | None = None,
-            driver: DriverView | None = None, control: ControlView | None = None,
-            store: StoreView | None = None, now: float = NOW) -> Observation:
+def observe(
+    spec_raw: dict[str, Any] | None = None,
+    st: status.JobStatus | None = None,
+    driver: DriverView | None = None,
+    control: ControlView | None = None,
+    store: StoreView | None = None,
+    now: float = NOW,
+) -> Observation:
     return Observation(
-        namespace="ns", name="job", uid="u", generation=2, deleting=False,
-        spec=spec.JobSpec.from_storage(spec_raw or raw_spec()), spec_error=None,
+        namespace="ns",
+        name="job",
+        uid="u",
+        generation=2,
+        deleting=False,
+        spec=spec.JobSpec.from_storage(spec_raw or raw_spec()),
+        spec_error=None,
         status=st or running(),
         driver=driver or DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 600),
         control=ready() if control is None else control,
-        store=StoreView.empty() if store is None else store, now=now)
+        store=StoreView.empty() if store is None else store,
+        now=now,
+    )
 
 
 def after(obs: Observation, action: Action, outcome: Outcome | None = None) -> status.JobStatus:
@@ -89,10 +108,8 @@ def test_a_manual_savepoint_is_recorded_then_settled_from_the_drivers_history() 
     assert ack is not None and ack.value == 7 and ack.snapshot_id == 44
     assert ack.outcome is NonceOutcome.IN_PROGRESS and ack.time == NOW
 
-    done = HistoryEntry(44, EntryStatus.COMPLETED, SnapshotKind.SAVEPOINT, SP_PATH,
-                        NOW, NOW + 3)
-    second = observe(raw_spec(savepointTriggerNonce=7), st=st, control=ready(done),
-                     now=NOW + 5)
+    done = HistoryEntry(44, EntryStatus.COMPLETED, SnapshotKind.SAVEPOINT, SP_PATH, NOW, NOW + 3)
+    second = observe(raw_spec(savepointTriggerNonce=7), st=st, control=ready(done), now=NOW + 5)
     assert decide(second).kind is ActionKind.NOTHING  # the nonce is handled
     settled = after(second, decide(second))
     [rec] = settled.savepoints.history
@@ -105,16 +122,26 @@ def test_a_manual_savepoint_is_recorded_then_settled_from_the_drivers_history() 
         (False, "SavepointCompleted", f"manual savepoint 44 completed at {SP_PATH}"),
         (False, "NonceSucceeded", f"savepointTriggerNonce 7: savepoint 44 completed at {SP_PATH}"),
     ]
-    assert ledger.events(settled, after(replace(second, status=settled), Action.nothing(
-        Phase.RUNNING))) == []  # announced once
+    assert (
+        ledger.events(
+            settled, after(replace(second, status=settled), Action.nothing(Phase.RUNNING))
+        )
+        == []
+    )  # announced once
 
 
 def test_the_store_settles_a_savepoint_the_driver_forgot() -> None:
     rec = status.JobStatus().savepoints.record(_in_progress(44))
-    stored = StoreView(readable=True, latest_savepoint=CheckpointInfo(
-        44, SnapshotKind.SAVEPOINT, "s3://ckpt/ns/job/savepoints/sp-0000000044", NOW + 2))
-    st = after(observe(st=running(savepoints=rec), store=stored, now=NOW + 4),
-               Action.nothing(Phase.RUNNING))
+    stored = StoreView(
+        readable=True,
+        latest_savepoint=CheckpointInfo(
+            44, SnapshotKind.SAVEPOINT, "s3://ckpt/ns/job/savepoints/sp-0000000044", NOW + 2
+        ),
+    )
+    st = after(
+        observe(st=running(savepoints=rec), store=stored, now=NOW + 4),
+        Action.nothing(Phase.RUNNING),
+    )
     assert st.savepoints.history[0].state is SavepointState.COMPLETED
     assert st.savepoints.history[0].path == "s3://ckpt/ns/job/savepoints/sp-0000000044"
 
@@ -135,16 +162,19 @@ def test_a_refused_trigger_is_failed_at_once() -> None:
 def test_a_savepoint_the_driver_reports_failed_fails_its_nonce() -> None:
     obs = observe(raw_spec(savepointTriggerNonce=9))
     st = after(obs, decide(obs), Outcome(triggered_id=45))
-    failed = HistoryEntry(45, EntryStatus.FAILED, SnapshotKind.SAVEPOINT,
-                          failure_reason="TIMEOUT")
-    later = after(observe(raw_spec(savepointTriggerNonce=9), st=st, control=ready(failed),
-                          now=NOW + 9), Action.nothing(Phase.RUNNING))
+    failed = HistoryEntry(45, EntryStatus.FAILED, SnapshotKind.SAVEPOINT, failure_reason="TIMEOUT")
+    later = after(
+        observe(raw_spec(savepointTriggerNonce=9), st=st, control=ready(failed), now=NOW + 9),
+        Action.nothing(Phase.RUNNING),
+    )
     assert later.savepoints.history[0].state is SavepointState.FAILED
     ack = later.nonces.savepoint_trigger
     assert ack is not None and ack.outcome is NonceOutcome.FAILED and "TIMEOUT" in ack.message
-    assert (True, "SavepointFailed",
-            "manual savepoint 45 failed: the driver reports it failed: TIMEOUT") \
-        in ledger.events(st, later)
+    assert (
+        True,
+        "SavepointFailed",
+        "manual savepoint 45 failed: the driver reports it failed: TIMEOUT",
+    ) in ledger.events(st, later)
 
 
 def test_a_savepoint_never_seen_fails_after_the_timeout_and_a_margin() -> None:
@@ -169,11 +199,16 @@ def test_final_savepoints_of_suspend_are_in_the_history_without_a_second_event()
     obs = observe(raw_spec(state="Suspended"))
     action = decide(obs)
     assert action.kind is ActionKind.STOP
-    st = after(obs, action, Outcome(
-        intent=action.intent, savepoint=status.SavepointRef(48, SP_PATH, NOW)))
+    st = after(
+        obs, action, Outcome(intent=action.intent, savepoint=status.SavepointRef(48, SP_PATH, NOW))
+    )
     [rec] = st.savepoints.history
     assert (rec.kind, rec.state, rec.id, rec.path) == (
-        SavepointKind.SUSPEND, SavepointState.COMPLETED, 48, SP_PATH)
+        SavepointKind.SUSPEND,
+        SavepointState.COMPLETED,
+        48,
+        SP_PATH,
+    )
     assert ledger.events(obs.status, st) == []  # reconcile posts SavepointCompleted itself
 
 
@@ -189,8 +224,10 @@ def test_a_manual_checkpoint_is_acknowledged_then_settled() -> None:
     assert st.savepoints.history == ()  # checkpoints are not savepoints
 
     done = ready(HistoryEntry(50, EntryStatus.COMPLETED, completion_time=NOW + 1))
-    settled = after(observe(raw_spec(checkpointTriggerNonce=3), st=st, control=done,
-                            now=NOW + 2), Action.nothing(Phase.RUNNING))
+    settled = after(
+        observe(raw_spec(checkpointTriggerNonce=3), st=st, control=done, now=NOW + 2),
+        Action.nothing(Phase.RUNNING),
+    )
     ack = settled.nonces.checkpoint_trigger
     assert ack is not None and ack.outcome is NonceOutcome.SUCCEEDED
     assert ack.message == "checkpoint 50 completed"
@@ -199,13 +236,17 @@ def test_a_manual_checkpoint_is_acknowledged_then_settled() -> None:
 def test_a_manual_checkpoint_without_news_is_unknown_after_the_timeout() -> None:
     obs = observe(raw_spec(checkpointTriggerNonce=4))
     st = after(obs, decide(obs), Outcome(triggered_id=51))
-    later = after(observe(raw_spec(checkpointTriggerNonce=4), st=st, now=NOW + 500),
-                  Action.nothing(Phase.RUNNING))
+    later = after(
+        observe(raw_spec(checkpointTriggerNonce=4), st=st, now=NOW + 500),
+        Action.nothing(Phase.RUNNING),
+    )
     ack = later.nonces.checkpoint_trigger
     assert ack is not None and ack.outcome is NonceOutcome.UNKNOWN
-    assert (True, "NonceUnknown",
-            "checkpointTriggerNonce 4: no outcome of checkpoint 51 seen within 3m") \
-        in ledger.events(st, later)
+    assert (
+        True,
+        "NonceUnknown",
+        "checkpointTriggerNonce 4: no outcome of checkpoint 51 seen within 3m",
+    ) in ledger.events(st, later)
 
 
 # -- restartNonce / restoreNonce ------------------------------------------------------------
@@ -223,22 +264,30 @@ def test_a_restart_nonce_is_acknowledged_ahead_and_succeeds_once_the_job_runs_ag
     assert st.nonces == ahead.nonces
 
     # the old driver still runs: not yet
-    old_driver = after(observe(raw_spec(restartNonce=5), st=st.evolve(intent=None),
-                               now=NOW + 1), Action.nothing(Phase.RUNNING))
+    old_driver = after(
+        observe(raw_spec(restartNonce=5), st=st.evolve(intent=None), now=NOW + 1),
+        Action.nothing(Phase.RUNNING),
+    )
     assert old_driver.nonces.restart == ack
-    new_driver = DriverView(DriverState.RUNNING, "job-driver", action.intent.id if
-                            action.intent else "", NOW + 20)
-    done = after(observe(raw_spec(restartNonce=5), st=st.evolve(intent=None),
-                         driver=new_driver, now=NOW + 30), Action.nothing(Phase.RUNNING))
+    new_driver = DriverView(
+        DriverState.RUNNING, "job-driver", action.intent.id if action.intent else "", NOW + 20
+    )
+    done = after(
+        observe(
+            raw_spec(restartNonce=5), st=st.evolve(intent=None), driver=new_driver, now=NOW + 30
+        ),
+        Action.nothing(Phase.RUNNING),
+    )
     assert done.nonces.restart is not None
     assert done.nonces.restart.outcome is NonceOutcome.SUCCEEDED
 
 
 def test_a_restart_that_ends_in_failure_fails_its_nonce() -> None:
-    ack_st = running(nonces=status.JobStatus().nonces.with_ack(
-        "restoreNonce", _ack(2)))
-    failed = after(observe(st=ack_st, now=NOW + 60),
-                   Action.fail("NoUsableCheckpoint", "checkpoints exist but none can be restored"))
+    ack_st = running(nonces=status.JobStatus().nonces.with_ack("restoreNonce", _ack(2)))
+    failed = after(
+        observe(st=ack_st, now=NOW + 60),
+        Action.fail("NoUsableCheckpoint", "checkpoints exist but none can be restored"),
+    )
     restore = failed.nonces.restore
     assert restore is not None and restore.outcome is NonceOutcome.FAILED
     assert "none can be restored" in restore.message
@@ -251,8 +300,12 @@ def _ack(value: int) -> NonceAck:
 def test_a_restart_nonce_of_a_suspended_job_is_ignored_and_says_so() -> None:
     suspended = raw_spec(state="Suspended")
     st = running(phase=Phase.SUSPENDED, last_reconciled_spec=suspended)
-    obs = observe(raw_spec(state="Suspended", restartNonce=6), st=st,
-                  driver=DriverView.absent(), control=ControlView(reachable=False))
+    obs = observe(
+        raw_spec(state="Suspended", restartNonce=6),
+        st=st,
+        driver=DriverView.absent(),
+        control=ControlView(reachable=False),
+    )
     action = decide(obs)
     new = after(obs, action)
     ack = new.nonces.restart
@@ -269,8 +322,12 @@ def test_a_restore_nonce_without_restore_from_is_ignored() -> None:
 
 
 def test_nonces_present_at_creation_ask_for_nothing() -> None:
-    obs = observe(raw_spec(restartNonce=1, savepointTriggerNonce=1), st=status.JobStatus(),
-                  driver=DriverView.absent(), control=ControlView(reachable=False))
+    obs = observe(
+        raw_spec(restartNonce=1, savepointTriggerNonce=1),
+        st=status.JobStatus(),
+        driver=DriverView.absent(),
+        control=ControlView(reachable=False),
+    )
     action = decide(obs)
     assert action.kind is ActionKind.SCHEDULE and action.intent is not None
     assert action.intent.restore == intent.RestoreTarget.latest()

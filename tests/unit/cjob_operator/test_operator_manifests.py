@@ -16,13 +16,17 @@ JOB = manifests.JobRef("team-a", "orders", "uid-7")
 
 def make_spec(**overrides: Any) -> spec.JobSpec:
     raw: dict[str, Any] = {
-        "image": "registry.local/jobs:3", "pipeline": {"file": "/app/p.py", "args": ["-x"]},
-        "parallelism": 4, "executor": {"instances": 2, "cores": 2, "memory": "2Gi"},
+        "image": "registry.local/jobs:3",
+        "pipeline": {"file": "/app/p.py", "args": ["-x"]},
+        "parallelism": 4,
+        "executor": {"instances": 2, "cores": 2, "memory": "2Gi"},
         "driver": {"memory": "512Mi", "serviceAccount": "drv"},
         "sparkConf": {"spark.sql.shuffle.partitions": "8"},
-        "storage": {"endpoint": "http://minio:9000", "bucket": "b",
-                    "credentialsSecret": {"name": "s3", "accessKeyKey": "ak",
-                                          "secretKeyKey": "sk"}},
+        "storage": {
+            "endpoint": "http://minio:9000",
+            "bucket": "b",
+            "credentialsSecret": {"name": "s3", "accessKeyKey": "ak", "secretKeyKey": "sk"},
+        },
     }
     raw.update(overrides)
     return spec.JobSpec.from_storage(raw)
@@ -49,13 +53,22 @@ def test_managed_spark_settings_win_over_user_settings() -> None:
 
 
 def test_driver_pod_runs_cjob_driver_restoring_and_restricted() -> None:
-    restore = RestorePoint("s3://b/x/savepoints/sp-0000000009", 9,
-                           "s3://b/x/savepoints/sp-0000000009", SnapshotKind.SAVEPOINT)
+    restore = RestorePoint(
+        "s3://b/x/savepoints/sp-0000000009",
+        9,
+        "s3://b/x/savepoints/sp-0000000009",
+        SnapshotKind.SAVEPOINT,
+    )
     pod = manifests.driver_pod(JOB, make_spec(), "d-1", restore)
     c = pod["spec"]["containers"][0]
     assert "command" not in c  # the image's tini entrypoint stays PID 1 and forwards SIGTERM
-    assert c["args"] == ["driver", "--config", "/etc/cjob/job.json",
-                         "--restore-from", "s3://b/x/savepoints/sp-0000000009"]
+    assert c["args"] == [
+        "driver",
+        "--config",
+        "/etc/cjob/job.json",
+        "--restore-from",
+        "s3://b/x/savepoints/sp-0000000009",
+    ]
     assert pod["metadata"]["annotations"][manifests.ANNOTATION_DEPLOYMENT] == "d-1"
     assert pod["metadata"]["ownerReferences"] == [manifests.owner_reference(JOB)]
     assert pod["spec"]["serviceAccountName"] == "drv"
@@ -87,9 +100,15 @@ def test_service_is_headless_and_exposes_spark_and_control_ports() -> None:
     svc = manifests.service(JOB)
     assert svc["spec"]["clusterIP"] == "None"
     assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {
-        "driver-rpc": 7078, "blockmanager": 7079, "control": 8080, "spark-ui": 4040}
-    assert svc["spec"]["selector"] == {manifests.LABEL_JOB: "orders",
-                                       manifests.LABEL_ROLE: "driver"}
+        "driver-rpc": 7078,
+        "blockmanager": 7079,
+        "control": 8080,
+        "spark-ui": 4040,
+    }
+    assert svc["spec"]["selector"] == {
+        manifests.LABEL_JOB: "orders",
+        manifests.LABEL_ROLE: "driver",
+    }
 
 
 def test_pod_template_is_merged_under_the_operators_rules() -> None:
@@ -99,8 +118,11 @@ def test_pod_template_is_merged_under_the_operators_rules() -> None:
             "nodeSelector": {"pool": "stream"},
             "securityContext": {"runAsUser": 0},
             "containers": [
-                {"name": "driver", "env": [{"name": "EXTRA", "value": "1"}],
-                 "securityContext": {"privileged": True}},
+                {
+                    "name": "driver",
+                    "env": [{"name": "EXTRA", "value": "1"}],
+                    "securityContext": {"privileged": True},
+                },
                 {"name": "sidecar", "image": "busybox"},
             ],
             "volumes": [{"name": "cache", "emptyDir": {}}],
@@ -126,8 +148,9 @@ def test_memory_quantities() -> None:
 
 
 def test_job_config_carries_reset_after_and_allow_fresh_start() -> None:
-    doc = manifests.job_config(JOB, make_spec(restartPolicy={"resetAfter": "2m"},
-                                              allowFreshStart=True))
+    doc = manifests.job_config(
+        JOB, make_spec(restartPolicy={"resetAfter": "2m"}, allowFreshStart=True)
+    )
     assert doc["restartPolicy"]["resetAfterSeconds"] == 120
     assert doc["allowFreshStart"] is True
 
@@ -148,8 +171,10 @@ def test_executor_pod_names_are_unique_per_driver_pod() -> None:
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", prefix)
         assert len(f"{prefix}-exec-{2**31 - 1}") <= 63  # a DNS-1123 label
     cm = manifests.config_map(JOB, sp, "r-3-18f")
-    assert json.loads(cm["data"]["job.json"])["sparkConf"][
-        "spark.kubernetes.executor.podNamePrefix"] == first
+    assert (
+        json.loads(cm["data"]["job.json"])["sparkConf"]["spark.kubernetes.executor.podNamePrefix"]
+        == first
+    )
 
 
 def test_memory_budget_leaves_room_for_python() -> None:
@@ -173,8 +198,9 @@ def test_the_driver_pods_grace_period_is_the_specs_and_in_job_json() -> None:
     default = manifests.driver_pod(JOB, make_spec(), "r-1", None)
     assert default["spec"]["terminationGracePeriodSeconds"] == 60
     sp = make_spec(driver={"terminationGracePeriodSeconds": 300})
-    assert manifests.driver_pod(JOB, sp, "r-1", None)["spec"][
-        "terminationGracePeriodSeconds"] == 300
+    assert (
+        manifests.driver_pod(JOB, sp, "r-1", None)["spec"]["terminationGracePeriodSeconds"] == 300
+    )
     assert manifests.job_config(JOB, sp)["driver"] == {"terminationGracePeriodSeconds": 300}
 
 
@@ -191,13 +217,17 @@ def test_the_driver_runs_as_the_operators_driver_account_unless_the_spec_names_o
 def test_executors_run_without_an_api_token() -> None:
     conf = manifests.spark_conf(JOB, make_spec())
     assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "default"
-    assert manifests.executor_pod_template(JOB, make_spec())["spec"][
-        "automountServiceAccountToken"] is False
+    assert (
+        manifests.executor_pod_template(JOB, make_spec())["spec"]["automountServiceAccountToken"]
+        is False
+    )
 
 
 def test_spec_env_reaches_the_driver_and_every_executor_after_the_operators_own() -> None:
-    user_env = [{"name": "REGION", "value": "eu"},
-                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "v"}}}]
+    user_env = [
+        {"name": "REGION", "value": "eu"},
+        {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "v"}}},
+    ]
     sp = make_spec(env=user_env)
     driver = manifests.driver_pod(JOB, sp, "d-1", None)["spec"]["containers"][0]["env"]
     executor = manifests.executor_pod_template(JOB, sp)["spec"]["containers"][0]["env"]
@@ -209,5 +239,6 @@ def test_spec_env_reaches_the_driver_and_every_executor_after_the_operators_own(
 
 def test_spec_env_may_not_override_what_the_operator_sets() -> None:
     problems = validate.validate(make_spec(env=[{"name": "POD_IP", "value": "1.2.3.4"}]))
-    assert problems == ["spec.env sets POD_IP, which the operator sets itself "
-                        "(the pod's own settings): remove it"]
+    assert problems == [
+        "spec.env sets POD_IP, which the operator sets itself (the pod's own settings): remove it"
+    ]

@@ -30,7 +30,8 @@ STARTED = NOW - 10 * HOUR
 
 def raw_spec(interval: str | None = "1h", retained: int = 2, **overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "image": "registry.local/jobs:1", "pipeline": {"module": "jobs.wordcount"},
+        "image": "registry.local/jobs:1",
+        "pipeline": {"module": "jobs.wordcount"},
         "checkpointing": {"interval": "30s"},
         "storage": {"endpoint": "file:///s", "bucket": "ckpt"},
         "savepoints": {"retained": retained} | ({"interval": interval} if interval else {}),
@@ -38,29 +39,54 @@ def raw_spec(interval: str | None = "1h", retained: int = 2, **overrides: Any) -
     return {**base, **overrides}
 
 
-def rec(sid: int, kind: SavepointKind = SavepointKind.PERIODIC,
-        state: SavepointState = SavepointState.COMPLETED) -> SavepointRecord:
-    return SavepointRecord(kind, state, NOW - 5 * HOUR + sid, sid,
-                           f"file:///s/ckpt/ns/job/savepoints/sp-{sid:010d}", NOW - 5 * HOUR)
+def rec(
+    sid: int,
+    kind: SavepointKind = SavepointKind.PERIODIC,
+    state: SavepointState = SavepointState.COMPLETED,
+) -> SavepointRecord:
+    return SavepointRecord(
+        kind,
+        state,
+        NOW - 5 * HOUR + sid,
+        sid,
+        f"file:///s/ckpt/ns/job/savepoints/sp-{sid:010d}",
+        NOW - 5 * HOUR,
+    )
 
 
 def history(*records: SavepointRecord, last: float | None = None) -> SavepointsStatus:
     return SavepointsStatus(records, last_periodic_trigger_time=last)
 
 
-def observe(spec_raw: dict[str, Any] | None = None, sps: SavepointsStatus | None = None,
-            driver: DriverView | None = None, control: ControlView | None = None,
-            now: float = NOW, **status_changes: Any) -> Observation:
+def observe(
+    spec_raw: dict[str, Any] | None = None,
+    sps: SavepointsStatus | None = None,
+    driver: DriverView | None = None,
+    control: ControlView | None = None,
+    now: float = NOW,
+    **status_changes: Any,
+) -> Observation:
     spec_raw = raw_spec() if spec_raw is None else spec_raw
-    st = status.JobStatus(phase=Phase.RUNNING, observed_generation=1,
-                          last_reconciled_spec=spec_raw,
-                          savepoints=sps or SavepointsStatus()).evolve(**status_changes)
+    st = status.JobStatus(
+        phase=Phase.RUNNING,
+        observed_generation=1,
+        last_reconciled_spec=spec_raw,
+        savepoints=sps or SavepointsStatus(),
+    ).evolve(**status_changes)
     return Observation(
-        namespace="ns", name="job", uid="u", generation=1, deleting=False,
-        spec=spec.JobSpec.from_storage(spec_raw), spec_error=None, status=st,
+        namespace="ns",
+        name="job",
+        uid="u",
+        generation=1,
+        deleting=False,
+        spec=spec.JobSpec.from_storage(spec_raw),
+        spec_error=None,
+        status=st,
         driver=driver or DriverView(DriverState.RUNNING, "job-driver", "d-1", STARTED),
         control=ControlView(reachable=True, ready=True) if control is None else control,
-        store=StoreView.empty(), now=now)
+        store=StoreView.empty(),
+        now=now,
+    )
 
 
 # -- when a periodic savepoint is due ------------------------------------------------------
@@ -85,7 +111,10 @@ def test_a_triggered_periodic_savepoint_restarts_the_interval() -> None:
     assert st.savepoints.last_periodic_trigger_time == NOW
     [entry] = st.savepoints.history
     assert (entry.id, entry.kind, entry.state) == (
-        60, SavepointKind.PERIODIC, SavepointState.IN_PROGRESS)
+        60,
+        SavepointKind.PERIODIC,
+        SavepointState.IN_PROGRESS,
+    )
     completed = history(entry.settle(SavepointState.COMPLETED, NOW + 2), last=NOW)
     assert decide(observe(sps=completed, now=NOW + HOUR - 1)).kind is ActionKind.NOTHING
     assert decide(observe(sps=completed, now=NOW + HOUR)).kind is ActionKind.TRIGGER
@@ -97,8 +126,12 @@ def test_one_savepoint_at_a_time() -> None:
 
 
 def test_a_failed_periodic_savepoint_is_retried_after_a_minute() -> None:
-    failed = SavepointRecord(SavepointKind.PERIODIC, SavepointState.FAILED, NOW - 30,
-                             message="409 a checkpoint is in progress")
+    failed = SavepointRecord(
+        SavepointKind.PERIODIC,
+        SavepointState.FAILED,
+        NOW - 30,
+        message="409 a checkpoint is in progress",
+    )
     sps = history(failed, last=NOW - 30)
     assert decide(observe(sps=sps)).kind is ActionKind.NOTHING
     assert decide(observe(sps=sps, now=NOW + 30)).kind is ActionKind.TRIGGER
@@ -114,8 +147,16 @@ def test_nonces_come_before_periodic_savepoints() -> None:
 
 
 def test_only_periodic_savepoints_beyond_retained_are_deleted_oldest_first() -> None:
-    sps = history(rec(10), rec(11, SavepointKind.MANUAL), rec(12), rec(13, SavepointKind.SUSPEND),
-                  rec(14), rec(15, SavepointKind.UPGRADE), rec(16), last=NOW)
+    sps = history(
+        rec(10),
+        rec(11, SavepointKind.MANUAL),
+        rec(12),
+        rec(13, SavepointKind.SUSPEND),
+        rec(14),
+        rec(15, SavepointKind.UPGRADE),
+        rec(16),
+        last=NOW,
+    )
     action = decide(observe(sps=sps))
     assert action.kind is ActionKind.DISCARD
     assert [r.id for r in action.discard] == [10, 12]
@@ -131,8 +172,9 @@ def test_only_periodic_savepoints_beyond_retained_are_deleted_oldest_first() -> 
 def test_a_partial_discard_keeps_the_rest_for_the_next_reconcile() -> None:
     sps = history(rec(10), rec(12), rec(14), rec(16), last=NOW)
     action = decide(observe(sps=sps))
-    st = status_mod.next_status(observe(sps=sps), action,
-                                Outcome(discarded=(10,), error="could not delete savepoint 12"))
+    st = status_mod.next_status(
+        observe(sps=sps), action, Outcome(discarded=(10,), error="could not delete savepoint 12")
+    )
     assert st.error == "could not delete savepoint 12"
     again = decide(observe(sps=st.savepoints))
     assert [r.id for r in again.discard] == [12]
@@ -143,8 +185,9 @@ def test_a_savepoint_a_restore_may_need_is_never_deleted() -> None:
     named = raw_spec(restoreFrom={"path": rec(10).path}, restoreNonce=1)
     action = decide(observe(named, sps=sps, last_reconciled_spec=named))
     assert [r.id for r in action.discard] == [12]
-    by_id = raw_spec(restoreFrom={"path": "s3://ckpt/ns/job/savepoints/sp-0000000012/"},
-                     restoreNonce=1)
+    by_id = raw_spec(
+        restoreFrom={"path": "s3://ckpt/ns/job/savepoints/sp-0000000012/"}, restoreNonce=1
+    )
     action = decide(observe(by_id, sps=sps, last_reconciled_spec=by_id))
     assert [r.id for r in action.discard] == [10]
     last = status.CheckpointsStatus(last_savepoint=status.SavepointRef(10, "elsewhere"))
@@ -162,25 +205,38 @@ def test_retention_applies_without_an_interval_to_periodic_savepoints_taken_befo
 DRIVERS = {
     "running": DriverView(DriverState.RUNNING, "job-driver", "d-1", STARTED),
     "pending": DriverView(DriverState.PENDING, "job-driver", "d-1"),
-    "failed": DriverView(DriverState.FAILED, "job-driver", "d-1", STARTED, "OOMKilled (exit code 137)", 137),
+    "failed": DriverView(
+        DriverState.FAILED, "job-driver", "d-1", STARTED, "OOMKilled (exit code 137)", 137
+    ),
     "absent": DriverView.absent(),
 }
 HISTORIES = {
     "empty": history(),
     "due": history(rec(10), last=NOW - 2 * HOUR),
     "in-progress": history(rec(10, state=SavepointState.IN_PROGRESS), last=NOW - 2 * HOUR),
-    "crowded": history(*(rec(i, k) for i, k in zip(
-        range(10, 20), itertools.cycle(SavepointKind), strict=False)), last=NOW),
+    "crowded": history(
+        *(rec(i, k) for i, k in zip(range(10, 20), itertools.cycle(SavepointKind), strict=False)),
+        last=NOW,
+    ),
 }
-SPECS = {"periodic": raw_spec(), "none": raw_spec(interval=None, retained=1),
-         "suspended": raw_spec(state="Suspended")}
+SPECS = {
+    "periodic": raw_spec(),
+    "none": raw_spec(interval=None, retained=1),
+    "suspended": raw_spec(state="Suspended"),
+}
 
 
-@pytest.mark.parametrize(("driver", "hist", "spec_name", "ready"), list(itertools.product(
-    DRIVERS, HISTORIES, SPECS, (True, False))))
+@pytest.mark.parametrize(
+    ("driver", "hist", "spec_name", "ready"),
+    list(itertools.product(DRIVERS, HISTORIES, SPECS, (True, False))),
+)
 def test_matrix_invariants(driver: str, hist: str, spec_name: str, ready: bool) -> None:
-    obs = observe(SPECS[spec_name], sps=HISTORIES[hist], driver=DRIVERS[driver],
-                  control=ControlView(reachable=True, ready=ready))
+    obs = observe(
+        SPECS[spec_name],
+        sps=HISTORIES[hist],
+        driver=DRIVERS[driver],
+        control=ControlView(reachable=True, ready=ready),
+    )
     action = decide(obs)
     if action.kind is ActionKind.TRIGGER:
         # only a ready, running job that is not being suspended, one savepoint at a time
@@ -188,10 +244,17 @@ def test_matrix_invariants(driver: str, hist: str, spec_name: str, ready: bool) 
         assert not HISTORIES[hist].in_progress
     if action.kind is ActionKind.DISCARD:
         assert driver == "running" and ready and spec_name != "suspended"
-        assert all(r.kind is SavepointKind.PERIODIC and r.state is SavepointState.COMPLETED
-                   for r in action.discard)
-        kept = [r for r in HISTORIES[hist].history if r.kind is SavepointKind.PERIODIC
-                and r.state is SavepointState.COMPLETED and r not in action.discard]
+        assert all(
+            r.kind is SavepointKind.PERIODIC and r.state is SavepointState.COMPLETED
+            for r in action.discard
+        )
+        kept = [
+            r
+            for r in HISTORIES[hist].history
+            if r.kind is SavepointKind.PERIODIC
+            and r.state is SavepointState.COMPLETED
+            and r not in action.discard
+        ]
         assert len(kept) == obs.spec.savepoints.retained if obs.spec else False
         assert max(r.id or 0 for r in kept) > max(r.id or 0 for r in action.discard)
 
@@ -215,7 +278,6 @@ def test_changing_the_savepoint_schedule_never_redeploys() -> None:
     assert action.kind is not ActionKind.SCHEDULE
     assert action.reconciled_spec is not None
     assert action.reconciled_spec["savepoints"] == {"interval": "2h", "retained": 4}
-
 
 
 def test_retention_comes_before_the_next_periodic_savepoint() -> None:

@@ -28,15 +28,21 @@ def jobs() -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.skipif(not EXAMPLES, reason="no example manifests in examples/manifests")
 @pytest.mark.parametrize(("name", "doc"), jobs() or [("none", {})])
 def test_example_jobs_are_valid_and_render_valid_kubernetes_objects(
-        name: str, doc: dict[str, Any]) -> None:
+    name: str, doc: dict[str, Any]
+) -> None:
     sp = spec.JobSpec.from_storage(doc["spec"])
     assert validate.validate(sp) == [], name
-    job = manifests.JobRef(doc["metadata"].get("namespace", "default"),
-                           doc["metadata"]["name"], "0f8a6a1e-0000-4000-8000-000000000000")
+    job = manifests.JobRef(
+        doc["metadata"].get("namespace", "default"),
+        doc["metadata"]["name"],
+        "0f8a6a1e-0000-4000-8000-000000000000",
+    )
     objects = [
         manifests.driver_pod(job, sp, "d-1", RestorePoint("42", 42)),
-        manifests.service(job), manifests.config_map(job, sp),
-        manifests.token_secret(job, "token"), manifests.executor_pod_template(job, sp),
+        manifests.service(job),
+        manifests.config_map(job, sp),
+        manifests.token_secret(job, "token"),
+        manifests.executor_pod_template(job, sp),
     ]
     for obj in objects:
         kubernetes_validate.validate(obj, "1.30", strict=True)

@@ -20,14 +20,26 @@ from cjob_operator.model.observation import (
 NOW = 10_000.0
 
 
-def obs(control: ControlView | None, started: float = NOW - 100,
-        st: status.JobStatus | None = None, **spec_raw: Any) -> Observation:
+def obs(
+    control: ControlView | None,
+    started: float = NOW - 100,
+    st: status.JobStatus | None = None,
+    **spec_raw: Any,
+) -> Observation:
     return Observation(
-        namespace="ns", name="j", uid="u", generation=4, deleting=False,
+        namespace="ns",
+        name="j",
+        uid="u",
+        generation=4,
+        deleting=False,
         spec=spec.JobSpec.from_storage({"checkpointing": {"interval": "10s"}, **spec_raw}),
-        spec_error=None, status=st or status.JobStatus(phase=Phase.RUNNING),
+        spec_error=None,
+        status=st or status.JobStatus(phase=Phase.RUNNING),
         driver=DriverView(DriverState.RUNNING, "j-driver", "d", started),
-        control=control, store=StoreView.empty(), now=NOW)
+        control=control,
+        store=StoreView.empty(),
+        now=NOW,
+    )
 
 
 def conditions(st: status.JobStatus) -> dict[str, status.Condition]:
@@ -35,10 +47,13 @@ def conditions(st: status.JobStatus) -> dict[str, status.Condition]:
 
 
 def test_running_with_fresh_checkpoints_is_ready_and_healthy() -> None:
-    control = ControlView(True, True, "RUNNING", latest_completed=CheckpointInfo(
-        3, time=NOW - 5, duration_seconds=0.4))
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
-                                 status_mod.Outcome())
+    control = ControlView(
+        True,
+        True,
+        "RUNNING",
+        latest_completed=CheckpointInfo(3, time=NOW - 5, duration_seconds=0.4),
+    )
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
     cond = conditions(new)
     assert cond["Ready"].status == "True"
     assert cond["CheckpointHealthy"].status == "True"
@@ -51,26 +66,32 @@ def test_running_with_fresh_checkpoints_is_ready_and_healthy() -> None:
 
 def test_stale_checkpoints_turn_health_false() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 31))
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
-                                 status_mod.Outcome())
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
     health = conditions(new)["CheckpointHealthy"]
     assert health.status == "False" and health.reason == "CheckpointsStale"
 
 
 def test_young_job_without_checkpoints_is_not_stale_yet() -> None:
     control = ControlView(True, True)
-    new = status_mod.next_status(obs(control, started=NOW - 20), Action.nothing(Phase.RUNNING),
-                                 status_mod.Outcome())
+    new = status_mod.next_status(
+        obs(control, started=NOW - 20), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+    )
     assert conditions(new)["CheckpointHealthy"].status == "True"
 
 
 def test_too_many_failures_turn_health_false() -> None:
-    control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1),
-                          latest_failed=FailedInfo(5, "timeout", NOW - 2),
-                          consecutive_failures=4)
-    new = status_mod.next_status(obs(control, checkpointing={"interval": "10s",
-                                                             "tolerableFailures": 3}),
-                                 Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    control = ControlView(
+        True,
+        True,
+        latest_completed=CheckpointInfo(3, time=NOW - 1),
+        latest_failed=FailedInfo(5, "timeout", NOW - 2),
+        consecutive_failures=4,
+    )
+    new = status_mod.next_status(
+        obs(control, checkpointing={"interval": "10s", "tolerableFailures": 3}),
+        Action.nothing(Phase.RUNNING),
+        status_mod.Outcome(),
+    )
     health = conditions(new)["CheckpointHealthy"]
     assert health.status == "False" and health.reason == "TooManyFailures"
     assert new.checkpoints.last_failed == status.FailedCheckpoint(5, "timeout", NOW - 2)
@@ -78,23 +99,25 @@ def test_too_many_failures_turn_health_false() -> None:
 
 def test_transition_time_is_kept_while_a_condition_holds() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
-    first = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
-                                   status_mod.Outcome())
+    first = status_mod.next_status(
+        obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+    )
     later = obs(control, st=first)
-    later = Observation(**{**{f: getattr(later, f) for f in later.__dataclass_fields__},
-                           "now": NOW + 50})
+    later = Observation(
+        **{**{f: getattr(later, f) for f in later.__dataclass_fields__}, "now": NOW + 50}
+    )
     second = status_mod.next_status(later, Action.nothing(Phase.RUNNING), status_mod.Outcome())
     assert conditions(second)["Ready"].last_transition_time == NOW
 
 
 def test_unchanged_status_needs_no_patch() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING),
-                                 status_mod.Outcome())
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
     stored = status_mod.storable(new)
     assert status_mod.merge_patch(stored, stored) == {}
-    again = status_mod.next_status(obs(control, st=new), Action.nothing(Phase.RUNNING),
-                                   status_mod.Outcome())
+    again = status_mod.next_status(
+        obs(control, st=new), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+    )
     assert status_mod.merge_patch(stored, status_mod.storable(again)) == {}
 
 
@@ -103,16 +126,20 @@ def test_merge_patch_removes_what_disappeared() -> None:
     new = {"intent": {"op": "deploy", "id": "d"}, "phase": "Upgrading"}
     assert status_mod.merge_patch(old, new) == {
         "intent": {"op": "deploy", "id": "d", "done": None, "savepointPath": None},
-        "phase": "Upgrading"}
+        "phase": "Upgrading",
+    }
 
 
 def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
-    why = ("the driver pod j-driver failed: cjob: job failed: malformed record in a.jsonl "
-           "line 3: not valid JSON (Error, exit code 1); not restarting")
+    why = (
+        "the driver pod j-driver failed: cjob: job failed: malformed record in a.jsonl "
+        "line 3: not valid JSON (Error, exit code 1); not restarting"
+    )
     first = status_mod.next_status(obs(None), Action.fail("JobFailed", why), status_mod.Outcome())
     assert first.error == why
     ready = conditions(first)["Ready"]
     assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)
-    later = status_mod.next_status(obs(None, st=first), Action.nothing(Phase.FAILED),
-                                   status_mod.Outcome())
+    later = status_mod.next_status(
+        obs(None, st=first), Action.nothing(Phase.FAILED), status_mod.Outcome()
+    )
     assert conditions(later)["Ready"] == ready  # stays put on every later reconcile

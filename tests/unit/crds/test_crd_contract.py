@@ -104,8 +104,12 @@ def _full_status() -> status_model.JobStatus:
         savepoints=savepoints.SavepointsStatus(
             (
                 savepoints.SavepointRecord(
-                    enums.SavepointKind.PERIODIC, enums.SavepointState.COMPLETED, T - 9, 40,
-                    "s3://checkpoints/cjob/default/wordcount/savepoints/sp-0000000040", T - 8,
+                    enums.SavepointKind.PERIODIC,
+                    enums.SavepointState.COMPLETED,
+                    T - 9,
+                    40,
+                    "s3://checkpoints/cjob/default/wordcount/savepoints/sp-0000000040",
+                    T - 8,
                 ),
                 savepoints.SavepointRecord(
                     enums.SavepointKind.MANUAL, enums.SavepointState.IN_PROGRESS, T, 44

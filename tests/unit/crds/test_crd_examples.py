@@ -54,9 +54,17 @@ def test_minimal_example_is_stored_with_every_default(
     assert _stored(validator, "minimal.yaml") == {
         "image": "ghcr.io/checkpointed-jobs/cjob-runtime:0.1.0",
         "imagePullPolicy": "IfNotPresent",
-        "pipeline": {"module": "barrier_runtime.demo", "args": [
-            "--out", "s3://checkpoints/running-count-output?endpoint=http://minio.minio.svc:9000",
-            "--events-per-key", "0", "--rate", "100"]},
+        "pipeline": {
+            "module": "barrier_runtime.demo",
+            "args": [
+                "--out",
+                "s3://checkpoints/running-count-output?endpoint=http://minio.minio.svc:9000",
+                "--events-per-key",
+                "0",
+                "--rate",
+                "100",
+            ],
+        },
         "parallelism": 2,
         "maxParallelism": 128,
         "driver": {"cores": 1, "memory": "1Gi", "terminationGracePeriodSeconds": 60},

@@ -234,7 +234,14 @@ def test_status_declares_exactly_the_designed_fields(schema: dict[str, Any]) -> 
         (("spec", "state"), ["Running", "Suspended", "running", "suspended"]),
         (
             ("spec", "upgradeMode"),
-            ["LastCheckpoint", "Savepoint", "Stateless", "last-checkpoint", "savepoint", "stateless"],
+            [
+                "LastCheckpoint",
+                "Savepoint",
+                "Stateless",
+                "last-checkpoint",
+                "savepoint",
+                "stateless",
+            ],
         ),
         (
             ("status", "phase"),

@@ -195,21 +195,46 @@ def test_storage_needs_a_credentials_secret(
 @pytest.mark.parametrize(
     ("env", "ok"),
     [
-        ([{"name": "REGION", "value": "eu"},
-          {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "v"}}},
-          {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}], True),
+        (
+            [
+                {"name": "REGION", "value": "eu"},
+                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "v"}}},
+                {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            ],
+            True,
+        ),
         ([{"name": "HOME", "value": "/root"}], False),  # the operator's own variable
         ([{"name": "AWS_SECRET_ACCESS_KEY", "value": "x"}], False),
-        ([{"name": "BOTH", "value": "a",
-           "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}], False),
+        (
+            [
+                {
+                    "name": "BOTH",
+                    "value": "a",
+                    "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}},
+                }
+            ],
+            False,
+        ),
         ([{"name": "NEITHER"}], False),
-        ([{"name": "TWO", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"},
-                                        "fieldRef": {"fieldPath": "metadata.name"}}}], False),
+        (
+            [
+                {
+                    "name": "TWO",
+                    "valueFrom": {
+                        "secretKeyRef": {"name": "s", "key": "k"},
+                        "fieldRef": {"fieldPath": "metadata.name"},
+                    },
+                }
+            ],
+            False,
+        ),
     ],
 )
 def test_env_rule(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any],
-    env: list[dict[str, Any]], ok: bool,
+    validator: crdcheck.CustomResourceValidator,
+    minimal: dict[str, Any],
+    env: list[dict[str, Any]],
+    ok: bool,
 ) -> None:
     minimal["spec"]["env"] = env
 

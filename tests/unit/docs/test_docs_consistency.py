@@ -35,8 +35,11 @@ _SECTION_REF = re.compile(r"docs/architecture\.md,\s+'([^']+)'")
 
 @functools.cache
 def _exported() -> set[str]:
-    return {n for m in (*metrics.driver(), *metrics.operator())
-            for n in (m.family, m.exposed, *m.series_names)}
+    return {
+        n
+        for m in (*metrics.driver(), *metrics.operator())
+        for n in (m.family, m.exposed, *m.series_names)
+    }
 
 
 def _rel(path: pathlib.Path) -> str:
@@ -54,8 +57,11 @@ def test_operations_links_the_metrics_reference_instead_of_listing_metrics() -> 
     )
 
 
-SOURCES = [*PAGES, ROOT / "charts/checkpointed-operator/files/prometheus-rules.yaml",
-           ROOT / "charts/checkpointed-operator/files/dashboards/checkpointed-jobs.json"]
+SOURCES = [
+    *PAGES,
+    ROOT / "charts/checkpointed-operator/files/prometheus-rules.yaml",
+    ROOT / "charts/checkpointed-operator/files/dashboards/checkpointed-jobs.json",
+]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=_rel)
@@ -68,8 +74,9 @@ def test_every_metric_a_page_mentions_is_exported(path: pathlib.Path) -> None:
 @functools.cache
 def _anchors(page: pathlib.Path) -> set[str]:
     text = _FENCE.sub("", page.read_text(encoding="utf-8"))
-    return {markdown.slug(re.sub(r"[`*]|&lt;|\[|\]\([^)]*\)", "", h))
-            for h in _HEADING.findall(text)}
+    return {
+        markdown.slug(re.sub(r"[`*]|&lt;|\[|\]\([^)]*\)", "", h)) for h in _HEADING.findall(text)
+    }
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_rel)
@@ -95,12 +102,14 @@ def test_the_readme_links_every_page_in_docs() -> None:
 
 
 def test_code_comments_point_inside_the_repository() -> None:
-    stale = [f"{_rel(p)}:{n}"
-             for top in ("runtime", "operator", "charts", "crds")
-             for p in sorted((ROOT / top).rglob("*")) if p.is_file() and p.suffix in
-             (".py", ".yaml", ".yml", ".tpl", ".txt", ".json", ".md")
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-             if "DESIGN" in line]
+    stale = [
+        f"{_rel(p)}:{n}"
+        for top in ("runtime", "operator", "charts", "crds")
+        for p in sorted((ROOT / top).rglob("*"))
+        if p.is_file() and p.suffix in (".py", ".yaml", ".yml", ".tpl", ".txt", ".json", ".md")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "DESIGN" in line
+    ]
     assert not stale, f"references to a design document outside the repository: {stale}"
 
 

@@ -106,18 +106,25 @@ def test_every_cli_option_has_help() -> None:
 def _metric_like_strings(path: pathlib.Path) -> Iterator[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and _METRIC_NAME.match(node.value):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _METRIC_NAME.match(node.value)
+        ):
             yield node.value
 
 
 def test_every_metric_name_in_the_shipped_code_is_documented() -> None:
-    documented = {n for m in (*metrics.driver(), *metrics.operator())
-                  for n in (m.family, m.exposed, *m.series_names)}
+    documented = {
+        n
+        for m in (*metrics.driver(), *metrics.operator())
+        for n in (m.family, m.exposed, *m.series_names)
+    }
     sources = [*ROOT.glob("runtime/src/**/*.py"), *ROOT.glob("operator/src/**/*.py")]
     undocumented = sorted(
         f"{name} ({path.relative_to(ROOT)})"
-        for path in sources for name in _metric_like_strings(path)
+        for path in sources
+        for name in _metric_like_strings(path)
         if name not in documented and name not in NOT_METRICS
     )
     assert not undocumented, (
@@ -129,7 +136,11 @@ def test_every_metric_name_in_the_shipped_code_is_documented() -> None:
 
 def test_the_driver_metrics_come_from_a_collection_with_every_family() -> None:
     names = {m.exposed for m in metrics.driver()}
-    assert {"cjob_last_completed_checkpoint_id", "cjob_checkpoints_failed_total",
-            "cjob_records_in_total", "cjob_backpressure_seconds_total"} <= names
+    assert {
+        "cjob_last_completed_checkpoint_id",
+        "cjob_checkpoints_failed_total",
+        "cjob_records_in_total",
+        "cjob_backpressure_seconds_total",
+    } <= names
     failed = next(m for m in metrics.driver() if m.exposed == "cjob_checkpoints_failed_total")
     assert failed.labels == ("job", "namespace", "reason")

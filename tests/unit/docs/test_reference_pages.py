@@ -27,9 +27,14 @@ _HEADING = re.compile(r"^#{1,6} (.+)$", re.MULTILINE)
 
 
 def _diff(committed: str, expected: str, path: pathlib.Path) -> str:
-    lines = difflib.unified_diff(committed.splitlines(), expected.splitlines(),
-                                 f"{path} (committed)", f"{path} (from the sources)",
-                                 lineterm="", n=1)
+    lines = difflib.unified_diff(
+        committed.splitlines(),
+        expected.splitlines(),
+        f"{path} (committed)",
+        f"{path} (from the sources)",
+        lineterm="",
+        n=1,
+    )
     shown = list(lines)
     more = f"\n… {len(shown) - 60} more diff lines" if len(shown) > 60 else ""
     return "\n".join(shown[:60]) + more
@@ -77,7 +82,13 @@ def test_docstring_examples(module: str) -> None:
 
 
 def test_the_regenerate_command_checks_the_committed_pages() -> None:
-    done = subprocess.run(["bash", str(ROOT / docs_gen.REGENERATE), "--check"],
-                          env={**os.environ, "PYTHON": sys.executable}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        ["bash", str(ROOT / docs_gen.REGENERATE), "--check"],
+        env={**os.environ, "PYTHON": sys.executable},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

@@ -66,15 +66,21 @@ class DeploymentController:
             return
         uid = deployment["metadata"]["uid"]
         wanted_hash = template_hash(deployment)
-        owned = [p for p in self.data.select(self.pods, namespace)
-                 if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or ())]
+        owned = [
+            p
+            for p in self.data.select(self.pods, namespace)
+            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or ())
+        ]
         live = [p for p in owned if not p["metadata"].get("deletionTimestamp")]
         for pod in live:
             if (pod["metadata"].get("labels") or {}).get(HASH_LABEL) != wanted_hash:
                 self.data.remove(self.pods, namespace, pod["metadata"]["name"])
-        current = [p for p in live
-                   if (p["metadata"].get("labels") or {}).get(HASH_LABEL) == wanted_hash
-                   and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        current = [
+            p
+            for p in live
+            if (p["metadata"].get("labels") or {}).get(HASH_LABEL) == wanted_hash
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
         replicas = int((deployment.get("spec") or {}).get("replicas", 1))
         for pod in current[replicas:]:
             self.data.remove(self.pods, namespace, pod["metadata"]["name"])
@@ -87,38 +93,65 @@ class DeploymentController:
         meta = template.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), HASH_LABEL: wanted_hash}
         meta["name"] = f"{deployment['metadata']['name']}-{wanted_hash}-{secrets.token_hex(3)[:5]}"
-        meta["ownerReferences"] = [{
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "name": deployment["metadata"]["name"], "uid": deployment["metadata"]["uid"],
-            "controller": True, "blockOwnerDeletion": True}]
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                "spec": template.get("spec") or {}}
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": deployment["metadata"]["name"],
+                "uid": deployment["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": template.get("spec") or {},
+        }
 
     def _status(self, deployment: Obj, pods: list[Obj], replicas: int) -> None:
         def ready(pod: Obj) -> bool:
-            return any(c.get("type") == "Ready" and c.get("status") == "True"
-                       for c in (pod.get("status") or {}).get("conditions") or ())
+            return any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (pod.get("status") or {}).get("conditions") or ()
+            )
 
         n_ready = sum(1 for p in pods if ready(p))
         available = n_ready >= replicas
         stamp = status_mod.now()
         new = {
             "observedGeneration": deployment["metadata"].get("generation", 1),
-            "replicas": len(pods), "updatedReplicas": len(pods), "readyReplicas": n_ready,
-            "availableReplicas": n_ready, "unavailableReplicas": max(0, replicas - n_ready),
+            "replicas": len(pods),
+            "updatedReplicas": len(pods),
+            "readyReplicas": n_ready,
+            "availableReplicas": n_ready,
+            "unavailableReplicas": max(0, replicas - n_ready),
             "conditions": [
-                {"type": "Available", "status": "True" if available else "False",
-                 "reason": "MinimumReplicasAvailable" if available
-                 else "MinimumReplicasUnavailable",
-                 "lastUpdateTime": stamp, "lastTransitionTime": stamp},
-                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-                 "lastUpdateTime": stamp, "lastTransitionTime": stamp}],
+                {
+                    "type": "Available",
+                    "status": "True" if available else "False",
+                    "reason": "MinimumReplicasAvailable"
+                    if available
+                    else "MinimumReplicasUnavailable",
+                    "lastUpdateTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+                {
+                    "type": "Progressing",
+                    "status": "True",
+                    "reason": "NewReplicaSetAvailable",
+                    "lastUpdateTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+            ],
         }
         old = deployment.get("status") or {}
-        if {k: v for k, v in old.items() if k != "conditions"} == \
-                {k: v for k, v in new.items() if k != "conditions"} and \
-                [c["status"] for c in old.get("conditions") or ()] == \
-                [c["status"] for c in new["conditions"]]:
+        if {k: v for k, v in old.items() if k != "conditions"} == {
+            k: v for k, v in new.items() if k != "conditions"
+        } and [c["status"] for c in old.get("conditions") or ()] == [
+            c["status"] for c in new["conditions"]
+        ]:
             return
         deployment["status"] = new
         self.data.replace(self.deployments, deployment)

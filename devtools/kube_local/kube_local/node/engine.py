@@ -37,8 +37,8 @@ class Engine:
 
     async def _run(self, *args: str, timeout: float = 120.0) -> str:
         process = await asyncio.create_subprocess_exec(
-            self.docker, *args, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+            self.docker, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
         try:
             out, err = await asyncio.wait_for(process.communicate(), timeout)
         except TimeoutError:
@@ -58,18 +58,38 @@ class Engine:
                 return None
             raise
 
-    async def run(self, name: str, image: str, options: Sequence[str],
-                  args: Sequence[str], labels: dict[str, str]) -> str:
+    async def run(
+        self,
+        name: str,
+        image: str,
+        options: Sequence[str],
+        args: Sequence[str],
+        labels: dict[str, str],
+    ) -> str:
         label_args = [f"--label={k}={v}" for k, v in {LABEL: self.state_id, **labels}.items()]
-        out = await self._run("run", "--detach", "--name", name, "--network", "host",
-                              *label_args, *options, image, *args)
+        out = await self._run(
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--network",
+            "host",
+            *label_args,
+            *options,
+            image,
+            *args,
+        )
         return out.strip()
 
     async def wait(self, container: str) -> Exit:
         await self._run("wait", container, timeout=10.0**7)
         state = await self.inspect(container)
-        return Exit(int(state.get("ExitCode", -1)), bool(state.get("OOMKilled")),
-                    str(state.get("StartedAt", "")), str(state.get("FinishedAt", "")))
+        return Exit(
+            int(state.get("ExitCode", -1)),
+            bool(state.get("OOMKilled")),
+            str(state.get("StartedAt", "")),
+            str(state.get("FinishedAt", "")),
+        )
 
     async def inspect(self, container: str) -> dict[str, Any]:
         raw = await self._run("inspect", "-f", "{{json .State}}", container)
@@ -93,8 +113,8 @@ class Engine:
     async def logs(self, container: str, tail: int | None = None) -> str:
         args = ["logs"] + (["--tail", str(tail)] if tail is not None else []) + [container]
         process = await asyncio.create_subprocess_exec(
-            self.docker, *args, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT)
+            self.docker, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
         out, _ = await process.communicate()
         return out.decode(errors="replace")
 
@@ -109,9 +129,14 @@ class Engine:
         """Remove every container of this state directory (blocking: start-up and stop)."""
         listed = subprocess.run(
             [self.docker, "ps", "--all", "--quiet", "--filter", f"label={LABEL}={self.state_id}"],
-            capture_output=True, text=True, check=False, timeout=60)
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
         ids = listed.stdout.split()
         if ids:
-            subprocess.run([self.docker, "rm", "--force", *ids], capture_output=True,
-                           check=False, timeout=120)
+            subprocess.run(
+                [self.docker, "rm", "--force", *ids], capture_output=True, check=False, timeout=120
+            )
         return len(ids)

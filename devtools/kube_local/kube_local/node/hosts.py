@@ -23,8 +23,12 @@ from collections.abc import Iterable
 from typing import Any
 
 Obj = dict[str, Any]
-API_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc",
-             "kubernetes.default.svc.cluster.local")
+API_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 
 
 def _matches(selector: dict[str, str], pod: Obj) -> bool:
@@ -37,11 +41,16 @@ def _service_names(service: Obj) -> str:
     return f"{name}.{ns}.svc.cluster.local {name}.{ns}.svc {name}.{ns}"
 
 
-def render(api_host: str, pods: Iterable[Obj], services: Iterable[Obj],
-           endpoints: Iterable[Obj]) -> str:
-    live = [p for p in pods if (p.get("status") or {}).get("podIP")
-            and (p.get("status") or {}).get("phase") in ("Pending", "Running")
-            and not p["metadata"].get("deletionTimestamp")]
+def render(
+    api_host: str, pods: Iterable[Obj], services: Iterable[Obj], endpoints: Iterable[Obj]
+) -> str:
+    live = [
+        p
+        for p in pods
+        if (p.get("status") or {}).get("podIP")
+        and (p.get("status") or {}).get("phase") in ("Pending", "Running")
+        and not p["metadata"].get("deletionTimestamp")
+    ]
     # Host networking shares the machine's hostname: it must resolve too (the JVM asks).
     lines = [f"127.0.0.1 localhost {socket.gethostname()}", f"{api_host} {' '.join(API_NAMES)}"]
     lines += [f"{p['status']['podIP']} {p['metadata']['name']}" for p in live]
@@ -51,8 +60,11 @@ def render(api_host: str, pods: Iterable[Obj], services: Iterable[Obj],
         names = _service_names(service)
         if selector:
             ns = service["metadata"]["namespace"]
-            lines += [f"{p['status']['podIP']} {names}" for p in live
-                      if p["metadata"]["namespace"] == ns and _matches(selector, p)]
+            lines += [
+                f"{p['status']['podIP']} {names}"
+                for p in live
+                if p["metadata"]["namespace"] == ns and _matches(selector, p)
+            ]
         else:
             found = by_name.get((service["metadata"]["namespace"], service["metadata"]["name"]))
             for subset in (found or {}).get("subsets") or ():

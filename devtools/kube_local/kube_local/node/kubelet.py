@@ -58,8 +58,16 @@ class AddressPool:
 
 
 class Kubelet:
-    def __init__(self, data: store.Store, tokens: auth.Tokens, ca_pem: str,
-                 state_dir: pathlib.Path, docker: str, api_host: str, api_port: int) -> None:
+    def __init__(
+        self,
+        data: store.Store,
+        tokens: auth.Tokens,
+        ca_pem: str,
+        state_dir: pathlib.Path,
+        docker: str,
+        api_host: str,
+        api_port: int,
+    ) -> None:
         self.data, self.tokens, self.ca_pem = data, tokens, ca_pem
         self.state_dir = state_dir = state_dir.resolve()  # docker mounts need absolute paths
         state_id = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
@@ -135,8 +143,9 @@ class Kubelet:
         def everything(plural: str) -> list[Obj]:
             return self.data.select(self.data.type_of("", plural), None)
 
-        return hosts.render(self.facts_base[0], everything("pods"), everything("services"),
-                            everything("endpoints"))
+        return hosts.render(
+            self.facts_base[0], everything("pods"), everything("services"), everything("endpoints")
+        )
 
     def _refresh_hosts_soon(self) -> None:
         if self._hosts_pending:
@@ -160,8 +169,9 @@ class Kubelet:
         return self.tokens.issue(namespace, account, uid)
 
     def facts(self, ip: str) -> podspec.PodFacts:
-        return podspec.PodFacts(ip=ip, host_ip="127.0.0.1", api_host=self.facts_base[0],
-                                api_port=self.facts_base[1])
+        return podspec.PodFacts(
+            ip=ip, host_ip="127.0.0.1", api_host=self.facts_base[0], api_port=self.facts_base[1]
+        )
 
     def current(self, pod: Obj) -> Obj | None:
         found = self.data.find(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -181,8 +191,11 @@ class Kubelet:
         self.data.replace(self.pods, found)
 
     def event(self, pod: Obj, reason: str, message: str, warning: bool = False) -> None:
-        self.data.create(self.data.type_of("", "events"), pod["metadata"]["namespace"],
-                         status.event(pod, reason, message, warning))
+        self.data.create(
+            self.data.type_of("", "events"),
+            pod["metadata"]["namespace"],
+            status.event(pod, reason, message, warning),
+        )
 
     async def logs(self, pod: Obj, container: str | None, tail: int | None) -> str:
         worker = self.workers.get(pod["metadata"]["uid"])
@@ -196,8 +209,9 @@ class Kubelet:
 
     def remove(self, pod: Obj) -> None:
         if self.current(pod) is not None:
-            self.data.remove(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"],
-                             force=True)
+            self.data.remove(
+                self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"], force=True
+            )
 
 
 def uid_gone(pod: Obj) -> bool:
@@ -238,8 +252,9 @@ class PodWorker:
     # -- status ----------------------------------------------------------------------
 
     def publish(self, node: bool = False) -> None:
-        st = status.pod_status(self.pod, self.ip, self.start_time, self.containers,
-                               self.ready, finished=self.finished)
+        st = status.pod_status(
+            self.pod, self.ip, self.start_time, self.containers, self.ready, finished=self.finished
+        )
         self.k.write_status(self.pod, st, node=node)
 
     # -- the pod's life -------------------------------------------------------------
@@ -250,18 +265,23 @@ class PodWorker:
             every = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
             for c in every:
                 self.containers[c["name"]] = status.ContainerState.waiting(
-                    c, "ContainerCreating", "")
+                    c, "ContainerCreating", ""
+                )
             self.publish(node=True)
-            self.k.event(self.pod, "Scheduled",
-                         f"Successfully assigned {self.pod['metadata']['namespace']}/"
-                         f"{self.pod['metadata']['name']} to {NODE}")
+            self.k.event(
+                self.pod,
+                "Scheduled",
+                f"Successfully assigned {self.pod['metadata']['namespace']}/"
+                f"{self.pod['metadata']['name']} to {NODE}",
+            )
             for init in spec.get("initContainers") or ():
                 code = await self._run_container(init, restart="OnFailure")
                 if code != 0 or self.stopping is not None:
                     return
             policy = spec.get("restartPolicy", "Always")
-            await asyncio.gather(*(self._run_container(c, policy)
-                                   for c in spec.get("containers") or ()))
+            await asyncio.gather(
+                *(self._run_container(c, policy) for c in spec.get("containers") or ())
+            )
         except Exception:
             log.exception("pod %s failed in the kubelet", self.pod["metadata"]["name"])
         finally:
@@ -285,7 +305,8 @@ class PodWorker:
             self.ready[c["name"]] = False
             message = await self._termination_message(c, container, exit_.code)
             self.containers[c["name"]] = status.ContainerState.terminated(
-                c, container, exit_, message, restarts)
+                c, container, exit_, message, restarts
+            )
             earlier = self.exited.pop(c["name"], None)
             if earlier is not None:
                 await self.k.engine.remove(earlier)
@@ -299,8 +320,12 @@ class PodWorker:
             restarts += 1
             self.containers[c["name"]] = self.containers[c["name"]].backing_off(backoff)
             self.publish()
-            self.k.event(self.pod, "BackOff", f"Back-off restarting failed container {c['name']}",
-                         warning=True)
+            self.k.event(
+                self.pod,
+                "BackOff",
+                f"Back-off restarting failed container {c['name']}",
+                warning=True,
+            )
             if await self._pause(backoff):
                 return exit_.code
             backoff = min(300.0, backoff * 2)
@@ -321,22 +346,33 @@ class PodWorker:
             options, args = await self._prepare(c)
         except podspec.ConfigError as exc:
             text = str(exc)
-            reason = ("ErrImageNeverPull" if "image" in text and "not present" in text
-                      else "CreateContainerConfigError")
-            self.containers[c["name"]] = status.ContainerState.waiting(c, reason, str(exc),
-                                                                        restarts, previous)
+            reason = (
+                "ErrImageNeverPull"
+                if "image" in text and "not present" in text
+                else "CreateContainerConfigError"
+            )
+            self.containers[c["name"]] = status.ContainerState.waiting(
+                c, reason, str(exc), restarts, previous
+            )
             self.publish()
             self.k.event(self.pod, "Failed", f"Error: {exc}", warning=True)
             return None
-        name = f"kl-{self.pod['metadata']['namespace']}-{self.pod['metadata']['name']}" \
-               f"-{self.uid[:8]}-{c['name']}-{restarts}"[:200]
+        name = (
+            f"kl-{self.pod['metadata']['namespace']}-{self.pod['metadata']['name']}"
+            f"-{self.uid[:8]}-{c['name']}-{restarts}"[:200]
+        )
         try:
-            await self.k.engine.run(name, c["image"], options, args,
-                                    {"io.kubernetes.pod.uid": self.uid,
-                                     "io.kubernetes.container.name": c["name"]})
+            await self.k.engine.run(
+                name,
+                c["image"],
+                options,
+                args,
+                {"io.kubernetes.pod.uid": self.uid, "io.kubernetes.container.name": c["name"]},
+            )
         except engine_mod.EngineError as exc:
             self.containers[c["name"]] = status.ContainerState.waiting(
-                c, "RunContainerError", str(exc), restarts, previous)
+                c, "RunContainerError", str(exc), restarts, previous
+            )
             self.publish()
             self.k.event(self.pod, "Failed", f"Error: {exc}", warning=True)
             await self.k.engine.remove(name)
@@ -357,7 +393,8 @@ class PodWorker:
         if image_user is None:
             raise podspec.ConfigError(
                 f'Container image "{c["image"]}" is not present with pull policy of Never '
-                "(kube-local pulls nothing: build it into the local Docker engine)")
+                "(kube-local pulls nothing: build it into the local Docker engine)"
+            )
         facts = self.k.facts(self.ip)
         env = podspec.environment(self.pod, c, facts, self.k.lookup)
         sec = podspec.security(self.pod, c)
@@ -374,12 +411,13 @@ class PodWorker:
         account = (self.pod.get("spec") or {}).get("serviceAccountName") or "default"
         mounts: list[str] = []
         wanted = [(m["name"], m) for m in c.get("volumeMounts") or ()]
-        if podspec.wants_token(self.pod, self.k.lookup("serviceaccounts",
-                                                       self.pod["metadata"]["namespace"],
-                                                       account)) and not any(
-                m["mountPath"] == podspec.SA_DIR for _, m in wanted):
-            volumes["kube-api-access"] = {"name": "kube-api-access", "projected": {"sources": [
-                {"serviceAccountToken": {"path": "token"}}]}}
+        if podspec.wants_token(
+            self.pod, self.k.lookup("serviceaccounts", self.pod["metadata"]["namespace"], account)
+        ) and not any(m["mountPath"] == podspec.SA_DIR for _, m in wanted):
+            volumes["kube-api-access"] = {
+                "name": "kube-api-access",
+                "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
+            }
             wanted.append(("kube-api-access", {"mountPath": podspec.SA_DIR, "readOnly": True}))
         for name, mount in wanted:
             if name not in volumes:
@@ -398,8 +436,9 @@ class PodWorker:
 
     def _materialise(self, volume: Obj, facts: podspec.PodFacts) -> pathlib.Path:
         path: pathlib.Path = (self.dir / "volumes" / str(volume["name"])).resolve()
-        files = podspec.files_of(volume, self.pod, self.k.lookup, facts, self.k.token,
-                                 self.k.ca_pem)
+        files = podspec.files_of(
+            volume, self.pod, self.k.lookup, facts, self.k.token, self.k.ca_pem
+        )
         if files is None:  # emptyDir: made once, kept across container restarts
             if not path.exists():
                 path.mkdir(parents=True)
@@ -420,8 +459,11 @@ class PodWorker:
             message = path.read_text()[:4096]
         except OSError:
             message = ""
-        if not message.strip() and code != 0 and \
-                c.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+        if (
+            not message.strip()
+            and code != 0
+            and c.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+        ):
             message = (await self.k.engine.logs(container, tail=80))[-2048:]
         return message
 
@@ -452,6 +494,7 @@ class PodWorker:
     def publish_final(self) -> None:
         if self.k.current(self.pod) is None:
             return
-        st = status.pod_status(self.pod, self.ip, self.start_time, self.containers,
-                               self.ready, finished=True)
+        st = status.pod_status(
+            self.pod, self.ip, self.start_time, self.containers, self.ready, finished=True
+        )
         self.k.write_status(self.pod, st)

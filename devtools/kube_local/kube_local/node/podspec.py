@@ -20,8 +20,17 @@ Lookup = Callable[[str, str, str], Obj | None]
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-_MEMORY = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_MEMORY = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
 
 
 class ConfigError(Exception):
@@ -44,6 +53,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     >>> expand("$(A)-$(B)-$$(A)", {"A": "1"})
     '1-$(B)-$(A)'
     """
+
     def one(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
@@ -82,10 +92,14 @@ def _field(pod: Obj, path: str, facts: PodFacts) -> str:
     if label:
         return str((meta.get(label.group(1)) or {}).get(label.group(2), ""))
     simple = {
-        "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
-        "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
         "spec.serviceAccountName": spec.get("serviceAccountName") or "default",
-        "status.podIP": facts.ip, "status.podIPs": facts.ip, "status.hostIP": facts.host_ip,
+        "status.podIP": facts.ip,
+        "status.podIPs": facts.ip,
+        "status.hostIP": facts.host_ip,
     }
     if path not in simple:
         raise ConfigError(f"unsupported fieldRef {path!r}")
@@ -94,8 +108,10 @@ def _field(pod: Obj, path: str, facts: PodFacts) -> str:
 
 def _data(obj: Obj, plural: str) -> dict[str, str]:
     if plural == "secrets":
-        out = {k: base64.b64decode(v).decode(errors="replace")
-               for k, v in (obj.get("data") or {}).items()}
+        out = {
+            k: base64.b64decode(v).decode(errors="replace")
+            for k, v in (obj.get("data") or {}).items()
+        }
         out.update(obj.get("stringData") or {})
         return out
     return dict(obj.get("data") or {})
@@ -112,8 +128,9 @@ def _key_ref(ref: Obj, plural: str, namespace: str, lookup: Lookup) -> str | Non
     if ref["key"] not in data:
         if ref.get("optional"):
             return None
-        raise ConfigError(f"couldn't find key {ref['key']} in {kind.capitalize()} "
-                          f"{namespace}/{ref['name']}")
+        raise ConfigError(
+            f"couldn't find key {ref['key']} in {kind.capitalize()} {namespace}/{ref['name']}"
+        )
     return data[ref["key"]]
 
 
@@ -175,8 +192,11 @@ def environment(pod: Obj, container: Obj, facts: PodFacts, lookup: Lookup) -> di
 
 def security(pod: Obj, container: Obj) -> Obj:
     """The container's security context over the pod's (the fields both have)."""
-    merged = {k: v for k, v in ((pod.get("spec") or {}).get("securityContext") or {}).items()
-              if k in ("runAsUser", "runAsGroup", "runAsNonRoot", "seccompProfile")}
+    merged = {
+        k: v
+        for k, v in ((pod.get("spec") or {}).get("securityContext") or {}).items()
+        if k in ("runAsUser", "runAsGroup", "runAsNonRoot", "seccompProfile")
+    }
     merged.update(container.get("securityContext") or {})
     return merged
 
@@ -219,8 +239,14 @@ def volume_sources(pod: Obj) -> dict[str, Obj]:
     return {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or ()}
 
 
-def files_of(volume: Obj, pod: Obj, lookup: Lookup, facts: PodFacts,
-             token: Callable[[str, str], str], ca: str) -> dict[str, tuple[str, int]] | None:
+def files_of(
+    volume: Obj,
+    pod: Obj,
+    lookup: Lookup,
+    facts: PodFacts,
+    token: Callable[[str, str], str],
+    ca: str,
+) -> dict[str, tuple[str, int]] | None:
     """A volume's files (relative path → (content, mode)); ``None`` for an emptyDir."""
     namespace = pod["metadata"]["namespace"]
     if "emptyDir" in volume:
@@ -228,13 +254,24 @@ def files_of(volume: Obj, pod: Obj, lookup: Lookup, facts: PodFacts,
     for plural, key in (("configmaps", "configMap"), ("secrets", "secret")):
         if key in volume:
             src = volume[key]
-            return _object_files(src, plural, src.get("name") or src.get("secretName", ""),
-                                 namespace, lookup, src.get("defaultMode", 0o644))
+            return _object_files(
+                src,
+                plural,
+                src.get("name") or src.get("secretName", ""),
+                namespace,
+                lookup,
+                src.get("defaultMode", 0o644),
+            )
     if "downwardAPI" in volume:
         src = volume["downwardAPI"]
-        return {i["path"]: (_field(pod, i["fieldRef"]["fieldPath"], facts),
-                            i.get("mode", src.get("defaultMode", 0o644)))
-                for i in src.get("items") or () if "fieldRef" in i}
+        return {
+            i["path"]: (
+                _field(pod, i["fieldRef"]["fieldPath"], facts),
+                i.get("mode", src.get("defaultMode", 0o644)),
+            )
+            for i in src.get("items") or ()
+            if "fieldRef" in i
+        }
     if "projected" in volume:
         src = volume["projected"]
         mode = src.get("defaultMode", 0o644)
@@ -248,18 +285,24 @@ def files_of(volume: Obj, pod: Obj, lookup: Lookup, facts: PodFacts,
                     sub = part[key]
                     out |= _object_files(sub, plural, sub["name"], namespace, lookup, mode) or {}
             if "downwardAPI" in part:
-                out |= {i["path"]: (_field(pod, i["fieldRef"]["fieldPath"], facts), mode)
-                        for i in part["downwardAPI"].get("items") or () if "fieldRef" in i}
+                out |= {
+                    i["path"]: (_field(pod, i["fieldRef"]["fieldPath"], facts), mode)
+                    for i in part["downwardAPI"].get("items") or ()
+                    if "fieldRef" in i
+                }
         if any("serviceAccountToken" in p for p in src.get("sources") or ()):
             out.setdefault("ca.crt", (ca, mode))
             out.setdefault("namespace", (namespace, mode))
         return out
-    raise ConfigError(f"volume {volume.get('name')!r}: only emptyDir, configMap, secret, "
-                      "downwardAPI and projected volumes are supported")
+    raise ConfigError(
+        f"volume {volume.get('name')!r}: only emptyDir, configMap, secret, "
+        "downwardAPI and projected volumes are supported"
+    )
 
 
-def _object_files(src: Obj, plural: str, name: str, namespace: str, lookup: Lookup,
-                  mode: int) -> dict[str, tuple[str, int]] | None:
+def _object_files(
+    src: Obj, plural: str, name: str, namespace: str, lookup: Lookup, mode: int
+) -> dict[str, tuple[str, int]] | None:
     found = lookup(plural, namespace, name)
     if found is None:
         if src.get("optional"):

@@ -32,7 +32,8 @@ async def check(worker: PodWorker, c: Obj, container: str, probe: Obj) -> bool:
         if "httpGet" in probe:
             get = probe["httpGet"]
             return await asyncio.wait_for(
-                _http(worker.ip, _port(c, get["port"]), get.get("path", "/")), timeout)
+                _http(worker.ip, _port(c, get["port"]), get.get("path", "/")), timeout
+            )
         if "tcpSocket" in probe:
             port = _port(c, probe["tcpSocket"]["port"])
             _, writer = await asyncio.wait_for(asyncio.open_connection(worker.ip, port), timeout)
@@ -48,8 +49,9 @@ async def check(worker: PodWorker, c: Obj, container: str, probe: Obj) -> bool:
 async def _http(host: str, port: int, path: str) -> bool:
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
-                     .encode())
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
         await writer.drain()
         line = await reader.readline()
     finally:
@@ -71,27 +73,37 @@ async def follow(worker: PodWorker, c: Obj, container: str) -> None:
     next_ready = next_live = started
     while worker.running.get(c["name"]) == container and worker.stopping is None:
         now = loop.time()
-        if readiness is not None and now >= next_ready \
-                and now - started >= readiness.get("initialDelaySeconds", 0):
+        if (
+            readiness is not None
+            and now >= next_ready
+            and now - started >= readiness.get("initialDelaySeconds", 0)
+        ):
             ok = await check(worker, c, container, readiness)
             if worker.ready.get(c["name"]) != ok and worker.running.get(c["name"]) == container:
                 worker.ready[c["name"]] = ok
                 worker.publish()
             next_ready = now + readiness.get("periodSeconds", 10)
-        if liveness is not None and now >= next_live \
-                and now - started >= liveness.get("initialDelaySeconds", 0):
+        if (
+            liveness is not None
+            and now >= next_live
+            and now - started >= liveness.get("initialDelaySeconds", 0)
+        ):
             if await check(worker, c, container, liveness):
                 failures = 0
             else:
                 failures += 1
-                worker.k.event(worker.pod, "Unhealthy", f"Liveness probe failed for {c['name']}",
-                               warning=True)
+                worker.k.event(
+                    worker.pod, "Unhealthy", f"Liveness probe failed for {c['name']}", warning=True
+                )
                 if failures >= liveness.get("failureThreshold", 3):
-                    worker.k.event(worker.pod, "Killing",
-                                   f"Container {c['name']} failed liveness probe, will be "
-                                   "restarted")
-                    grace = int((worker.pod.get("spec") or {}).get(
-                        "terminationGracePeriodSeconds", 30))
+                    worker.k.event(
+                        worker.pod,
+                        "Killing",
+                        f"Container {c['name']} failed liveness probe, will be restarted",
+                    )
+                    grace = int(
+                        (worker.pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+                    )
                     await worker.k.engine.stop(container, grace)
                     return
             next_live = now + liveness.get("periodSeconds", 10)

@@ -31,43 +31,68 @@ class ContainerState:
     last_state: Obj = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def waiting(cls, c: Obj, reason: str, message: str, restarts: int = 0,
-                previous: ContainerState | None = None) -> ContainerState:
+    def waiting(
+        cls,
+        c: Obj,
+        reason: str,
+        message: str,
+        restarts: int = 0,
+        previous: ContainerState | None = None,
+    ) -> ContainerState:
         waiting = {"reason": reason} | ({"message": message} if message else {})
-        return cls(c["name"], c["image"], {"waiting": waiting}, restarts,
-                   last_state=_last(previous))
+        return cls(
+            c["name"], c["image"], {"waiting": waiting}, restarts, last_state=_last(previous)
+        )
 
     @classmethod
-    def running(cls, c: Obj, container: str, restarts: int,
-                previous: ContainerState | None) -> ContainerState:
-        return cls(c["name"], c["image"], {"running": {"startedAt": now()}}, restarts,
-                   f"docker://{container}", _last(previous))
+    def running(
+        cls, c: Obj, container: str, restarts: int, previous: ContainerState | None
+    ) -> ContainerState:
+        return cls(
+            c["name"],
+            c["image"],
+            {"running": {"startedAt": now()}},
+            restarts,
+            f"docker://{container}",
+            _last(previous),
+        )
 
     @classmethod
-    def terminated(cls, c: Obj, container: str, exit_: Any, message: str,
-                   restarts: int) -> ContainerState:
-        reason = "OOMKilled" if exit_.oom_killed else ("Completed" if exit_.code == 0
-                                                       else "Error")
-        term: Obj = {"exitCode": exit_.code, "reason": reason,
-                     "startedAt": exit_.started_at[:19] + "Z" if exit_.started_at else now(),
-                     "finishedAt": exit_.finished_at[:19] + "Z" if exit_.finished_at else now(),
-                     "containerID": f"docker://{container}"}
+    def terminated(
+        cls, c: Obj, container: str, exit_: Any, message: str, restarts: int
+    ) -> ContainerState:
+        reason = "OOMKilled" if exit_.oom_killed else ("Completed" if exit_.code == 0 else "Error")
+        term: Obj = {
+            "exitCode": exit_.code,
+            "reason": reason,
+            "startedAt": exit_.started_at[:19] + "Z" if exit_.started_at else now(),
+            "finishedAt": exit_.finished_at[:19] + "Z" if exit_.finished_at else now(),
+            "containerID": f"docker://{container}",
+        }
         if message:
             term["message"] = message
-        return cls(c["name"], c["image"], {"terminated": term}, restarts,
-                   f"docker://{container}")
+        return cls(c["name"], c["image"], {"terminated": term}, restarts, f"docker://{container}")
 
     def backing_off(self, seconds: float) -> ContainerState:
-        message = (f"back-off {seconds:.0f}s restarting failed container={self.name}")
+        message = f"back-off {seconds:.0f}s restarting failed container={self.name}"
         return dataclasses.replace(
-            self, state={"waiting": {"reason": "CrashLoopBackOff", "message": message}},
-            last_state=self.state, restart_count=self.restart_count + 1)
+            self,
+            state={"waiting": {"reason": "CrashLoopBackOff", "message": message}},
+            last_state=self.state,
+            restart_count=self.restart_count + 1,
+        )
 
     def for_status(self, ready: bool) -> Obj:
-        out: Obj = {"name": self.name, "image": self.image, "imageID": "",
-                    "ready": ready, "restartCount": self.restart_count,
-                    "started": "running" in self.state, "state": self.state,
-                    "lastState": self.last_state}
+        out: Obj = {
+            "name": self.name,
+            "image": self.image,
+            "imageID": "",
+            "ready": ready,
+            "restartCount": self.restart_count,
+            "started": "running" in self.state,
+            "state": self.state,
+            "lastState": self.last_state,
+        }
         if self.container_id:
             out["containerID"] = self.container_id
         return out
@@ -80,12 +105,23 @@ def _last(previous: ContainerState | None) -> Obj:
 
 
 def _condition(kind: str, true: bool) -> Obj:
-    return {"type": kind, "status": "True" if true else "False", "lastProbeTime": None,
-            "lastTransitionTime": now()}
+    return {
+        "type": kind,
+        "status": "True" if true else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": now(),
+    }
 
 
-def pod_status(pod: Obj, ip: str, start_time: str, containers: Mapping[str, ContainerState],
-               ready: Mapping[str, bool], *, finished: bool) -> Obj:
+def pod_status(
+    pod: Obj,
+    ip: str,
+    start_time: str,
+    containers: Mapping[str, ContainerState],
+    ready: Mapping[str, bool],
+    *,
+    finished: bool,
+) -> Obj:
     spec = pod.get("spec") or {}
     inits = [c["name"] for c in spec.get("initContainers") or ()]
     mains = [c["name"] for c in spec.get("containers") or ()]
@@ -101,44 +137,79 @@ def pod_status(pod: Obj, ip: str, start_time: str, containers: Mapping[str, Cont
     inits_done = all("terminated" in containers[n].state for n in inits if n in containers)
     previous = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or ()}
     conditions = []
-    for kind, true in (("PodScheduled", True), ("Initialized", inits_done),
-                       ("ContainersReady", all_ready), ("Ready", all_ready)):
+    for kind, true in (
+        ("PodScheduled", True),
+        ("Initialized", inits_done),
+        ("ContainersReady", all_ready),
+        ("Ready", all_ready),
+    ):
         cond = _condition(kind, true)
         old = previous.get(kind)
         if old is not None and old.get("status") == cond["status"]:
             cond["lastTransitionTime"] = old.get("lastTransitionTime")
         conditions.append(cond)
     return {
-        "phase": phase, "conditions": conditions, "hostIP": "127.0.0.1",
-        "hostIPs": [{"ip": "127.0.0.1"}], "podIP": ip, "podIPs": [{"ip": ip}],
-        "startTime": start_time, "qosClass": "Burstable",
-        "initContainerStatuses": [containers[n].for_status(False) for n in inits
-                                  if n in containers],
-        "containerStatuses": [containers[n].for_status(ready.get(n, False)) for n in mains
-                              if n in containers],
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": "127.0.0.1",
+        "hostIPs": [{"ip": "127.0.0.1"}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": start_time,
+        "qosClass": "Burstable",
+        "initContainerStatuses": [
+            containers[n].for_status(False) for n in inits if n in containers
+        ],
+        "containerStatuses": [
+            containers[n].for_status(ready.get(n, False)) for n in mains if n in containers
+        ],
     }
 
 
 def node(name: str) -> Obj:
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{memory // 1024}Ki",
-                "pods": "110"}
-    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"capacity": capacity, "allocatable": capacity,
-                       "conditions": [{"type": "Ready", "status": "True",
-                                       "reason": "KubeletReady",
-                                       "lastTransitionTime": now()}],
-                       "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                                     {"type": "Hostname", "address": name}]}}
+    capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{memory // 1024}Ki", "pods": "110"}
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "lastTransitionTime": now(),
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": "127.0.0.1"},
+                {"type": "Hostname", "address": name},
+            ],
+        },
+    }
 
 
 def event(pod: Obj, reason: str, message: str, warning: bool) -> Obj:
     meta = pod["metadata"]
     stamp = now()
-    return {"metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:12]}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {"kind": "Pod", "apiVersion": "v1", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta["uid"]},
-            "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
-            "source": {"component": "kubelet", "host": "kube-local"},
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1}
+    return {
+        "metadata": {
+            "name": f"{meta['name']}.{uuid.uuid4().hex[:12]}",
+            "namespace": meta["namespace"],
+        },
+        "involvedObject": {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        },
+        "reason": reason,
+        "message": message,
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": "kubelet", "host": "kube-local"},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }

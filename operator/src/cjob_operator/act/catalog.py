@@ -18,14 +18,16 @@ import asyncio
 from pathlib import Path
 from typing import Protocol
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, errors, layout, object_store
 from cjob_operator.model import enums
 from cjob_operator.model.observation import CheckpointInfo, StoreView, Unusable
 
-_KINDS = {types.CheckpointKind.CHECKPOINT: enums.SnapshotKind.CHECKPOINT,
-          types.CheckpointKind.SAVEPOINT: enums.SnapshotKind.SAVEPOINT}
+_KINDS = {
+    types.CheckpointKind.CHECKPOINT: enums.SnapshotKind.CHECKPOINT,
+    types.CheckpointKind.SAVEPOINT: enums.SnapshotKind.SAVEPOINT,
+}
 
 
 class CheckpointCatalog(Protocol):
@@ -33,8 +35,9 @@ class CheckpointCatalog(Protocol):
 
     async def view(self) -> StoreView: ...
     async def cleanup(self, retained: int) -> list[str]: ...
-    async def discard_savepoints(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...],
-                                                                        str | None]: ...
+    async def discard_savepoints(
+        self, ids: tuple[int, ...]
+    ) -> tuple[tuple[int, ...], str | None]: ...
 
 
 class Catalog:
@@ -55,10 +58,13 @@ class Catalog:
     def _info(self, meta: md.CheckpointMetadata) -> CheckpointInfo:
         ref = layout.CheckpointRef.of(meta)
         return CheckpointInfo(
-            id=int(meta.checkpoint_id), kind=_KINDS[meta.kind],
-            path=f"{self._location}/{ref.directory}", time=meta.completion_time,
+            id=int(meta.checkpoint_id),
+            kind=_KINDS[meta.kind],
+            path=f"{self._location}/{ref.directory}",
+            time=meta.completion_time,
             duration_seconds=meta.completion_time - meta.trigger_time,
-            size_bytes=meta.total_size, trigger="store",
+            size_bytes=meta.total_size,
+            trigger="store",
         )
 
     def view_sync(self) -> StoreView:
@@ -68,13 +74,16 @@ class Catalog:
         for kind in (types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT):
             choice = self._store.choose_restore_point(frozenset({kind}), inventory=inventory)
             found[kind] = None if choice.chosen is None else self._info(choice.chosen)
-            unusable += [Unusable(r.ref.checkpoint_id, _KINDS[r.ref.kind], r.reason)
-                         for r in choice.rejected]
+            unusable += [
+                Unusable(r.ref.checkpoint_id, _KINDS[r.ref.kind], r.reason) for r in choice.rejected
+            ]
         unusable.sort(key=lambda u: u.id, reverse=True)
-        return StoreView(readable=True,
-                         latest_checkpoint=found[types.CheckpointKind.CHECKPOINT],
-                         latest_savepoint=found[types.CheckpointKind.SAVEPOINT],
-                         unusable=tuple(unusable))
+        return StoreView(
+            readable=True,
+            latest_checkpoint=found[types.CheckpointKind.CHECKPOINT],
+            latest_savepoint=found[types.CheckpointKind.SAVEPOINT],
+            unusable=tuple(unusable),
+        )
 
     def latest_completed(self) -> CheckpointInfo | None:
         return self.view_sync().latest_checkpoint
@@ -112,21 +121,26 @@ class Catalog:
             gone.append(sid)
         return tuple(gone), None
 
-    async def discard_savepoints(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...],
-                                                                        str | None]:
+    async def discard_savepoints(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
         return await asyncio.to_thread(self.discard_savepoints_sync, ids)
 
 
-def open_catalog(endpoint: str, bucket: str, root: str, access_key: str | None = None,
-                 secret_key: str | None = None) -> Catalog:
+def open_catalog(
+    endpoint: str,
+    bucket: str,
+    root: str,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+) -> Catalog:
     """A catalog for a ``file://`` directory or an ``http(s)://`` S3 endpoint.
 
     The store is opened exactly as ``cjob driver`` opens it from ``job.json``
     (:func:`barrier_runtime.storage.object_store.store_url`).
     """
     url = object_store.store_url(endpoint, bucket)
-    store = object_store.open_object_store(url, access_key=access_key, secret_key=secret_key,
-                                           environ={})
+    store = object_store.open_object_store(
+        url, access_key=access_key, secret_key=secret_key, environ={}
+    )
     root = root.strip("/")
     if endpoint.startswith("file://"):
         location = (Path(url) / root).as_uri() if root else Path(url).as_uri()

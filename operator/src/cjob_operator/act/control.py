@@ -55,8 +55,16 @@ def parse_completed(doc: Mapping[str, Any] | None) -> CheckpointInfo | None:
         return None
     kind = str(pick(doc, "kind") or "checkpoint")
     trigger = _float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time"))
-    done = _float(pick(doc, "completion_timestamp", "completionTimestamp", "ack_timestamp",
-                       "completion_time", "time"))
+    done = _float(
+        pick(
+            doc,
+            "completion_timestamp",
+            "completionTimestamp",
+            "ack_timestamp",
+            "completion_time",
+            "time",
+        )
+    )
     duration = _float(pick(doc, "duration", "duration_seconds", "durationSeconds"))
     if duration is None and trigger is not None and done is not None:
         duration = done - trigger
@@ -65,7 +73,9 @@ def parse_completed(doc: Mapping[str, Any] | None) -> CheckpointInfo | None:
         id=int(pick(doc, "id", "checkpoint_id", "checkpointId")),
         kind=enums.SnapshotKind.SAVEPOINT if kind == "savepoint" else enums.SnapshotKind.CHECKPOINT,
         path=pick(doc, "path", "external_path", "externalPath"),
-        time=done, duration_seconds=duration, size_bytes=None if size is None else int(size),
+        time=done,
+        duration_seconds=duration,
+        size_bytes=None if size is None else int(size),
         trigger=pick(doc, "trigger", "triggered_by", "triggeredBy"),
     )
 
@@ -77,14 +87,20 @@ def parse_failed(doc: Mapping[str, Any] | None) -> FailedInfo | None:
     return FailedInfo(
         id=None if cid is None else int(cid),
         reason=str(pick(doc, "failure_reason", "failureReason", "reason") or "unknown"),
-        time=_float(pick(doc, "failure_timestamp", "failureTimestamp", "time",
-                         "trigger_timestamp")),
+        time=_float(
+            pick(doc, "failure_timestamp", "failureTimestamp", "time", "trigger_timestamp")
+        ),
     )
 
 
-_STATUSES = {"completed": EntryStatus.COMPLETED, "complete": EntryStatus.COMPLETED,
-             "failed": EntryStatus.FAILED, "in-progress": EntryStatus.IN_PROGRESS,
-             "in_progress": EntryStatus.IN_PROGRESS, "pending": EntryStatus.IN_PROGRESS}
+_STATUSES = {
+    "completed": EntryStatus.COMPLETED,
+    "complete": EntryStatus.COMPLETED,
+    "failed": EntryStatus.FAILED,
+    "in-progress": EntryStatus.IN_PROGRESS,
+    "in_progress": EntryStatus.IN_PROGRESS,
+    "pending": EntryStatus.IN_PROGRESS,
+}
 
 
 def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
@@ -95,7 +111,8 @@ def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
         return None
     kind = str(pick(doc, "kind") or "checkpoint")
     return HistoryEntry(
-        id=int(cid), status=status,
+        id=int(cid),
+        status=status,
         kind=enums.SnapshotKind.SAVEPOINT if kind == "savepoint" else enums.SnapshotKind.CHECKPOINT,
         path=pick(doc, "path", "external_path", "externalPath"),
         trigger_time=_float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time")),
@@ -104,8 +121,9 @@ def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
     )
 
 
-def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
-                      ready: bool) -> ControlView:
+def parse_checkpoints(
+    doc: Mapping[str, Any], job: Mapping[str, Any] | None, ready: bool
+) -> ControlView:
     """Turn ``GET /v1/checkpoints`` (+ ``/v1/job``) into a :class:`ControlView`."""
     latest = pick(doc, "latest") or {}
     counts = pick(doc, "counts") or {}
@@ -115,8 +133,9 @@ def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
         n_in_progress = len(in_progress)
     else:
         n_in_progress = int(pick(counts, "in_progress", "inProgress") or (1 if in_progress else 0))
-    triggers = [_float(pick(h, "trigger_timestamp", "triggerTimestamp", "trigger_time"))
-                for h in history]
+    triggers = [
+        _float(pick(h, "trigger_timestamp", "triggerTimestamp", "trigger_time")) for h in history
+    ]
     for entry in [in_progress] if isinstance(in_progress, Mapping) else (in_progress or []):
         triggers.append(_float(pick(entry, "trigger_timestamp", "triggerTimestamp")))
     consecutive = pick(doc, "consecutive_failures", "consecutiveFailures")
@@ -129,7 +148,8 @@ def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
             if status == "failed":
                 consecutive += 1
     return ControlView(
-        reachable=True, ready=ready,
+        reachable=True,
+        ready=ready,
         job_state=None if not job else pick(job, "state", "status"),
         in_progress=n_in_progress,
         last_trigger_time=max((t for t in triggers if t is not None), default=None),
@@ -137,12 +157,14 @@ def parse_checkpoints(doc: Mapping[str, Any], job: Mapping[str, Any] | None,
         latest_failed=parse_failed(pick(latest, "failed")),
         consecutive_failures=int(consecutive),
         failure_times=tuple(
-            t for t in (_float(v) for v in pick(job or {}, "failureTimestamps") or ())
+            t
+            for t in (_float(v) for v in pick(job or {}, "failureTimestamps") or ())
             if t is not None
         ),
         last_failure=None if not job else pick(job, "failure"),
-        history=tuple(e for e in (parse_entry(h) for h in history if isinstance(h, Mapping))
-                      if e is not None),
+        history=tuple(
+            e for e in (parse_entry(h) for h in history if isinstance(h, Mapping)) if e is not None
+        ),
     )
 
 
@@ -154,13 +176,15 @@ class ControlClient:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
 
-    async def _call(self, method: str, path: str, body: Any = None,
-                    timeout: float | None = None) -> tuple[int, Any]:
+    async def _call(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None
+    ) -> tuple[int, Any]:
         to = aiohttp.ClientTimeout(total=timeout) if timeout else self._timeout
         try:
-            async with aiohttp.ClientSession(timeout=to) as session, session.request(
-                method, self._url + path, json=body, headers=self._headers
-            ) as resp:
+            async with (
+                aiohttp.ClientSession(timeout=to) as session,
+                session.request(method, self._url + path, json=body, headers=self._headers) as resp,
+            ):
                 try:
                     payload = await resp.json(content_type=None)
                 except ValueError:
@@ -177,10 +201,12 @@ class ControlClient:
         except ControlApiError as exc:
             return ControlView.unreachable(str(exc))
         if cp_status != 200 or not isinstance(checkpoints, Mapping):
-            return ControlView(reachable=True, ready=False,
-                               error=f"GET /v1/checkpoints answered {cp_status}")
-        return parse_checkpoints(checkpoints, job if job_status == 200 else None,
-                                 ready=ready_status == 200)
+            return ControlView(
+                reachable=True, ready=False, error=f"GET /v1/checkpoints answered {cp_status}"
+            )
+        return parse_checkpoints(
+            checkpoints, job if job_status == 200 else None, ready=ready_status == 200
+        )
 
     async def trigger(self, kind: enums.SnapshotKind) -> int | None:
         status, body = await self._call("POST", "/v1/checkpoints", {"kind": kind.value})

@@ -23,8 +23,13 @@ logger = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-_CORE_PLURALS = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps",
-                 "Secret": "secrets", "Event": "events"}
+_CORE_PLURALS = {
+    "Pod": "pods",
+    "Service": "services",
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "Event": "events",
+}
 
 
 class KubeError(Exception):
@@ -54,8 +59,9 @@ def load_configuration(pool_size: int = 16) -> None:
     kubernetes.client.Configuration.set_default(config)
 
 
-def path_of(kind: str, namespace: str, name: str | None = None,
-            subresource: str | None = None) -> str:
+def path_of(
+    kind: str, namespace: str, name: str | None = None, subresource: str | None = None
+) -> str:
     if kind in _CORE_PLURALS:
         path = f"/api/v1/namespaces/{namespace}/{_CORE_PLURALS[kind]}"
     elif kind == "CheckpointedJob":
@@ -76,14 +82,20 @@ class KubeClient:
         self._api = api_client or kubernetes.client.ApiClient()
         self._timeout = timeout
 
-    def _request_sync(self, method: str, path: str, body: Any = None,
-                      content_type: str = "application/json") -> Obj:
+    def _request_sync(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Obj:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         m, url, hdrs, payload, _ = self._api.param_serialize(
-            method=method, resource_path=path, header_params=headers, body=body,
-            auth_settings=["BearerToken"])
-        response = self._api.call_api(m, url, header_params=hdrs, body=payload,
-                                      _request_timeout=self._timeout)
+            method=method,
+            resource_path=path,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(
+            m, url, header_params=hdrs, body=payload, _request_timeout=self._timeout
+        )
         response.read()
         data = response.data or b""
         status = int(response.status)
@@ -97,8 +109,9 @@ class KubeClient:
         parsed = json.loads(data) if data else {}
         return parsed if isinstance(parsed, dict) else {}
 
-    async def request(self, method: str, path: str, body: Any = None,
-                      content_type: str = "application/json") -> Obj:
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Obj:
         return await asyncio.to_thread(self._request_sync, method, path, body, content_type)
 
     async def get(self, kind: str, namespace: str, name: str) -> Obj | None:
@@ -122,16 +135,27 @@ class KubeClient:
             meta = obj["metadata"]
             await self.patch(obj["kind"], meta["namespace"], meta["name"], dict(obj))
 
-    async def patch(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any],
-                    subresource: str | None = None) -> Obj:
-        return await self.request("PATCH", path_of(kind, namespace, name, subresource),
-                                  dict(patch), "application/merge-patch+json")
+    async def patch(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        subresource: str | None = None,
+    ) -> Obj:
+        return await self.request(
+            "PATCH",
+            path_of(kind, namespace, name, subresource),
+            dict(patch),
+            "application/merge-patch+json",
+        )
 
     async def delete(self, kind: str, namespace: str, name: str) -> bool:
         """Delete; ``False`` if it was already gone."""
         try:
-            await self.request("DELETE", path_of(kind, namespace, name),
-                               {"propagationPolicy": "Background"})
+            await self.request(
+                "DELETE", path_of(kind, namespace, name), {"propagationPolicy": "Background"}
+            )
         except NotFoundError:
             return False
         return True

@@ -40,20 +40,24 @@ async def control_client(tools: Tools, timeout: float = 5.0) -> control.ControlC
     job = tools.job
     if tools.memory.token is None:
         tools.memory.token = await tools.kube.secret_value(
-            job.namespace, job.token_secret(), manifests.TOKEN_KEY)
+            job.namespace, job.token_secret(), manifests.TOKEN_KEY
+        )
     url = control.base_url(job.namespace, job.name, job.service(), manifests.CONTROL_PORT)
     return control.ControlClient(url, tools.memory.token, timeout)
 
 
 async def _ensure_token(tools: Tools) -> None:
     job = tools.job
-    existing = await tools.kube.secret_value(job.namespace, job.token_secret(),
-                                             manifests.TOKEN_KEY)
+    existing = await tools.kube.secret_value(job.namespace, job.token_secret(), manifests.TOKEN_KEY)
     if existing is None:
         token = secrets.token_urlsafe(32)
         if not await tools.kube.create(manifests.token_secret(job, token)):
-            token = await tools.kube.secret_value(job.namespace, job.token_secret(),
-                                                  manifests.TOKEN_KEY) or token
+            token = (
+                await tools.kube.secret_value(
+                    job.namespace, job.token_secret(), manifests.TOKEN_KEY
+                )
+                or token
+            )
         existing = token
     tools.memory.token = existing
 
@@ -63,11 +67,13 @@ async def _deploy(tools: Tools, obs: observation.Observation, action: Action) ->
     job = tools.job
     sp = action.spec or obs.spec  # the last stable spec while rolled back
     await _ensure_token(tools)
-    await tools.kube.apply(manifests.config_map(job, sp, obs.status.intent.id,
-                                                obs.status.restarts.recent))
+    await tools.kube.apply(
+        manifests.config_map(job, sp, obs.status.intent.id, obs.status.restarts.recent)
+    )
     await tools.kube.apply(manifests.service(job))
-    pod = manifests.driver_pod(job, sp, obs.status.intent.id, action.restore,
-                               tools.driver_service_account)
+    pod = manifests.driver_pod(
+        job, sp, obs.status.intent.id, action.restore, tools.driver_service_account
+    )
     if not await tools.kube.create(pod):
         return Outcome(error="a driver pod already exists; will retry")
     tools.memory.last_trigger = None
@@ -97,25 +103,35 @@ async def _stop(tools: Tools, obs: observation.Observation, action: Action) -> O
     except control.ControlApiError as exc:
         base = min(10.0, max(1.0, obs.spec.checkpointing.interval if obs.spec else 10.0))
         retry = obs.now + min(300.0, base * 2 ** max(0, it.attempts - 1))
-        return Outcome(intent=it.evolve(error=str(exc)[:300], retry_at=retry),
-                       error=f"final savepoint failed: {exc}")
+        return Outcome(
+            intent=it.evolve(error=str(exc)[:300], retry_at=retry),
+            error=f"final savepoint failed: {exc}",
+        )
     saved = status.SavepointRef(sid, path, obs.now) if path else None
-    return Outcome(intent=it.evolve(done=True, savepoint_path=path, savepoint_id=sid,
-                                    error=None, retry_at=None), savepoint=saved)
+    return Outcome(
+        intent=it.evolve(
+            done=True, savepoint_path=path, savepoint_id=sid, error=None, retry_at=None
+        ),
+        savepoint=saved,
+    )
 
 
 async def _release(tools: Tools, obs: observation.Observation) -> Outcome:
     job = tools.job
-    for kind, name in (("Service", job.service()), ("ConfigMap", job.config_map()),
-                       ("Secret", job.token_secret())):
+    for kind, name in (
+        ("Service", job.service()),
+        ("ConfigMap", job.config_map()),
+        ("Secret", job.token_secret()),
+    ):
         await tools.kube.delete(kind, job.namespace, name)
     if obs.spec is not None:
         try:
             store = await open_store(tools, obs)
             removed = await store.cleanup(obs.spec.checkpointing.retained)
             if removed:
-                logger.info("removed %d checkpoint folders of %s/%s", len(removed),
-                            obs.namespace, obs.name)
+                logger.info(
+                    "removed %d checkpoint folders of %s/%s", len(removed), obs.namespace, obs.name
+                )
         except Exception as exc:  # cleanup is best effort; never block deletion
             logger.warning("checkpoint cleanup of %s/%s failed: %s", obs.namespace, obs.name, exc)
     metrics.forget(obs.namespace, obs.name)
@@ -138,12 +154,15 @@ async def open_store(tools: Tools, obs: observation.Observation) -> catalog.Cata
     st = obs.spec.storage
     access = secret = None
     if st.credentials is not None:
-        access = await tools.kube.secret_value(obs.namespace, st.credentials.name,
-                                               st.credentials.access_key_key)
-        secret = await tools.kube.secret_value(obs.namespace, st.credentials.name,
-                                               st.credentials.secret_key_key)
-    return catalog.open_catalog(st.endpoint, st.bucket, st.job_root(obs.namespace, obs.name),
-                                access, secret)
+        access = await tools.kube.secret_value(
+            obs.namespace, st.credentials.name, st.credentials.access_key_key
+        )
+        secret = await tools.kube.secret_value(
+            obs.namespace, st.credentials.name, st.credentials.secret_key_key
+        )
+    return catalog.open_catalog(
+        st.endpoint, st.bucket, st.job_root(obs.namespace, obs.name), access, secret
+    )
 
 
 async def perform(tools: Tools, obs: observation.Observation, action: Action) -> Outcome:

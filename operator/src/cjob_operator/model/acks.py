@@ -21,12 +21,19 @@ from typing import Any
 from cjob_operator.model import times
 from cjob_operator.model.enums import NonceOutcome
 
-NONCE_FIELDS: tuple[str, ...] = ("checkpointTriggerNonce", "savepointTriggerNonce",
-                                 "restartNonce", "restoreNonce")
+NONCE_FIELDS: tuple[str, ...] = (
+    "checkpointTriggerNonce",
+    "savepointTriggerNonce",
+    "restartNonce",
+    "restoreNonce",
+)
 """The spec fields acknowledged, also the keys of ``status.nonces``."""
 
-_ATTRS = dict(zip(NONCE_FIELDS, ("checkpoint_trigger", "savepoint_trigger", "restart",
-                                 "restore"), strict=True))
+_ATTRS = dict(
+    zip(
+        NONCE_FIELDS, ("checkpoint_trigger", "savepoint_trigger", "restart", "restore"), strict=True
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +54,14 @@ class NonceAck:
         value = self.value
         if isinstance(value, str) and value.lstrip("-").isdigit():
             value = int(value)  # the CRD's nonces are integers
-        doc = {"value": value, "outcome": self.outcome.value,
-               "time": times.to_rfc3339(self.time), "message": self.message or None,
-               "snapshotId": self.snapshot_id,
-               "settledTime": times.opt_rfc3339(self.settled_time)}
+        doc = {
+            "value": value,
+            "outcome": self.outcome.value,
+            "time": times.to_rfc3339(self.time),
+            "message": self.message or None,
+            "snapshotId": self.snapshot_id,
+            "settledTime": times.opt_rfc3339(self.settled_time),
+        }
         return {k: v for k, v in doc.items() if v is not None}
 
     @classmethod
@@ -59,11 +70,14 @@ class NonceAck:
             return None
         try:
             sid = raw.get("snapshotId")
-            return cls(value=raw["value"], outcome=NonceOutcome(raw.get("outcome")),
-                       time=times.from_rfc3339(raw.get("time")) or 0.0,
-                       message=str(raw.get("message") or ""),
-                       snapshot_id=None if sid is None else int(sid),
-                       settled_time=times.from_rfc3339(raw.get("settledTime")))
+            return cls(
+                value=raw["value"],
+                outcome=NonceOutcome(raw.get("outcome")),
+                time=times.from_rfc3339(raw.get("time")) or 0.0,
+                message=str(raw.get("message") or ""),
+                snapshot_id=None if sid is None else int(sid),
+                settled_time=times.from_rfc3339(raw.get("settledTime")),
+            )
         except (TypeError, ValueError):
             return None
 

@@ -85,73 +85,170 @@ class Action:
     # -- named constructors ---------------------------------------------------------
 
     @classmethod
-    def nothing(cls, phase: enums.Phase | None, reason: str = "", message: str = "", *,
-                clear_intent: bool = False,
-                reconciled_spec: Mapping[str, Any] | None = None,
-                event: bool = False) -> Action:
-        return cls(ActionKind.NOTHING, phase, reason, message, clear_intent=clear_intent,
-                   reconciled_spec=reconciled_spec, event=event)
+    def nothing(
+        cls,
+        phase: enums.Phase | None,
+        reason: str = "",
+        message: str = "",
+        *,
+        clear_intent: bool = False,
+        reconciled_spec: Mapping[str, Any] | None = None,
+        event: bool = False,
+    ) -> Action:
+        return cls(
+            ActionKind.NOTHING,
+            phase,
+            reason,
+            message,
+            clear_intent=clear_intent,
+            reconciled_spec=reconciled_spec,
+            event=event,
+        )
 
     @classmethod
-    def wait(cls, phase: enums.Phase | None, reason: str, message: str,
-             until: float | None = None, warning: bool = False) -> Action:
+    def wait(
+        cls,
+        phase: enums.Phase | None,
+        reason: str,
+        message: str,
+        until: float | None = None,
+        warning: bool = False,
+    ) -> Action:
         """``warning`` waits are problems a user must see (in ``status.error``)."""
-        return cls(ActionKind.WAIT, phase, reason, message, until=until, event=False,
-                   warning=warning)
+        return cls(
+            ActionKind.WAIT, phase, reason, message, until=until, event=False, warning=warning
+        )
 
     @classmethod
-    def schedule(cls, new_intent: intents.Intent, phase: enums.Phase, message: str, *,
-                 restarts: status.RestartsStatus | None = None,
-                 reconciled_spec: Mapping[str, Any] | None = None,
-                 warning: bool = False, nonce: str | None = None,
-                 rollout: status.RolloutStatus | None = None) -> Action:
-        return cls(ActionKind.SCHEDULE, phase, new_intent.reason, message, intent=new_intent,
-                   restarts=restarts, reconciled_spec=reconciled_spec, warning=warning,
-                   until=new_intent.not_before, nonce=nonce, rollout=rollout)
+    def schedule(
+        cls,
+        new_intent: intents.Intent,
+        phase: enums.Phase,
+        message: str,
+        *,
+        restarts: status.RestartsStatus | None = None,
+        reconciled_spec: Mapping[str, Any] | None = None,
+        warning: bool = False,
+        nonce: str | None = None,
+        rollout: status.RolloutStatus | None = None,
+    ) -> Action:
+        return cls(
+            ActionKind.SCHEDULE,
+            phase,
+            new_intent.reason,
+            message,
+            intent=new_intent,
+            restarts=restarts,
+            reconciled_spec=reconciled_spec,
+            warning=warning,
+            until=new_intent.not_before,
+            nonce=nonce,
+            rollout=rollout,
+        )
 
     @classmethod
-    def deploy(cls, phase: enums.Phase, restore: RestorePoint | None, message: str,
-               spec: specs.JobSpec | None = None) -> Action:
-        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore,
-                   spec=spec)
+    def deploy(
+        cls,
+        phase: enums.Phase,
+        restore: RestorePoint | None,
+        message: str,
+        spec: specs.JobSpec | None = None,
+    ) -> Action:
+        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore, spec=spec)
 
     @classmethod
-    def delete_driver(cls, phase: enums.Phase | None, reason: str, message: str,
-                      new_intent: intents.Intent | None = None) -> Action:
+    def delete_driver(
+        cls,
+        phase: enums.Phase | None,
+        reason: str,
+        message: str,
+        new_intent: intents.Intent | None = None,
+    ) -> Action:
         return cls(ActionKind.DELETE_DRIVER, phase, reason, message, intent=new_intent)
 
     @classmethod
-    def trigger(cls, kind: enums.SnapshotKind, reason: str, message: str,
-                reconciled_spec: Mapping[str, Any] | None = None, *, nonce: str | None = None,
-                savepoint_kind: enums.SavepointKind | None = None) -> Action:
+    def trigger(
+        cls,
+        kind: enums.SnapshotKind,
+        reason: str,
+        message: str,
+        reconciled_spec: Mapping[str, Any] | None = None,
+        *,
+        nonce: str | None = None,
+        savepoint_kind: enums.SavepointKind | None = None,
+    ) -> Action:
         if kind is enums.SnapshotKind.SAVEPOINT and savepoint_kind is None:
             savepoint_kind = enums.SavepointKind.MANUAL
-        return cls(ActionKind.TRIGGER, enums.Phase.RUNNING, reason, message, snapshot=kind,
-                   reconciled_spec=reconciled_spec, event=reason != "CheckpointTriggered",
-                   nonce=nonce, savepoint_kind=savepoint_kind)
+        return cls(
+            ActionKind.TRIGGER,
+            enums.Phase.RUNNING,
+            reason,
+            message,
+            snapshot=kind,
+            reconciled_spec=reconciled_spec,
+            event=reason != "CheckpointTriggered",
+            nonce=nonce,
+            savepoint_kind=savepoint_kind,
+        )
 
     @classmethod
-    def discard_savepoints(cls, records: tuple[savepoints.SavepointRecord, ...], message: str,
-                           reconciled_spec: Mapping[str, Any] | None = None) -> Action:
-        return cls(ActionKind.DISCARD, enums.Phase.RUNNING, "SavepointsDiscarded", message,
-                   discard=records, reconciled_spec=reconciled_spec)
+    def discard_savepoints(
+        cls,
+        records: tuple[savepoints.SavepointRecord, ...],
+        message: str,
+        reconciled_spec: Mapping[str, Any] | None = None,
+    ) -> Action:
+        return cls(
+            ActionKind.DISCARD,
+            enums.Phase.RUNNING,
+            "SavepointsDiscarded",
+            message,
+            discard=records,
+            reconciled_spec=reconciled_spec,
+        )
 
     @classmethod
-    def stop(cls, stop_intent: intents.Intent, phase: enums.Phase, message: str,
-             reconciled_spec: Mapping[str, Any] | None = None) -> Action:
-        return cls(ActionKind.STOP, phase, "StoppingWithSavepoint", message, intent=stop_intent,
-                   reconciled_spec=reconciled_spec)
+    def stop(
+        cls,
+        stop_intent: intents.Intent,
+        phase: enums.Phase,
+        message: str,
+        reconciled_spec: Mapping[str, Any] | None = None,
+    ) -> Action:
+        return cls(
+            ActionKind.STOP,
+            phase,
+            "StoppingWithSavepoint",
+            message,
+            intent=stop_intent,
+            reconciled_spec=reconciled_spec,
+        )
 
     @classmethod
-    def record(cls, new_intent: intents.Intent, phase: enums.Phase | None, reason: str,
-               message: str, warning: bool = False, event: bool = True) -> Action:
-        return cls(ActionKind.RECORD, phase, reason, message, intent=new_intent, warning=warning,
-                   event=event)
+    def record(
+        cls,
+        new_intent: intents.Intent,
+        phase: enums.Phase | None,
+        reason: str,
+        message: str,
+        warning: bool = False,
+        event: bool = True,
+    ) -> Action:
+        return cls(
+            ActionKind.RECORD,
+            phase,
+            reason,
+            message,
+            intent=new_intent,
+            warning=warning,
+            event=event,
+        )
 
     @classmethod
     def fail(cls, reason: str, message: str) -> Action:
-        return cls(ActionKind.FAIL, enums.Phase.FAILED, reason, message, clear_intent=True,
-                   warning=True)
+        return cls(
+            ActionKind.FAIL, enums.Phase.FAILED, reason, message, clear_intent=True, warning=True
+        )
 
     @classmethod
     def reject(cls, phase: enums.Phase | None, message: str) -> Action:
@@ -159,5 +256,4 @@ class Action:
 
     @classmethod
     def release(cls, message: str) -> Action:
-        return cls(ActionKind.RELEASE, enums.Phase.DELETING, "Deleted", message,
-                   clear_intent=True)
+        return cls(ActionKind.RELEASE, enums.Phase.DELETING, "Deleted", message, clear_intent=True)

@@ -18,8 +18,11 @@ from collections.abc import Mapping
 
 DEPRECATED_ALIASES: Mapping[str, Mapping[str, str]] = {
     "DesiredState": {"running": "Running", "suspended": "Suspended"},
-    "UpgradeMode": {"last-checkpoint": "LastCheckpoint", "savepoint": "Savepoint",
-                    "stateless": "Stateless"},
+    "UpgradeMode": {
+        "last-checkpoint": "LastCheckpoint",
+        "savepoint": "Savepoint",
+        "stateless": "Stateless",
+    },
 }
 """Old spelling to canonical value, per enum (accepted in v1alpha1 only)."""
 

@@ -85,8 +85,11 @@ class RestoreTarget:
         if not raw:
             return cls.latest()
         cid = raw.get("checkpointId")
-        return cls(RestoreMode(raw.get("mode", "latest")),
-                   None if cid is None else int(cid), raw.get("path"))
+        return cls(
+            RestoreMode(raw.get("mode", "latest")),
+            None if cid is None else int(cid),
+            raw.get("path"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +109,14 @@ class Intent:
     error: str | None = None
 
     @classmethod
-    def deploy(cls, id: str, reason: str, now: float, restore: RestoreTarget,
-               not_before: float | None = None) -> Intent:
+    def deploy(
+        cls,
+        id: str,
+        reason: str,
+        now: float,
+        restore: RestoreTarget,
+        not_before: float | None = None,
+    ) -> Intent:
         return cls(IntentOp.DEPLOY, id, reason, now, restore=restore, not_before=not_before)
 
     @classmethod
@@ -119,7 +128,9 @@ class Intent:
 
     def for_storage(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "op": self.op.value, "id": self.id, "reason": self.reason,
+            "op": self.op.value,
+            "id": self.id,
+            "reason": self.reason,
             "since": times.to_rfc3339(self.since),
         }
         if self.op is IntentOp.DEPLOY:
@@ -130,10 +141,12 @@ class Intent:
             doc["purpose"] = self.purpose.value if self.purpose else None
             doc["done"] = self.done
             doc["attempts"] = self.attempts
-            for key, value in (("savepointPath", self.savepoint_path),
-                               ("savepointId", self.savepoint_id),
-                               ("retryAt", times.opt_rfc3339(self.retry_at)),
-                               ("error", self.error)):
+            for key, value in (
+                ("savepointPath", self.savepoint_path),
+                ("savepointId", self.savepoint_id),
+                ("retryAt", times.opt_rfc3339(self.retry_at)),
+                ("error", self.error),
+            ):
                 if value is not None:
                     doc[key] = value
         return doc

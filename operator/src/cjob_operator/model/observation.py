@@ -97,8 +97,9 @@ class ControlView:
             return found
         done = self.latest_completed
         if done is not None and done.id == cid:
-            return HistoryEntry(cid, EntryStatus.COMPLETED, done.kind, done.path,
-                                completion_time=done.time)
+            return HistoryEntry(
+                cid, EntryStatus.COMPLETED, done.kind, done.path, completion_time=done.time
+            )
         failed = self.latest_failed
         if failed is not None and failed.id == cid:
             return HistoryEntry(cid, EntryStatus.FAILED, failure_reason=failed.reason)

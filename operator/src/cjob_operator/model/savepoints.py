@@ -43,30 +43,47 @@ class SavepointRecord:
     def live_periodic(self) -> bool:
         """A periodic savepoint that is (or may soon be) in storage."""
         return self.kind is SavepointKind.PERIODIC and self.state in (
-            SavepointState.IN_PROGRESS, SavepointState.COMPLETED)
+            SavepointState.IN_PROGRESS,
+            SavepointState.COMPLETED,
+        )
 
-    def settle(self, state: SavepointState, when: float, path: str | None = None,
-               message: str | None = None) -> SavepointRecord:
+    def settle(
+        self,
+        state: SavepointState,
+        when: float,
+        path: str | None = None,
+        message: str | None = None,
+    ) -> SavepointRecord:
         done = when if state is SavepointState.COMPLETED else self.completion_time
-        return replace(self, state=state, completion_time=done, path=path or self.path,
-                       message=message)
+        return replace(
+            self, state=state, completion_time=done, path=path or self.path, message=message
+        )
 
     def for_storage(self) -> dict[str, Any]:
-        doc = {"id": self.id, "path": self.path, "kind": self.kind.value,
-               "state": self.state.value, "triggerTime": times.to_rfc3339(self.trigger_time),
-               "completionTime": times.opt_rfc3339(self.completion_time),
-               "message": self.message}
+        doc = {
+            "id": self.id,
+            "path": self.path,
+            "kind": self.kind.value,
+            "state": self.state.value,
+            "triggerTime": times.to_rfc3339(self.trigger_time),
+            "completionTime": times.opt_rfc3339(self.completion_time),
+            "message": self.message,
+        }
         return {k: v for k, v in doc.items() if v is not None}
 
     @classmethod
     def from_storage(cls, raw: Mapping[str, Any]) -> SavepointRecord | None:
         try:
             sid = raw.get("id")
-            return cls(kind=SavepointKind(raw["kind"]), state=SavepointState(raw["state"]),
-                       trigger_time=times.from_rfc3339(raw.get("triggerTime")) or 0.0,
-                       id=None if sid is None else int(sid), path=raw.get("path"),
-                       completion_time=times.from_rfc3339(raw.get("completionTime")),
-                       message=raw.get("message"))
+            return cls(
+                kind=SavepointKind(raw["kind"]),
+                state=SavepointState(raw["state"]),
+                trigger_time=times.from_rfc3339(raw.get("triggerTime")) or 0.0,
+                id=None if sid is None else int(sid),
+                path=raw.get("path"),
+                completion_time=times.from_rfc3339(raw.get("completionTime")),
+                message=raw.get("message"),
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -106,11 +123,15 @@ class SavepointsStatus:
     @classmethod
     def from_storage(cls, raw: Mapping[str, Any] | None) -> SavepointsStatus:
         raw = raw or {}
-        found = (SavepointRecord.from_storage(r) for r in raw.get("history") or ()
-                 if isinstance(r, Mapping))
-        return cls(history=tuple(r for r in found if r is not None),
-                   last_periodic_trigger_time=times.from_rfc3339(
-                       raw.get("lastPeriodicTriggerTime")))
+        found = (
+            SavepointRecord.from_storage(r)
+            for r in raw.get("history") or ()
+            if isinstance(r, Mapping)
+        )
+        return cls(
+            history=tuple(r for r in found if r is not None),
+            last_periodic_trigger_time=times.from_rfc3339(raw.get("lastPeriodicTriggerTime")),
+        )
 
 
 def _trim(history: tuple[SavepointRecord, ...]) -> tuple[SavepointRecord, ...]:

@@ -78,8 +78,9 @@ class PodSpec:
             instances=None if raw.get("instances") is None else int(raw["instances"]),
             service_account=raw.get("serviceAccount"),
             pod_template=dict(raw.get("podTemplate") or {}),
-            termination_grace_period=int(raw.get("terminationGracePeriodSeconds",
-                                                 DEFAULT_TERMINATION_GRACE_PERIOD)),
+            termination_grace_period=int(
+                raw.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD)
+            ),
         )
 
 
@@ -125,8 +126,9 @@ class SavepointsSpec:
 
     @classmethod
     def from_storage(cls, raw: Raw) -> SavepointsSpec:
-        interval = None if raw.get("interval") in (None, "") \
-            else _dur(raw, "interval", "0s", "savepoints")
+        interval = (
+            None if raw.get("interval") in (None, "") else _dur(raw, "interval", "0s", "savepoints")
+        )
         return cls(interval=interval, retained=int(raw.get("retained", 5)))
 
 
@@ -140,8 +142,9 @@ class RollbackSpec:
 
     @classmethod
     def from_storage(cls, raw: Raw) -> RollbackSpec:
-        return cls(enabled=bool(raw.get("enabled", False)),
-                   timeout=_dur(raw, "timeout", "5m", "rollback"))
+        return cls(
+            enabled=bool(raw.get("enabled", False)), timeout=_dur(raw, "timeout", "5m", "rollback")
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,16 @@ class Condition:
     observed_generation: int | None = None
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({
-            "type": self.type,
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.message,
-            "lastTransitionTime": times.to_rfc3339(self.last_transition_time),
-            "observedGeneration": self.observed_generation,
-        })
+        return _compact(
+            {
+                "type": self.type,
+                "status": self.status,
+                "reason": self.reason,
+                "message": self.message,
+                "lastTransitionTime": times.to_rfc3339(self.last_transition_time),
+                "observedGeneration": self.observed_generation,
+            }
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw) -> Condition:
@@ -57,8 +59,11 @@ class DriverStatus:
 
     def for_storage(self) -> dict[str, Any]:
         return _compact(
-            {"pod": self.pod, "service": self.service,
-             "startTime": times.opt_rfc3339(self.start_time)}
+            {
+                "pod": self.pod,
+                "service": self.service,
+                "startTime": times.opt_rfc3339(self.start_time),
+            }
         )
 
     @classmethod
@@ -76,18 +81,25 @@ class CompletedCheckpoint:
     trigger: str | None = None
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({
-            "id": self.id, "path": self.path, "time": times.opt_rfc3339(self.time),
-            "durationSeconds": self.duration_seconds, "sizeBytes": self.size_bytes,
-            "trigger": self.trigger,
-        })
+        return _compact(
+            {
+                "id": self.id,
+                "path": self.path,
+                "time": times.opt_rfc3339(self.time),
+                "durationSeconds": self.duration_seconds,
+                "sizeBytes": self.size_bytes,
+                "trigger": self.trigger,
+            }
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw | None) -> CompletedCheckpoint | None:
         if not raw or raw.get("id") is None:
             return None
         return cls(
-            id=int(raw["id"]), path=raw.get("path"), time=times.from_rfc3339(raw.get("time")),
+            id=int(raw["id"]),
+            path=raw.get("path"),
+            time=times.from_rfc3339(raw.get("time")),
             duration_seconds=_opt_float(raw.get("durationSeconds")),
             size_bytes=None if raw.get("sizeBytes") is None else int(raw["sizeBytes"]),
             trigger=raw.get("trigger"),
@@ -101,16 +113,20 @@ class FailedCheckpoint:
     time: float | None = None
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({"id": self.id, "reason": self.reason,
-                         "time": times.opt_rfc3339(self.time)})
+        return _compact(
+            {"id": self.id, "reason": self.reason, "time": times.opt_rfc3339(self.time)}
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw | None) -> FailedCheckpoint | None:
         if not raw:
             return None
         cid = raw.get("id")
-        return cls(None if cid is None else int(cid), str(raw.get("reason", "")),
-                   times.from_rfc3339(raw.get("time")))
+        return cls(
+            None if cid is None else int(cid),
+            str(raw.get("reason", "")),
+            times.from_rfc3339(raw.get("time")),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +143,9 @@ class SavepointRef:
         if not raw or not raw.get("path"):
             return None
         sid = raw.get("id")
-        return cls(None if sid is None else int(sid), str(raw["path"]),
-                   times.from_rfc3339(raw.get("time")))
+        return cls(
+            None if sid is None else int(sid), str(raw["path"]), times.from_rfc3339(raw.get("time"))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +156,14 @@ class CheckpointsStatus:
     last_savepoint: SavepointRef | None = None
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({
-            "lastCompleted": self.last_completed.for_storage() if self.last_completed else None,
-            "lastFailed": self.last_failed.for_storage() if self.last_failed else None,
-            "consecutiveFailures": self.consecutive_failures,
-            "lastSavepoint": self.last_savepoint.for_storage() if self.last_savepoint else None,
-        })
+        return _compact(
+            {
+                "lastCompleted": self.last_completed.for_storage() if self.last_completed else None,
+                "lastFailed": self.last_failed.for_storage() if self.last_failed else None,
+                "consecutiveFailures": self.consecutive_failures,
+                "lastSavepoint": self.last_savepoint.for_storage() if self.last_savepoint else None,
+            }
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw) -> CheckpointsStatus:
@@ -171,20 +190,25 @@ class RestartsStatus:
     recent: tuple[float, ...] = ()
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({
-            "count": self.count,
-            "lastTime": times.opt_rfc3339(self.last_time),
-            "lastReason": self.last_reason,
-            "nextAttemptTime": times.opt_rfc3339(self.next_attempt_time),
-            "recent": [times.to_rfc3339(t) for t in self.recent] or None,
-        })
+        return _compact(
+            {
+                "count": self.count,
+                "lastTime": times.opt_rfc3339(self.last_time),
+                "lastReason": self.last_reason,
+                "nextAttemptTime": times.opt_rfc3339(self.next_attempt_time),
+                "recent": [times.to_rfc3339(t) for t in self.recent] or None,
+            }
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw) -> RestartsStatus:
         recent = tuple(t for t in (times.from_rfc3339(v) for v in raw.get("recent") or ()) if t)
         return cls(
-            int(raw.get("count") or 0), times.from_rfc3339(raw.get("lastTime")),
-            raw.get("lastReason"), times.from_rfc3339(raw.get("nextAttemptTime")), recent,
+            int(raw.get("count") or 0),
+            times.from_rfc3339(raw.get("lastTime")),
+            raw.get("lastReason"),
+            times.from_rfc3339(raw.get("nextAttemptTime")),
+            recent,
         )
 
 
@@ -197,16 +221,24 @@ class RolloutStatus:
     message: str = ""
 
     def for_storage(self) -> dict[str, Any]:
-        return _compact({"state": self.state.value, "since": times.to_rfc3339(self.since),
-                         "message": self.message or None})
+        return _compact(
+            {
+                "state": self.state.value,
+                "since": times.to_rfc3339(self.since),
+                "message": self.message or None,
+            }
+        )
 
     @classmethod
     def from_storage(cls, raw: Raw | None) -> RolloutStatus | None:
         if not raw:
             return None
         try:
-            return cls(enums.RolloutState(raw.get("state")),
-                       times.from_rfc3339(raw.get("since")) or 0.0, str(raw.get("message") or ""))
+            return cls(
+                enums.RolloutState(raw.get("state")),
+                times.from_rfc3339(raw.get("since")) or 0.0,
+                str(raw.get("message") or ""),
+            )
         except ValueError:
             return None
 
@@ -281,9 +313,22 @@ class JobStatus:
         )
 
 
-_KNOWN = {"phase", "conditions", "observedGeneration", "driver", "checkpoints", "restarts",
-          "lastReconciledSpec", "intent", "error", "jobState", "savepoints", "nonces",
-          "lastStableSpec", "rollout"}
+_KNOWN = {
+    "phase",
+    "conditions",
+    "observedGeneration",
+    "driver",
+    "checkpoints",
+    "restarts",
+    "lastReconciledSpec",
+    "intent",
+    "error",
+    "jobState",
+    "savepoints",
+    "nonces",
+    "lastStableSpec",
+    "rollout",
+}
 
 
 def _spec_for_storage(value: Mapping[str, Any] | None) -> str | None:

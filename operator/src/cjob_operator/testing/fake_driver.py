@@ -67,8 +67,11 @@ class FakeDriver:
         return self.jobs.setdefault((namespace, job), JobBehaviour())
 
     def calls_to(self, namespace: str, job: str, method: str, path: str) -> list[Call]:
-        return [c for c in list(self.calls) if (c.namespace, c.job, c.method, c.path)
-                == (namespace, job, method, path)]
+        return [
+            c
+            for c in list(self.calls)
+            if (c.namespace, c.job, c.method, c.path) == (namespace, job, method, path)
+        ]
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -82,7 +85,7 @@ class FakeDriver:
         if cm is None:
             raise web.HTTPServiceUnavailable(text="no job configuration")
         storage = json.loads(cm["data"]["job.json"])["storage"]
-        base = Path(storage["endpoint"][len("file://"):])
+        base = Path(storage["endpoint"][len("file://") :])
         return Path(base, str(storage["bucket"]), str(storage["root"]))
 
     def _config(self, namespace: str, job: str) -> dict[str, Any]:
@@ -98,9 +101,12 @@ class FakeDriver:
         if checkpointing.get("triggeredBy") != "driver":
             return
         pod = self.kube.find("pods", namespace, f"{job}-driver") or {}
-        uid = str(pod.get("metadata", {}).get("uid") or
-                  pod.get("metadata", {}).get("annotations", {}).get(
-                      "checkpointed.dev/deployment-id", ""))
+        uid = str(
+            pod.get("metadata", {}).get("uid")
+            or pod.get("metadata", {})
+            .get("annotations", {})
+            .get("checkpointed.dev/deployment-id", "")
+        )
         behaviour = self.behaviour(namespace, job)
         now = time.time()
         if behaviour.pod_uid != uid:
@@ -118,8 +124,7 @@ class FakeDriver:
         ns, job, tail = (request.match_info[k] for k in ("namespace", "job", "tail"))
         path = "/" + tail
         token = self._token(ns, job)
-        authorized = token is not None and request.headers.get("Authorization") == \
-            f"Bearer {token}"
+        authorized = token is not None and request.headers.get("Authorization") == f"Bearer {token}"
         body = await request.json() if request.can_read_body else None
         self.calls.append(Call(ns, job, request.method, path, authorized, body))
         if not self._running(ns, job):
@@ -130,9 +135,12 @@ class FakeDriver:
         if not authorized:
             return web.json_response({"error": "unauthorized"}, status=401)
         self._pace(ns, job)
-        handler = {("GET", "/v1/job"): self._job, ("POST", "/v1/checkpoints"): self._trigger,
-                   ("GET", "/v1/checkpoints"): self._checkpoints,
-                   ("POST", "/v1/stop"): self._stop}.get((request.method, path))
+        handler = {
+            ("GET", "/v1/job"): self._job,
+            ("POST", "/v1/checkpoints"): self._trigger,
+            ("GET", "/v1/checkpoints"): self._checkpoints,
+            ("POST", "/v1/stop"): self._stop,
+        }.get((request.method, path))
         if handler is None:
             return web.json_response({"error": "not found"}, status=404)
         return await handler(ns, job, body)
@@ -140,8 +148,15 @@ class FakeDriver:
     # -- the contract -------------------------------------------------------------------
 
     async def _job(self, ns: str, job: str, _: Any) -> web.Response:
-        return web.json_response({"state": "RUNNING", "attempt": 1, "restarts": 0,
-                                  "parallelism": 2, "start_time": time.time()})
+        return web.json_response(
+            {
+                "state": "RUNNING",
+                "attempt": 1,
+                "restarts": 0,
+                "parallelism": 2,
+                "start_time": time.time(),
+            }
+        )
 
     async def _trigger(self, ns: str, job: str, body: Any) -> web.Response:
         kind = str((body or {}).get("kind", "checkpoint"))
@@ -156,12 +171,17 @@ class FakeDriver:
         if behaviour.fail_next_checkpoints > 0:
             behaviour.fail_next_checkpoints -= 1
             cid = snapshots.abandon(root)
-            entry.update(id=cid, status="FAILED", failure_reason="declined",
-                         failure_timestamp=now)
+            entry.update(id=cid, status="FAILED", failure_reason="declined", failure_timestamp=now)
         else:
             cid, folder = snapshots.commit(root, kind == "savepoint", now)
-            entry.update(id=cid, status="COMPLETED", completion_timestamp=now, duration=0.05,
-                         size=0, path=folder.as_uri())
+            entry.update(
+                id=cid,
+                status="COMPLETED",
+                completion_timestamp=now,
+                duration=0.05,
+                size=0,
+                path=folder.as_uri(),
+            )
         behaviour.history.append(entry)
         return entry
 
@@ -169,13 +189,22 @@ class FakeDriver:
         history = self.behaviour(ns, job).history
         completed = [h for h in history if h["status"] == "COMPLETED"]
         failed = [h for h in history if h["status"] == "FAILED"]
-        return web.json_response({
-            "counts": {"triggered": len(history), "completed": len(completed),
-                       "failed": len(failed), "in_progress": 0},
-            "latest": {"completed": completed[-1] if completed else None,
-                       "failed": failed[-1] if failed else None, "in_progress": []},
-            "history": history[-20:],
-        })
+        return web.json_response(
+            {
+                "counts": {
+                    "triggered": len(history),
+                    "completed": len(completed),
+                    "failed": len(failed),
+                    "in_progress": 0,
+                },
+                "latest": {
+                    "completed": completed[-1] if completed else None,
+                    "failed": failed[-1] if failed else None,
+                    "in_progress": [],
+                },
+                "history": history[-20:],
+            }
+        )
 
     async def _stop(self, ns: str, job: str, body: Any) -> web.Response:
         if self.behaviour(ns, job).fail_stop:

@@ -27,10 +27,13 @@ import kmock
 
 RESOURCES: dict[str, dict[str, Any]] = {
     "checkpointed.dev/v1alpha1/checkpointedjobs": {
-        "kind": "CheckpointedJob", "singular": "checkpointedjob", "namespaced": True,
-        "shortnames": {"cjob"}, "subresources": {"status"}},
-    "v1/pods": {"kind": "Pod", "singular": "pod", "namespaced": True,
-                "subresources": {"status"}},
+        "kind": "CheckpointedJob",
+        "singular": "checkpointedjob",
+        "namespaced": True,
+        "shortnames": {"cjob"},
+        "subresources": {"status"},
+    },
+    "v1/pods": {"kind": "Pod", "singular": "pod", "namespaced": True, "subresources": {"status"}},
     "v1/services": {"kind": "Service", "singular": "service", "namespaced": True},
     "v1/configmaps": {"kind": "ConfigMap", "singular": "configmap", "namespaced": True},
     "v1/secrets": {"kind": "Secret", "singular": "secret", "namespaced": True},
@@ -84,8 +87,9 @@ class FakeKubernetes(kmock.KubernetesEmulator):
             return await self._namespaces(raw_request, parts[3] if len(parts) == 4 else None)
         return await super().__call__(raw_request)
 
-    async def _namespaces(self, raw: aiohttp.web.BaseRequest,
-                          name: str | None) -> aiohttp.web.StreamResponse:
+    async def _namespaces(
+        self, raw: aiohttp.web.BaseRequest, name: str | None
+    ) -> aiohttp.web.StreamResponse:
         """kmock cannot parse ``/api/v1/namespaces``: serve namespaces here."""
         spaces: dict[str, Any] = self.__dict__.setdefault("_namespaces_store", {})
         if raw.method == "POST":
@@ -93,23 +97,32 @@ class FakeKubernetes(kmock.KubernetesEmulator):
             meta = obj.setdefault("metadata", {})
             if meta.get("name") in spaces:
                 return aiohttp.web.json_response({"kind": "Status", "code": 409}, status=409)
-            meta.update(uid=str(uuid.uuid4()), resourceVersion=self._next_version(),
-                        creationTimestamp=_now())
+            meta.update(
+                uid=str(uuid.uuid4()),
+                resourceVersion=self._next_version(),
+                creationTimestamp=_now(),
+            )
             spaces[meta["name"]] = obj
             return aiohttp.web.json_response(obj, status=201)
         if name is None and raw.query.get("watch") == "true":
             return await self._watch_namespaces(raw, spaces)
         if name is None:
-            return aiohttp.web.json_response({"apiVersion": "v1", "kind": "NamespaceList",
-                                              "metadata": {"resourceVersion": "1"},
-                                              "items": list(spaces.values())})
+            return aiohttp.web.json_response(
+                {
+                    "apiVersion": "v1",
+                    "kind": "NamespaceList",
+                    "metadata": {"resourceVersion": "1"},
+                    "items": list(spaces.values()),
+                }
+            )
         if name in spaces:
             return aiohttp.web.json_response(spaces[name])
         return aiohttp.web.json_response({"kind": "Status", "code": 404}, status=404)
 
     @staticmethod
-    async def _watch_namespaces(raw: aiohttp.web.BaseRequest,
-                                spaces: Mapping[str, Any]) -> aiohttp.web.StreamResponse:
+    async def _watch_namespaces(
+        raw: aiohttp.web.BaseRequest, spaces: Mapping[str, Any]
+    ) -> aiohttp.web.StreamResponse:
         """Stream the (static) namespaces, then hold the watch open until it times out."""
         response = aiohttp.web.StreamResponse()
         response.content_type = "application/json"
@@ -137,9 +150,16 @@ class FakeKubernetes(kmock.KubernetesEmulator):
                     await self._buses[resource].put(event)
         except ApiFailure as failure:
             return aiohttp.web.json_response(
-                {"apiVersion": "v1", "kind": "Status", "status": "Failure",
-                 "code": failure.status, "reason": failure.reason, "message": failure.message},
-                status=failure.status)
+                {
+                    "apiVersion": "v1",
+                    "kind": "Status",
+                    "status": "Failure",
+                    "code": failure.status,
+                    "reason": failure.reason,
+                    "message": failure.message,
+                },
+                status=failure.status,
+            )
         return aiohttp.web.json_response(body, status=status)
 
     # -- mutations -------------------------------------------------------------------
@@ -180,8 +200,12 @@ class FakeKubernetes(kmock.KubernetesEmulator):
         key = _key(request.resource, namespace, meta["name"])
         if key in self._objects and not self._objects[key].deleted:
             raise ApiFailure(409, "AlreadyExists", f"{meta['name']!r} already exists")
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(),
-                    resourceVersion=self._next_version(), generation=1)
+        meta.update(
+            uid=str(uuid.uuid4()),
+            creationTimestamp=_now(),
+            resourceVersion=self._next_version(),
+            generation=1,
+        )
         if "stringData" in obj:
             data = obj.setdefault("data", {})
             for k, v in obj.pop("stringData").items():
@@ -226,8 +250,9 @@ class FakeKubernetes(kmock.KubernetesEmulator):
         self._objects[key].history.append(new)
         return 200, new, [(key[0], {"type": "MODIFIED", "object": new})]
 
-    def _delete(self, resource: Any, namespace: str | None,
-                name: str) -> tuple[int, Any, list[tuple[Any, Any]]]:
+    def _delete(
+        self, resource: Any, namespace: str | None, name: str
+    ) -> tuple[int, Any, list[tuple[Any, Any]]]:
         key = _key(resource, namespace, name)
         current = self._live(key)
         meta = current["metadata"]
@@ -237,8 +262,11 @@ class FakeKubernetes(kmock.KubernetesEmulator):
             self._objects[key].history.append(current)
             return 200, current, [(resource, {"type": "MODIFIED", "object": current})]
         self._objects[key].delete()
-        return 200, current, [(resource, {"type": "DELETED", "object": current}),
-                              *self._gc(current)]
+        return (
+            200,
+            current,
+            [(resource, {"type": "DELETED", "object": current}), *self._gc(current)],
+        )
 
     def _gc(self, owner: Mapping[str, Any]) -> list[tuple[Any, Any]]:
         """Delete what ``owner`` owned (background propagation)."""
@@ -254,8 +282,9 @@ class FakeKubernetes(kmock.KubernetesEmulator):
 
     # -- conveniences for tests (call on the server's loop) ----------------------------
 
-    async def set_pod_phase(self, namespace: str, name: str, phase: str,
-                            exit_code: int | None = None) -> bool:
+    async def set_pod_phase(
+        self, namespace: str, name: str, phase: str, exit_code: int | None = None
+    ) -> bool:
         """Play the kubelet: set a pod's phase (and a terminated container state)."""
         resource = kmock.resource("v1/pods")
         async with self._lock:
@@ -267,8 +296,17 @@ class FakeKubernetes(kmock.KubernetesEmulator):
             status["phase"] = phase
             status.setdefault("startTime", _now())
             if exit_code is not None:
-                status["containerStatuses"] = [{"name": "driver", "state": {"terminated": {
-                    "exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}}}]
+                status["containerStatuses"] = [
+                    {
+                        "name": "driver",
+                        "state": {
+                            "terminated": {
+                                "exitCode": exit_code,
+                                "reason": "Error" if exit_code else "Completed",
+                            }
+                        },
+                    }
+                ]
             pod["metadata"]["resourceVersion"] = self._next_version()
             self._objects[key].history.append(pod)
             await self._buses[resource].put({"type": "MODIFIED", "object": pod})
@@ -282,10 +320,15 @@ class FakeKubernetes(kmock.KubernetesEmulator):
         return None
 
     def all_namespaces(self, plural: str) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(obj.raw)) for (resource, _, _), obj
-                in list(self._objects.items()) if resource.plural == plural and not obj.deleted]
+        return [
+            json.loads(json.dumps(obj.raw))
+            for (resource, _, _), obj in list(self._objects.items())
+            if resource.plural == plural and not obj.deleted
+        ]
 
     def all(self, plural: str, namespace: str) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(obj.raw)) for (resource, ns, _), obj
-                in list(self._objects.items())
-                if resource.plural == plural and ns == namespace and not obj.deleted]
+        return [
+            json.loads(json.dumps(obj.raw))
+            for (resource, ns, _), obj in list(self._objects.items())
+            if resource.plural == plural and ns == namespace and not obj.deleted
+        ]

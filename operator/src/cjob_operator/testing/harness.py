@@ -38,9 +38,15 @@ class ConditionTimeout(AssertionError):
 class OperatorHarness:
     """Fake API server + fake driver on a background loop, the operator as a subprocess."""
 
-    def __init__(self, workdir: Path, namespace: str = "jobs", tick: float = 0.3,
-                 extra_env: dict[str, str] | None = None, local_pods: bool = False,
-                 command_map: Callable[[list[str]], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        namespace: str = "jobs",
+        tick: float = 0.3,
+        extra_env: dict[str, str] | None = None,
+        local_pods: bool = False,
+        command_map: Callable[[list[str]], list[str]] | None = None,
+    ) -> None:
         """``local_pods``: run pods as local processes (:mod:`.kubelet`) instead of
         answering for them with the in-process :class:`FakeDriver`."""
         self.workdir = workdir
@@ -59,8 +65,9 @@ class OperatorHarness:
         self._runner: web.AppRunner | None = None
         self.kubelet: kubelet.LocalKubelet | None = None
         if local_pods:
-            self.kubelet = kubelet.LocalKubelet(self.kube, workdir / "pods",
-                                                command_map or kubelet.standin_command)
+            self.kubelet = kubelet.LocalKubelet(
+                self.kube, workdir / "pods", command_map or kubelet.standin_command
+            )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -70,8 +77,12 @@ class OperatorHarness:
         self._start_operator()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop_operator()
         self.loop.run(self._stop_servers())
         self.loop.close()
@@ -104,11 +115,17 @@ class OperatorHarness:
 
     def _write_kubeconfig(self) -> None:
         config = {
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "fake",
             "clusters": [{"name": "fake", "cluster": {"server": self.api_url}}],
             "users": [{"name": "fake", "user": {"token": "fake-token"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake",
-                                                       "namespace": self.namespace}}],
+            "contexts": [
+                {
+                    "name": "fake",
+                    "context": {"cluster": "fake", "user": "fake", "namespace": self.namespace},
+                }
+            ],
         }
         self.kubeconfig = self.workdir / "kubeconfig.json"
         self.kubeconfig.write_text(json.dumps(config))
@@ -126,13 +143,24 @@ class OperatorHarness:
             "PYTHONUNBUFFERED": "1",
             **self.extra_env,
         }
-        cmd = [sys.executable, "-m", "kopf", "run", "--standalone", "--verbose",
-               f"--namespace={self.namespace}", "-m", "cjob_operator.main"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            "--standalone",
+            "--verbose",
+            f"--namespace={self.namespace}",
+            "-m",
+            "cjob_operator.main",
+        ]
         log = self.log_path.open("ab")
-        self._process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        self.wait_for(lambda: self._http_ok(self.metrics_url + "/readyz"), "operator ready",
-                      timeout=30)
+        self._process = subprocess.Popen(
+            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.wait_for(
+            lambda: self._http_ok(self.metrics_url + "/readyz"), "operator ready", timeout=30
+        )
 
     def stop_operator(self) -> None:
         process = self._process
@@ -161,11 +189,13 @@ class OperatorHarness:
         except (urllib.error.URLError, OSError):
             return False
 
-    def http(self, method: str, path: str, body: Any = None,
-             content_type: str = "application/json") -> tuple[int, Any]:
+    def http(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.api_url + path, data=data, method=method,
-                                     headers={"Content-Type": content_type})
+        req = urllib.request.Request(
+            self.api_url + path, data=data, method=method, headers={"Content-Type": content_type}
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
@@ -175,19 +205,23 @@ class OperatorHarness:
     def operator_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def wait_for(self, predicate: Callable[[], T], what: str, timeout: float = 20.0,
-                 interval: float = 0.05) -> T:
+    def wait_for(
+        self, predicate: Callable[[], T], what: str, timeout: float = 20.0, interval: float = 0.05
+    ) -> T:
         deadline = time.monotonic() + timeout
         while True:
             result = predicate()
             if result:
                 return result
             if self._process is not None and self._process.poll() is not None:
-                raise ConditionTimeout(f"operator exited while waiting for {what}:\n"
-                                       + self.operator_log()[-4000:])
+                raise ConditionTimeout(
+                    f"operator exited while waiting for {what}:\n" + self.operator_log()[-4000:]
+                )
             if time.monotonic() > deadline:
-                raise ConditionTimeout(f"timed out after {timeout}s waiting for {what}; "
-                                       "operator log tail:\n" + self.operator_log()[-4000:])
+                raise ConditionTimeout(
+                    f"timed out after {timeout}s waiting for {what}; "
+                    "operator log tail:\n" + self.operator_log()[-4000:]
+                )
             time.sleep(interval)
 
     def scrape_metrics(self) -> str:
@@ -206,8 +240,9 @@ class OperatorHarness:
         return dict(body)
 
     def patch_spec(self, name: str, spec_patch: dict[str, Any]) -> None:
-        status, body = self.http("PATCH", self.jobs_path(name), {"spec": spec_patch},
-                                 "application/merge-patch+json")
+        status, body = self.http(
+            "PATCH", self.jobs_path(name), {"spec": spec_patch}, "application/merge-patch+json"
+        )
         assert status == 200, body
 
     def delete_job(self, name: str) -> None:
@@ -216,8 +251,10 @@ class OperatorHarness:
 
     def on_loop(self, fn: Callable[..., T], *args: Any) -> T:
         """Call ``fn`` on the servers' loop (where the fake's objects change)."""
+
         async def call() -> T:
             return fn(*args)
+
         return self.loop.run(call())
 
     def find(self, plural: str, name: str) -> dict[str, Any] | None:
@@ -236,12 +273,12 @@ class OperatorHarness:
         return self.find("pods", f"{name}-driver")
 
     def set_pod_phase(self, name: str, phase: str, exit_code: int | None = None) -> None:
-        assert self.loop.run(self.kube.set_pod_phase(self.namespace, f"{name}-driver", phase,
-                                                     exit_code))
+        assert self.loop.run(
+            self.kube.set_pod_phase(self.namespace, f"{name}-driver", phase, exit_code)
+        )
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [e for e in self.all("events")
-                if e.get("involvedObject", {}).get("name") == name]
+        return [e for e in self.all("events") if e.get("involvedObject", {}).get("name") == name]
 
     def event_reasons(self, name: str) -> list[str]:
         return [str(e.get("reason")) for e in self.events(name)]

@@ -47,7 +47,7 @@ def _relocate(arg: str, places: list[tuple[str, str]]) -> str:
     """Map a path inside the container to the volume's local directory (longest mount)."""
     for mount_path, local in places:
         if arg == mount_path or arg.startswith(mount_path.rstrip("/") + "/"):
-            return local + arg[len(mount_path):]
+            return local + arg[len(mount_path) :]
     return arg
 
 
@@ -62,8 +62,13 @@ class LocalPod:
 
 
 class LocalKubelet:
-    def __init__(self, kube: FakeKubernetes, workdir: Path,
-                 command_map: CommandMap = standin_command, poll: float = 0.05) -> None:
+    def __init__(
+        self,
+        kube: FakeKubernetes,
+        workdir: Path,
+        command_map: CommandMap = standin_command,
+        poll: float = 0.05,
+    ) -> None:
         self.kube = kube
         self.workdir = workdir
         self.command_map = command_map
@@ -107,8 +112,9 @@ class LocalKubelet:
             elif local.process.returncode is not None:
                 code = local.process.returncode
                 exit_code = 128 - code if code < 0 else code
-                await self.kube.set_pod_phase(local.namespace, local.name,
-                                              "Succeeded" if code == 0 else "Failed", exit_code)
+                await self.kube.set_pod_phase(
+                    local.namespace, local.name, "Succeeded" if code == 0 else "Failed", exit_code
+                )
                 self.pods.pop(key)
 
     # -- pods -----------------------------------------------------------------------
@@ -137,8 +143,12 @@ class LocalKubelet:
             path = root / "volumes" / volume["name"]
             path.mkdir(parents=True, exist_ok=True)
             if "configMap" in volume:
-                cm = self.kube.find("configmaps", pod["metadata"]["namespace"],
-                                    volume["configMap"]["name"]) or {}
+                cm = (
+                    self.kube.find(
+                        "configmaps", pod["metadata"]["namespace"], volume["configMap"]["name"]
+                    )
+                    or {}
+                )
                 for key, value in cm.get("data", {}).items():
                     text = value
                     if key == "job.json":
@@ -155,19 +165,27 @@ class LocalKubelet:
         root = self.workdir / meta["namespace"] / meta["name"] / meta["uid"]
         port = free_port()
         mounts = self._volumes(pod, root, port)
-        places = sorted(((m["mountPath"], str(mounts[m["name"]]))
-                         for m in container.get("volumeMounts", [])), key=lambda p: -len(p[0]))
+        places = sorted(
+            ((m["mountPath"], str(mounts[m["name"]])) for m in container.get("volumeMounts", [])),
+            key=lambda p: -len(p[0]),
+        )
         command = [*container.get("command", IMAGE_ENTRYPOINT), *container.get("args", [])]
         args = [_relocate(arg, places) for arg in command]
         env = self._env(meta["namespace"], container)
         env["HOME"] = str(mounts.get("tmp", root))
         log = (root / "output.log").open("ab")
         process = await asyncio.create_subprocess_exec(
-            *self.command_map(args), env=env, cwd=str(root), stdout=log,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+            *self.command_map(args),
+            env=env,
+            cwd=str(root),
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.pods[(meta["namespace"], meta["name"])] = LocalPod(
-            meta["namespace"], meta["name"], meta["uid"], process, port, root)
+            meta["namespace"], meta["name"], meta["uid"], process, port, root
+        )
         await self.kube.set_pod_phase(meta["namespace"], meta["name"], "Running")
 
     async def _terminate(self, pod: LocalPod) -> None:
@@ -202,12 +220,17 @@ class LocalKubelet:
             return web.json_response({"error": "no such driver"}, status=503)
         headers = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as s, \
-                    s.request(request.method, f"http://127.0.0.1:{pod.port}/{tail}",
-                              data=await request.read(), headers={
-                                  **headers, "Content-Type": "application/json"}) as resp:
-                return web.Response(status=resp.status, body=await resp.read(),
-                                    content_type="application/json")
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as s,
+                s.request(
+                    request.method,
+                    f"http://127.0.0.1:{pod.port}/{tail}",
+                    data=await request.read(),
+                    headers={**headers, "Content-Type": "application/json"},
+                ) as resp,
+            ):
+                return web.Response(
+                    status=resp.status, body=await resp.read(), content_type="application/json"
+                )
         except aiohttp.ClientError as exc:
             return web.json_response({"error": str(exc)}, status=503)
-

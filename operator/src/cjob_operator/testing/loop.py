@@ -14,8 +14,9 @@ T = TypeVar("T")
 class LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                        name="cjob-test-loop")
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, daemon=True, name="cjob-test-loop"
+        )
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:

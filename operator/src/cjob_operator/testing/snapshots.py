@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.storage import layout
 from cjob_operator.act import catalog
 
@@ -21,9 +21,13 @@ def commit(root: Path, savepoint: bool, now: float) -> tuple[int, Path]:
     """Write a committed ``_metadata`` with the next id; returns (id, folder)."""
     cid = next_id(root)
     kind = types.CheckpointKind.SAVEPOINT if savepoint else types.CheckpointKind.CHECKPOINT
-    meta = md.CheckpointMetadata(checkpoint_id=types.CheckpointId(cid), kind=kind,
-                                 trigger_time=now - 0.05, completion_time=now,
-                                 fingerprint=FINGERPRINT)
+    meta = md.CheckpointMetadata(
+        checkpoint_id=types.CheckpointId(cid),
+        kind=kind,
+        trigger_time=now - 0.05,
+        completion_time=now,
+        fingerprint=FINGERPRINT,
+    )
     return cid, catalog.write_metadata(root, meta)
 
 

@@ -29,7 +29,7 @@ from cjob_operator.testing import snapshots
 
 def job_root(config: dict[str, Any]) -> Path:
     storage = config["storage"]
-    return Path(storage["endpoint"][len("file://"):], storage["bucket"], storage["root"])
+    return Path(storage["endpoint"][len("file://") :], storage["bucket"], storage["root"])
 
 
 class StandInDriver:
@@ -41,15 +41,27 @@ class StandInDriver:
         self.started = time.time()
         self.stopping = asyncio.Event()
         checkpointing = config.get("checkpointing", {})
-        self.interval: float | None = (float(checkpointing.get("intervalSeconds", 30))
-                                       if checkpointing.get("triggeredBy") == "driver" else None)
+        self.interval: float | None = (
+            float(checkpointing.get("intervalSeconds", 30))
+            if checkpointing.get("triggeredBy") == "driver"
+            else None
+        )
 
     def take(self, kind: str) -> int:
         now = time.time()
         cid, folder = snapshots.commit(self.root, kind == "savepoint", now)
-        self.history.append({"id": cid, "status": "COMPLETED", "kind": kind,
-                             "trigger_timestamp": now, "completion_timestamp": now,
-                             "duration": 0.05, "size": 0, "path": folder.as_uri()})
+        self.history.append(
+            {
+                "id": cid,
+                "status": "COMPLETED",
+                "kind": kind,
+                "trigger_timestamp": now,
+                "completion_timestamp": now,
+                "duration": 0.05,
+                "size": 0,
+                "path": folder.as_uri(),
+            }
+        )
         return cid
 
     async def pace(self) -> None:
@@ -74,8 +86,10 @@ class StandInDriver:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith("/v1/") and \
-                request.headers.get("Authorization") != f"Bearer {self.token}":
+        if (
+            request.path.startswith("/v1/")
+            and request.headers.get("Authorization") != f"Bearer {self.token}"
+        ):
             return web.json_response({"error": "unauthorized"}, status=401)
         response: web.StreamResponse = await handler(request)
         return response
@@ -84,8 +98,15 @@ class StandInDriver:
         return web.json_response({"ok": True})
 
     async def _job(self, _: web.Request) -> web.Response:
-        return web.json_response({"state": "RUNNING", "attempt": 1, "restarts": 0,
-                                  "start_time": self.started, "restored_from": self.restore_from})
+        return web.json_response(
+            {
+                "state": "RUNNING",
+                "attempt": 1,
+                "restarts": 0,
+                "start_time": self.started,
+                "restored_from": self.restore_from,
+            }
+        )
 
     async def _trigger(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -93,11 +114,16 @@ class StandInDriver:
         return web.json_response({"id": cid}, status=202)
 
     async def _checkpoints(self, _: web.Request) -> web.Response:
-        return web.json_response({
-            "counts": {"completed": len(self.history), "in_progress": 0},
-            "latest": {"completed": self.history[-1] if self.history else None,
-                       "in_progress": []},
-            "history": self.history[-20:]})
+        return web.json_response(
+            {
+                "counts": {"completed": len(self.history), "in_progress": 0},
+                "latest": {
+                    "completed": self.history[-1] if self.history else None,
+                    "in_progress": [],
+                },
+                "history": self.history[-20:],
+            }
+        )
 
     async def _stop(self, _: web.Request) -> web.Response:
         sid, folder = snapshots.commit(self.root, True, time.time())
@@ -110,8 +136,10 @@ async def serve(config_path: Path, restore_from: str | None) -> int:
     driver = StandInDriver(config, restore_from)
     driver.root.mkdir(parents=True, exist_ok=True)
     with (driver.root / "_starts.jsonl").open("a") as starts:
-        starts.write(json.dumps({"pid": os.getpid(), "restore_from": restore_from,
-                                 "time": time.time()}) + "\n")
+        starts.write(
+            json.dumps({"pid": os.getpid(), "restore_from": restore_from, "time": time.time()})
+            + "\n"
+        )
     runner = web.AppRunner(driver.app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", int(config["control"]["port"])).start()

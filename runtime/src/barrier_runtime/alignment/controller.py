@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeAlias
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 ChannelId: TypeAlias = int
 """The index of an input channel of the gate, ``0 .. num_channels - 1``."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from barrier_runtime import clock as clocks
 from barrier_runtime.alignment import controller, policy
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import clock as clocks
+from barrier_runtime.core import types
 
 
 @dataclasses.dataclass(slots=True)

@@ -73,11 +73,11 @@ from __future__ import annotations
 
 import enum
 
-from barrier_runtime import clock as clocks
 from barrier_runtime.alignment import controller as control
 from barrier_runtime.alignment import errors, gate, states
 from barrier_runtime.alignment import policy as policies
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import clock as clocks
+from barrier_runtime.core import types
 
 
 class BarrierResult(enum.Enum):

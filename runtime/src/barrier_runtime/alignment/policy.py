@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 MAX_TRACKED_CHECKPOINTS = 50
 """At-least-once gates track this many concurrent checkpoints; older ones are subsumed."""

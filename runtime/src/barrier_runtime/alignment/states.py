@@ -27,7 +27,7 @@ import abc
 import dataclasses
 
 from barrier_runtime.alignment import controller
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 Context = controller.AlignmentContext
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 Call = tuple[object, ...]
 """One recorded call: ``("block", channel)``, ``("unblock_all",)``,

@@ -35,7 +35,7 @@ import pyarrow as pa
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources
 from barrier_runtime.api import steps as defs
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 from barrier_runtime.state import key_groups
 
 DEFAULT_MAX_PARALLELISM = 128
@@ -294,9 +294,7 @@ class KeyedStream(Stream):
     ) -> Stream:
         """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
         return self.flow._add(
-            defs.StatefulStep(
-                self.flow._new_id(step_id), self._keyed_input(step_id), fn, on_error
-            )
+            defs.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn, on_error)
         )
 
     def reduce(
@@ -377,9 +375,7 @@ class KeyedStream(Stream):
         if not isinstance(other, KeyedStream):
             raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
-        return self.flow._add(
-            defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error)
-        )
+        return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error))
 
 
 def dead_letter_step(step_id: str) -> types.StepId:

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 Key = str | int | bytes
 KeyFn = Callable[[batch_mod.Record], Key]

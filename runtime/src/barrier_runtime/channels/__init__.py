@@ -8,8 +8,8 @@ the credit-based endpoints that are drop-in for the in-process
 threads (``connection``), and the per-worker :class:`WorkerNetwork` that
 listens, rendezvouses and hands out endpoints (``network``); test helpers
 (``testing``). The endpoints satisfy the ``InputChannel``/``OutputChannel``
-protocols of ``barrier_runtime.local.channel``, like the in-process channels.
-In-process channels live in ``barrier_runtime.local.channel``.
+protocols of ``barrier_runtime.task.channel``, like the in-process channels.
+In-process channels live in ``barrier_runtime.task.channel``.
 """
 
 from barrier_runtime.channels.endpoints import (

@@ -65,10 +65,10 @@ from typing import Protocol
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import errors, frames, messages
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 Item = batch_mod.Batch | types.Barrier | messages.CancelMarker | messages.EndOfPartition
-"""What travels on a channel (the same union as ``barrier_runtime.local.channel.Item``)."""
+"""What travels on a channel (the same union as ``barrier_runtime.task.channel.Item``)."""
 
 
 class Wakeable(Protocol):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import codec, errors, messages
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 MAGIC = b"CJCH"
 VERSION = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 @dataclass(frozen=True, slots=True)

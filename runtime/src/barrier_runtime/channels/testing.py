@@ -29,7 +29,7 @@ TOKEN = "job-7/attempt-2/5f1d"
 
 
 class Signal(Protocol):
-    """The task signal these helpers sleep on (``barrier_runtime.local.channel.Signal``)."""
+    """The task signal these helpers sleep on (``barrier_runtime.task.channel.Signal``)."""
 
     cond: threading.Condition
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata, protocols
+from barrier_runtime.checkpoint import protocols
+from barrier_runtime.core import metadata
 from barrier_runtime.storage import errors
 
 _log = logging.getLogger(__name__)

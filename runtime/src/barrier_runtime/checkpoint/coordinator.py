@@ -1,7 +1,7 @@
 """The checkpoint coordinator: triggers checkpoints, collects acknowledgements, commits.
 
 It lives in the driver and is pure logic: time comes from an injected
-:class:`~barrier_runtime.clock.Clock`, and it reaches the world only through a
+:class:`~barrier_runtime.core.clock.Clock`, and it reaches the world only through a
 :class:`~barrier_runtime.checkpoint.protocols.TaskGateway` and a
 :class:`~barrier_runtime.checkpoint.protocols.MetadataStore`. Every rule
 (pacing, min pause, concurrency, timeout, failure counting, retention, barrier
@@ -63,16 +63,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from barrier_runtime import clock as clock_module
-from barrier_runtime.checkpoint import (
-    commit,
-    metadata,
-    outcomes,
-    pending,
-    protocols,
-    registry,
-    types,
-)
+from barrier_runtime.checkpoint import commit, outcomes, pending, protocols, registry
 from barrier_runtime.checkpoint import effects as effects_module
 from barrier_runtime.checkpoint import stats as stats_module
 from barrier_runtime.checkpoint.policies import (
@@ -83,6 +74,8 @@ from barrier_runtime.checkpoint.policies import (
     subsumption,
 )
 from barrier_runtime.checkpoint.policies import timeout as timeout_policy
+from barrier_runtime.core import clock as clock_module
+from barrier_runtime.core import metadata, types
 
 _log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from barrier_runtime.checkpoint import metadata, protocols, types
+from barrier_runtime.checkpoint import protocols
+from barrier_runtime.core import metadata, types
 
 _log = logging.getLogger(__name__)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata as checkpoint_metadata
-from barrier_runtime.checkpoint import stats, types
+from barrier_runtime.checkpoint import stats
+from barrier_runtime.core import metadata as checkpoint_metadata
+from barrier_runtime.core import types
 
 
 class UnknownCheckpointError(LookupError):

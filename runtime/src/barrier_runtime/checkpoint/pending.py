@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 
 
 class AckResult(enum.Enum):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from barrier_runtime.checkpoint import metadata as checkpoint_metadata
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as checkpoint_metadata
+from barrier_runtime.core import types
 
 
 class TaskGateway(Protocol):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import collections
 
-from barrier_runtime.checkpoint import outcomes, pending, types
+from barrier_runtime.checkpoint import outcomes, pending
+from barrier_runtime.core import types
 
 OUTCOME_MEMORY = 1000
 """How many finished checkpoints are remembered."""

@@ -14,7 +14,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata, pending, types
+from barrier_runtime.checkpoint import pending
+from barrier_runtime.core import metadata, types
 
 
 class CheckpointStatus(enum.Enum):

@@ -22,8 +22,9 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from barrier_runtime import clock as clock_module
-from barrier_runtime.checkpoint import coordinator, metadata, pending, types
+from barrier_runtime.checkpoint import coordinator, pending
+from barrier_runtime.core import clock as clock_module
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import errors
 
 

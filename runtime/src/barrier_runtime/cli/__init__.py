@@ -59,14 +59,19 @@ def build_parser() -> parsing.Parser:
         description="Checkpointed Jobs: streaming pipelines with Flink-grade fault tolerance.",
     )
     parser.add_argument(
-        "-v", "--verbose", action="count", default=0,
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
         help="show cjob's debug log and tracebacks on stderr (-vv: also py4j, pyspark and "
         "Spark's JVM output)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {parsing.version()}",
+        "--version",
+        action="version",
+        version=f"%(prog)s {parsing.version()}",
         help="print the version of cjob and exit",
-    )  # fmt: skip
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.add_parser(sub)
     driver_cmd.add_parser(sub)
@@ -115,17 +120,16 @@ def _usage_error(exc: parsing.UsageError, *, json_event: bool) -> int:
     print(exc.usage.rstrip(), file=sys.stderr)
     print(f"{exc.prog}: error: {exc.message}", file=sys.stderr, flush=True)
     if json_event:
-        failures.print_error_event(
-            failures.Outcome("mistake", exc.message, failures.EXIT_MISTAKE)
-        )
+        failures.print_error_event(failures.Outcome("mistake", exc.message, failures.EXIT_MISTAKE))
     return failures.EXIT_MISTAKE
 
 
 def _thresholds(command: str, verbosity: int) -> dict[str, int]:
     """Per-logger terminal levels: the command's exceptions, or the chatty libraries at -v."""
     if verbosity == 0:
-        quiet = dict.fromkeys(CHATTY_LIBRARIES, logging.CRITICAL + 1) if command in _JVM_TO_LOG \
-            else {}  # run and demo: Spark's errors (Java stack traces) go to the log file only
+        quiet = (
+            dict.fromkeys(CHATTY_LIBRARIES, logging.CRITICAL + 1) if command in _JVM_TO_LOG else {}
+        )  # run and demo: Spark's errors (Java stack traces) go to the log file only
         return {**quiet, **_SHOWN.get(command, {})}
     if verbosity == 1:
         return dict.fromkeys(CHATTY_LIBRARIES, logging.WARNING)

@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from barrier_runtime.checkpoint import metadata, types
 from barrier_runtime.cli import failures
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import checkpoint_store, errors, layout, object_store, preflight
 
 
@@ -44,9 +44,11 @@ def add_parser(sub: Any) -> None:
             action.add_argument("checkpoint", help="id (42), chk-42, sp-42 or a path")
         if name == "delete":
             action.add_argument(
-                "-y", "--yes", action="store_true",
+                "-y",
+                "--yes",
+                action="store_true",
                 help="delete a savepoint without asking (needed when no terminal can answer)",
-            )  # fmt: skip
+            )
         action.set_defaults(run=_RUNNERS[name])
 
 
@@ -83,8 +85,11 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     elif not rows:
-        print(f"cjob: job {args.job} in {store.describe()} has no completed checkpoint "
-              "(only ones that never completed)", file=sys.stderr)  # fmt: skip
+        print(
+            f"cjob: job {args.job} in {store.describe()} has no completed checkpoint "
+            "(only ones that never completed)",
+            file=sys.stderr,
+        )
     else:
         print(f"{'ID':>6}  {'KIND':<10}  {'COMPLETED':<20}  {'DURATION':>9}  {'SIZE':>10}  P")
         for r in rows:

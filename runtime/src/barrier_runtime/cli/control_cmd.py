@@ -63,31 +63,38 @@ def add_parsers(sub: Any) -> None:
 
 def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--job", metavar="NAMESPACE/NAME",
+        "--job",
+        metavar="NAMESPACE/NAME",
         help="which local cjob run, when several run (default: the only one)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--url", metavar="URL",
+        "--url",
+        metavar="URL",
         help="the job's control API, e.g. http://127.0.0.1:8080 (default: the one the local "
         f"cjob run published in {local_jobs.directory()})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--token-file", metavar="FILE",
+        "--token-file",
+        metavar="FILE",
         help=f"read the bearer token from FILE (default ${TOKEN_ENV}, else the token the local "
         "cjob run generated)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--token", metavar="TOKEN",
+        "--token",
+        metavar="TOKEN",
         help="the bearer token itself (visible to other users in the process list: prefer "
         "--token-file)",
-    )  # fmt: skip
+    )
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
         help="how long to wait for the savepoint (default %(default)g)",
-    )  # fmt: skip
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
 
 
@@ -164,6 +171,7 @@ def _local_job(name: str | None) -> local_jobs.LocalJob:
     if len(jobs) > 1:
         listed = ", ".join(f"{j.job} (pid {j.pid}, {j.url})" for j in jobs)
         how = "--url" if name else "--job or --url"
-        raise NoRunningJobError(f"{len(jobs)} jobs run on this machine ({listed}): choose one "
-                                f"with {how}")  # fmt: skip
+        raise NoRunningJobError(
+            f"{len(jobs)} jobs run on this machine ({listed}): choose one with {how}"
+        )
     return jobs[0]

@@ -26,9 +26,9 @@ from typing import Any
 
 from barrier_runtime import demo, testing
 from barrier_runtime.api import steps
-from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import preflight, progress
 from barrier_runtime.connectors import files
+from barrier_runtime.core import types
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -165,9 +165,15 @@ def _spec(
     args: argparse.Namespace, checkpoint_url: str, output_url: str
 ) -> driver_mod.SparkJobSpec:
     pipeline_args = [
-        "--out", output_url, "--keys", str(args.keys),
-        "--events-per-key", str(args.events_per_key), "--rate", str(args.rate),
-    ]  # fmt: skip
+        "--out",
+        output_url,
+        "--keys",
+        str(args.keys),
+        "--events-per-key",
+        str(args.events_per_key),
+        "--rate",
+        str(args.rate),
+    ]
     return driver_mod.SparkJobSpec(
         pipeline=pipeline.PipelineRef(module=demo.__name__, args=tuple(pipeline_args)),
         parallelism=args.parallelism,

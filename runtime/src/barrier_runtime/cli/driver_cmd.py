@@ -36,13 +36,18 @@ MASTER_ENV = "CJOB_SPARK_MASTER"
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser("driver", help="run a job from the operator's job configuration")
-    parser.add_argument("--config", required=True, metavar="FILE",
-                        help="path of job.json (written by the operator)")  # fmt: skip
-    parser.add_argument("--restore-from", metavar="ID|PATH",
-                        help="start from this checkpoint or savepoint (an id such as 42, or its "
-                        "path) instead of the latest completed one")  # fmt: skip
-    parser.add_argument("--master", metavar="URL",
-                        help=f"override sparkConf spark.master (or set ${MASTER_ENV})")  # fmt: skip
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help="path of job.json (written by the operator)"
+    )
+    parser.add_argument(
+        "--restore-from",
+        metavar="ID|PATH",
+        help="start from this checkpoint or savepoint (an id such as 42, or its "
+        "path) instead of the latest completed one",
+    )
+    parser.add_argument(
+        "--master", metavar="URL", help=f"override sparkConf spark.master (or set ${MASTER_ENV})"
+    )
     parser.set_defaults(run=run)
 
 
@@ -69,19 +74,26 @@ def run(args: argparse.Namespace) -> int:
     driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
     log.warning(
         "driver for %s: P=%d, store %s, coordinator %s, restore %s",
-        flow.name, spec.parallelism, driver.store.describe(), driver.server.address,
+        flow.name,
+        spec.parallelism,
+        driver.store.describe(),
+        driver.server.address,
         restore or "latest completed checkpoint",
-    )  # fmt: skip
+    )
     stopper = graceful_stop.GracefulStop(driver.job, spec.stop_grace_period)
     with graceful_stop.on_signals(stopper):
         result = driver.run()
     log.warning(
         "job %s: restored from %s, %d checkpoint(s), %d restart(s), final checkpoint %s, "
         "savepoint %s (id %s)",
-        _status(result, stopper), result.restored_from[0] if result.restored_from else None,
-        len(result.completed_checkpoints), result.restarts, result.final_checkpoint,
-        result.stopped_with_savepoint, result.stopped_savepoint_id,
-    )  # fmt: skip
+        _status(result, stopper),
+        result.restored_from[0] if result.restored_from else None,
+        len(result.completed_checkpoints),
+        result.restarts,
+        result.final_checkpoint,
+        result.stopped_with_savepoint,
+        result.stopped_savepoint_id,
+    )
     return 0
 
 

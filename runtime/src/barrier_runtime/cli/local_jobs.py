@@ -63,11 +63,14 @@ class LocalJob:
         """``None`` for anything that is not a record this module wrote."""
         try:
             return cls(
-                pid=int(raw["pid"]), job=str(raw["job"]), url=str(raw["url"]),
+                pid=int(raw["pid"]),
+                job=str(raw["job"]),
+                url=str(raw["url"]),
                 token=None if raw.get("token") is None else str(raw["token"]),
                 token_env=None if raw.get("token_env") is None else str(raw["token_env"]),
-                store=str(raw.get("store", "")), started=float(raw.get("started", 0.0)),
-            )  # fmt: skip
+                store=str(raw.get("store", "")),
+                started=float(raw.get("started", 0.0)),
+            )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 from barrier_runtime import job_document
 from barrier_runtime.api import dataflow
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import failures
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import session
 from barrier_runtime.storage import checkpoint_store, errors, layout, local, object_store
@@ -70,9 +70,12 @@ class Names:
 RUN = Names("--parallelism", "--restore-from", "--master", "--store and --job")
 DEMO = Names("--parallelism", "--restore-from", "--master", "--store")
 DRIVER = Names(
-    "`parallelism` in the job configuration", "--restore-from", "--master",
-    "storage and name of the CheckpointedJob", fix=job_document.FIX,
-)  # fmt: skip
+    "`parallelism` in the job configuration",
+    "--restore-from",
+    "--master",
+    "storage and name of the CheckpointedJob",
+    fix=job_document.FIX,
+)
 
 
 def fail(message: str, fix: str = "") -> PreflightError:
@@ -105,12 +108,14 @@ def between(name: str, value: float, low: float, high: float, *, fix: str = "") 
 def port(name: str, value: int | None, *, fix: str = "") -> None:
     """A TCP port: 0..65535, where 0 asks the system for a free one."""
     if value is not None and not 0 <= value <= 65535:
-        raise fail(f"{name} must be a TCP port from 0 to 65535 (0 picks a free one), got {value}",
-                   fix)  # fmt: skip
+        raise fail(
+            f"{name} must be a TCP port from 0 to 65535 (0 picks a free one), got {value}", fix
+        )
 
 
-def store_url(url: str, name: str = "--store", *, fix: str = "",
-              environ: Mapping[str, str] | None = None) -> None:  # fmt: skip
+def store_url(
+    url: str, name: str = "--store", *, fix: str = "", environ: Mapping[str, str] | None = None
+) -> None:
     """A store URL ``cjob`` can open: a path, ``file:///path`` or ``s3://bucket/prefix?endpoint=…``.
 
     >>> store_url("s3://b/cp?endpoint=http://127.0.0.1:9000")
@@ -122,28 +127,32 @@ not a store: for an S3 server write s3://BUCKET/PREFIX?endpoint=http://localhost
 for a local directory ./localhost:9000
     """
     if not url.strip():
-        raise fail(f"{name} is empty: give a directory or an s3://BUCKET/PREFIX?endpoint=… URL",
-                   fix)  # fmt: skip
+        raise fail(
+            f"{name} is empty: give a directory or an s3://BUCKET/PREFIX?endpoint=… URL", fix
+        )
     if "://" not in url:
         if _HOST_PORT.match(url):
             host = url.split("/", 1)[0]
             raise fail(
                 f"{name} {url!r} is a server address, not a store: for an S3 server write "
-                f"s3://BUCKET/PREFIX?endpoint=http://{host}, for a local directory ./{url}", fix
-            )  # fmt: skip
+                f"s3://BUCKET/PREFIX?endpoint=http://{host}, for a local directory ./{url}",
+                fix,
+            )
         return
     parsed = urllib.parse.urlsplit(url)
     scheme = parsed.scheme.lower()
     if scheme in ("http", "https"):
         raise fail(
             f"{name} {_shown(parsed)!r} is an HTTP address, not a store: for an S3 server write "
-            f"s3://BUCKET/PREFIX?endpoint={scheme}://{parsed.netloc}", fix
-        )  # fmt: skip
+            f"s3://BUCKET/PREFIX?endpoint={scheme}://{parsed.netloc}",
+            fix,
+        )
     if scheme not in _KNOWN_SCHEMES:
         raise fail(
             f"{name} {_shown(parsed)!r} has the unknown scheme {parsed.scheme!r}: use "
-            "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path", fix
-        )  # fmt: skip
+            "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path",
+            fix,
+        )
     if scheme == "s3":
         _s3_endpoint(parsed, name, fix, environ)
 
@@ -161,8 +170,9 @@ def _s3_endpoint(
     if endpoint and "://" not in endpoint:
         raise fail(
             f"the S3 endpoint {endpoint!r} ({source}) has no scheme: write http://{endpoint} "
-            f"(or https://{endpoint} for TLS)", fix
-        )  # fmt: skip
+            f"(or https://{endpoint} for TLS)",
+            fix,
+        )
 
 
 def _shown(parsed: urllib.parse.SplitResult) -> str:
@@ -174,32 +184,46 @@ def _shown(parsed: urllib.parse.SplitResult) -> str:
 
 
 def checkpointing(
-    interval: float, timeout: float, *, mode: str, unaligned: bool, names: Mapping[str, str],
+    interval: float,
+    timeout: float,
+    *,
+    mode: str,
+    unaligned: bool,
+    names: Mapping[str, str],
     fix: str = "",
-) -> None:  # fmt: skip
+) -> None:
     positive(names["interval"], interval, fix=fix, why="seconds between checkpoints")
     positive(names["timeout"], timeout, fix=fix, why="seconds a checkpoint may take")
     exactly_once = mode in (types.CheckpointingMode.EXACTLY_ONCE.value, "ExactlyOnce")
     if unaligned and not exactly_once:
         raise fail(
             f"{names['unaligned']} needs {names['mode']} exactly-once (unaligned checkpoints "
-            f"store in-flight records, which only exactly-once needs), got {mode}", fix
-        )  # fmt: skip
+            f"store in-flight records, which only exactly-once needs), got {mode}",
+            fix,
+        )
 
 
 def run_options(args: argparse.Namespace) -> None:
     """``cjob run``'s options (no I/O)."""
-    at_least("--parallelism", args.parallelism, 1, fix="use e.g. -p 2",
-             why="the number of Spark workers")  # fmt: skip
+    at_least(
+        "--parallelism", args.parallelism, 1, fix="use e.g. -p 2", why="the number of Spark workers"
+    )
     checkpointing(
-        args.checkpoint_interval, args.checkpoint_timeout, mode=args.mode,
-        unaligned=args.unaligned, names=_RUN_CHECKPOINT_NAMES,
-    )  # fmt: skip
+        args.checkpoint_interval,
+        args.checkpoint_timeout,
+        mode=args.mode,
+        unaligned=args.unaligned,
+        names=_RUN_CHECKPOINT_NAMES,
+    )
     at_least("--max-restarts", args.max_restarts, 0, why="0 fails the job at the first failure")
     positive("--restart-window", args.restart_window, why="seconds in which --max-restarts count")
     at_least("--restart-backoff", args.restart_backoff, 0, why="seconds before the first restart")
-    at_least("--attempts-per-record", args.attempts_per_record, 1,
-             why="attempts on a record that fails the same way")  # fmt: skip
+    at_least(
+        "--attempts-per-record",
+        args.attempts_per_record,
+        1,
+        why="attempts on a record that fails the same way",
+    )
     port("--control-port", args.control_port)
     positive("--stop-grace-period", args.stop_grace_period)
     positive("--status-every", args.status_every)
@@ -234,11 +258,18 @@ def driver_document(doc: job_document.JobDocument) -> None:
         return f"`{path}` in the job configuration"
 
     checkpointing(
-        cp.interval, cp.timeout, mode=cp.mode, unaligned=cp.unaligned, fix=fix,
-        names={"interval": field("checkpointing.intervalSeconds"),
-               "timeout": field("checkpointing.timeoutSeconds"),
-               "unaligned": field("checkpointing.unaligned"), "mode": field("checkpointing.mode")},
-    )  # fmt: skip
+        cp.interval,
+        cp.timeout,
+        mode=cp.mode,
+        unaligned=cp.unaligned,
+        fix=fix,
+        names={
+            "interval": field("checkpointing.intervalSeconds"),
+            "timeout": field("checkpointing.timeoutSeconds"),
+            "unaligned": field("checkpointing.unaligned"),
+            "mode": field("checkpointing.mode"),
+        },
+    )
     at_least(field("checkpointing.minPauseSeconds"), cp.min_pause, 0, fix=fix)
     at_least(field("checkpointing.maxConcurrent"), cp.max_concurrent, 1, fix=fix)
     at_least(field("checkpointing.tolerableFailures"), cp.tolerable_failures, 0, fix=fix)
@@ -247,8 +278,13 @@ def driver_document(doc: job_document.JobDocument) -> None:
     at_least(field("restartPolicy.maxRestarts"), rp.max_restarts, 0, fix=fix)
     positive(field("restartPolicy.windowSeconds"), rp.window, fix=fix)
     at_least(field("restartPolicy.backoff.initialSeconds"), rp.initial, 0, fix=fix)
-    at_least(field("restartPolicy.backoff.maxSeconds"), rp.max, rp.initial, fix=fix,
-             why="not below `restartPolicy.backoff.initialSeconds`")  # fmt: skip
+    at_least(
+        field("restartPolicy.backoff.maxSeconds"),
+        rp.max,
+        rp.initial,
+        fix=fix,
+        why="not below `restartPolicy.backoff.initialSeconds`",
+    )
     at_least(field("restartPolicy.backoff.multiplier"), rp.multiplier, 1, fix=fix)
     between(field("restartPolicy.backoff.jitter"), rp.jitter, 0, 1, fix=fix)
     at_least(field("restartPolicy.resetAfterSeconds"), rp.reset_after, 0, fix=fix)
@@ -265,9 +301,11 @@ def driver_document(doc: job_document.JobDocument) -> None:
 
 
 _RUN_CHECKPOINT_NAMES = {
-    "interval": "--checkpoint-interval", "timeout": "--checkpoint-timeout",
-    "unaligned": "--unaligned", "mode": "--mode",
-}  # fmt: skip
+    "interval": "--checkpoint-interval",
+    "timeout": "--checkpoint-timeout",
+    "unaligned": "--unaligned",
+    "mode": "--mode",
+}
 
 
 def job_name(value: str, name: str = "--job") -> None:
@@ -311,15 +349,17 @@ def parallelism(spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: N
         raise fail(
             f"{names.parallelism} is {p} but the pipeline {flow.name} has max parallelism {most} "
             f"(its number of key groups): use at most {most}, or raise max_parallelism in "
-            "Dataflow(...) for a new job", names.fix
-        )  # fmt: skip
+            "Dataflow(...) for a new job",
+            names.fix,
+        )
     slots = session.local_slots(spec.effective_master)
     if slots is not None and slots < p:
         raise fail(
             f"{names.master} {spec.effective_master} has {slots} task slot(s) but "
             f"{names.parallelism} is {p} (one slot per worker): use local[{p}] or a lower "
-            "parallelism", names.fix
-        )  # fmt: skip
+            "parallelism",
+            names.fix,
+        )
 
 
 def restore_target(
@@ -347,8 +387,7 @@ def restore_target(
             f"truncated (first: {missing[0]}); restore another one ({_CHECKPOINTS_LIST})",
             names.fix,
         )
-    _same_max_parallelism(found, flow, f"{shown} ({found.kind.value} {found.checkpoint_id})",
-                          names)  # fmt: skip
+    _same_max_parallelism(found, flow, f"{shown} ({found.kind.value} {found.checkpoint_id})", names)
     return found
 
 
@@ -385,14 +424,18 @@ def _local_path_exists(
     if path is None or not isinstance(objects, local.LocalObjectStore):
         return
     job_root = objects.root / store.job_path
-    candidates = [path] if path.is_absolute() else [pathlib.Path.cwd() / path, job_root / path,
-                                                     objects.root / path]  # fmt: skip
+    candidates = (
+        [path]
+        if path.is_absolute()
+        else [pathlib.Path.cwd() / path, job_root / path, objects.root / path]
+    )
     existing = [c.resolve() for c in candidates if c.exists()]
     if not existing:
         raise fail(
             f"{shown} does not exist: name a checkpoint or savepoint directory, or an id "
-            f"({_CHECKPOINTS_LIST})", names.fix
-        )  # fmt: skip
+            f"({_CHECKPOINTS_LIST})",
+            names.fix,
+        )
     root = job_root.resolve()
     if not any(c == root or root in c.parents for c in existing):
         raise _elsewhere(store, shown, names)
@@ -401,8 +444,9 @@ def _local_path_exists(
 def _elsewhere(store: checkpoint_store.CheckpointStore, shown: str, names: Names) -> PreflightError:
     return fail(
         f"{shown} is not in this job's store ({store.describe()}): restore it with the "
-        f"{names.job} of the job it belongs to", names.fix
-    )  # fmt: skip
+        f"{names.job} of the job it belongs to",
+        names.fix,
+    )
 
 
 def _local_path(value: str) -> pathlib.Path | None:
@@ -437,9 +481,11 @@ def _not_found(
             names.fix,
         )
     if location:
-        return fail(f"{shown} does not exist in {store.describe()} ({_CHECKPOINTS_LIST})",
-                    names.fix)  # fmt: skip
+        return fail(
+            f"{shown} does not exist in {store.describe()} ({_CHECKPOINTS_LIST})", names.fix
+        )
     return fail(
         f"{shown}: checkpoint {reference.checkpoint_id} is not in {store.describe()}: name one "
-        f"that exists ({_CHECKPOINTS_LIST})", names.fix
-    )  # fmt: skip
+        f"that exists ({_CHECKPOINTS_LIST})",
+        names.fix,
+    )

@@ -104,8 +104,10 @@ class ProgressView:
                 origin = "empty state" if restored is None else f"checkpoint {restored}"
                 self._out.say(
                     f"restarting: attempt {self._attempts} restores {origin}",
-                    "restart", attempt=self._attempts, restored_from=restored,
-                )  # fmt: skip
+                    "restart",
+                    attempt=self._attempts,
+                    restored_from=restored,
+                )
             elif restored is not None:
                 self._out.say(f"restoring checkpoint {restored}", "restore", restored_from=restored)
             self._attempts += 1
@@ -116,16 +118,23 @@ class ProgressView:
             self._out.say(
                 f"{entry.kind.value} {entry.checkpoint_id} completed in {duration_ms:.0f} ms, "
                 f"{entry.state_size / 1024:.0f} KiB",
-                "checkpoint", id=entry.checkpoint_id, kind=entry.kind.value,
-                status="completed", duration_ms=round(duration_ms, 1), size=entry.state_size,
-            )  # fmt: skip
+                "checkpoint",
+                id=entry.checkpoint_id,
+                kind=entry.kind.value,
+                status="completed",
+                duration_ms=round(duration_ms, 1),
+                size=entry.state_size,
+            )
         else:
             reason = entry.failure_reason.value if entry.failure_reason else "unknown"
             self._out.say(
                 f"{entry.kind.value} {entry.checkpoint_id} aborted ({reason})",
-                "checkpoint", id=entry.checkpoint_id, kind=entry.kind.value, status="failed",
+                "checkpoint",
+                id=entry.checkpoint_id,
+                kind=entry.kind.value,
+                status="failed",
                 reason=reason,
-            )  # fmt: skip
+            )
 
     def _status(self) -> None:
         now = time.monotonic()
@@ -144,8 +153,11 @@ class ProgressView:
         rejected = sum(metrics.records_rejected.values())
         last_id = info.restored_from if latest is None else latest.checkpoint_id
         if latest is None or latest.end_time is None:
-            last = ("no checkpoint yet" if info.restored_from is None
-                    else f"restored checkpoint {info.restored_from}")  # fmt: skip
+            last = (
+                "no checkpoint yet"
+                if info.restored_from is None
+                else f"restored checkpoint {info.restored_from}"
+            )
         else:
             age = max(0.0, self._job.clock.now() - latest.end_time)
             last = (
@@ -156,7 +168,12 @@ class ProgressView:
             f"{info.state.value.lower()} | {rate:,.0f} records/s | back-pressure "
             f"{pressured:.0%} | {last} | restarts {info.restarts}"
             + (f" | rejected {rejected:,}" if rejected else ""),
-            "status", state=info.state.value, records_per_s=round(rate, 1), records=records,
-            backpressure=round(pressured, 3), restarts=info.restarts,
-            last_checkpoint=last_id, rejected=rejected,
-        )  # fmt: skip
+            "status",
+            state=info.state.value,
+            records_per_s=round(rate, 1),
+            records=records,
+            backpressure=round(pressured, 3),
+            restarts=info.restarts,
+            last_checkpoint=last_id,
+            rejected=rejected,
+        )

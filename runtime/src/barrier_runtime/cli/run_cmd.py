@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import failures, local_jobs, preflight, progress
+from barrier_runtime.core import types
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver as driver_mod
@@ -54,6 +54,8 @@ def default_store() -> pathlib.Path:
     (jobs are kept apart by ``--job``)."""
     state = os.environ.get(STATE_DIR_ENV) or str(pathlib.Path.home() / ".local" / "state")
     return pathlib.Path(state) / "cjob" / "checkpoints"
+
+
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
 USAGE = "cjob run [-h] [OPTIONS] PIPELINE [OPTIONS] [-- PIPELINE_ARGS ...]"
 
@@ -258,19 +260,29 @@ def run(args: argparse.Namespace) -> int:
         f"Spark ready in {time.monotonic() - started:.1f}s; job {flow.name}: "
         f"P={spec.parallelism}, {cp.mode.value} ({kind}) checkpoints every {cp.interval:g}s "
         f"to {driver.store.describe()}",
-        "started", job=spec.store.job_path, parallelism=spec.parallelism,
-        store=driver.store.describe(), coordinator=driver.server.address,
-    )  # fmt: skip
+        "started",
+        job=spec.store.job_path,
+        parallelism=spec.parallelism,
+        store=driver.store.describe(),
+        coordinator=driver.server.address,
+    )
     stopper = graceful_stop.GracefulStop(driver.job, spec.stop_grace_period)
     try:
-        with graceful_stop.on_signals(stopper), progress.ProgressView(
-            driver.job, out, status_every=args.status_every
+        with (
+            graceful_stop.on_signals(stopper),
+            progress.ProgressView(driver.job, out, status_every=args.status_every),
         ):
             result = driver.run()
     except job_driver.JobFailedError as exc:
         if out.json_lines:
-            out.say("", "summary", status="failed", reason=str(exc), **_counts(driver.job.result),
-                    stopped_by=stopper.signal_name)  # fmt: skip
+            out.say(
+                "",
+                "summary",
+                status="failed",
+                reason=str(exc),
+                **_counts(driver.job.result),
+                stopped_by=stopper.signal_name,
+            )
         raise
     finally:
         publisher.withdraw()
@@ -294,10 +306,14 @@ class _ControlPublisher:
     def announce_for(self, spec: driver_mod.SparkJobSpec, store: str) -> Callable[[str], None]:
         def announce(url: str) -> None:
             record = local_jobs.LocalJob(
-                pid=os.getpid(), job=spec.store.job_path, url=url,
+                pid=os.getpid(),
+                job=spec.store.job_path,
+                url=url,
                 token=None if self._chosen else self.token,
-                token_env=TOKEN_ENV if self._chosen else None, store=store, started=time.time(),
-            )  # fmt: skip
+                token_env=TOKEN_ENV if self._chosen else None,
+                store=store,
+                started=time.time(),
+            )
             self._record = local_jobs.publish(record)
             if self._chosen:
                 auth = f"bearer token from ${TOKEN_ENV}"
@@ -308,9 +324,11 @@ class _ControlPublisher:
                 auth = f"token not published: {folder} is not writable; set ${TOKEN_ENV}"
             self._out.say(
                 f"control API on {url} ({auth}); cjob stop / cjob savepoint reach it",
-                "control", url=url, authenticated=True,
+                "control",
+                url=url,
+                authenticated=True,
                 record=None if self._record is None else str(self._record),
-            )  # fmt: skip
+            )
 
         return announce
 
@@ -350,8 +368,11 @@ def _summary(
     out.say(
         f"job {status}: {len(result.completed_checkpoints)} checkpoint(s) completed, "
         f"{result.restarts} restart(s), final checkpoint {result.final_checkpoint}"
-        + (f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
-           if result.stopped_with_savepoint else "")
+        + (
+            f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
+            if result.stopped_with_savepoint
+            else ""
+        )
         + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
         + _rejected_text(metrics.records_rejected)
     )

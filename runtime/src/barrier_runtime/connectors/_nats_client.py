@@ -32,9 +32,11 @@ async def connect(servers: Sequence[str], options: Mapping[str, Any], name: str)
 
     try:
         client: Client = await nats.connect(
-            servers=list(servers), name=name, error_cb=quiet,
+            servers=list(servers),
+            name=name,
+            error_cb=quiet,
             **{"connect_timeout": 5, "max_reconnect_attempts": 30, **options},
-        )  # fmt: skip
+        )
     except Exception as exc:
         raise errors.BrokerUnavailableError(
             f"cannot connect to NATS at {', '.join(servers)}: {type(exc).__name__}: {exc}"

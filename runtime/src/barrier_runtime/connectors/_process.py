@@ -46,11 +46,15 @@ class ServerProcess:
         self._state.kill()
         with open(self.runtime_dir / "server.log", "ab") as out:
             self._state.process = subprocess.Popen(
-                list(args), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                cwd=self.runtime_dir, env=None if env is None else dict(env),
+                list(args),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.runtime_dir,
+                env=None if env is None else dict(env),
                 start_new_session=True,
                 preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
-            )  # fmt: skip
+            )
 
     def wait_ready(self, probe: Callable[[], bool], timeout: float) -> str | None:
         """``None`` once ``probe()`` is true; else why not (exited, or timed out)."""
@@ -161,8 +165,9 @@ class EmbeddedServer:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.stop()
-

@@ -178,9 +178,11 @@ class TxnBuffer:
         if not self._entries and not self._parts:
             return None
         txn = SinkTxn(
-            step=self._step, subtask=self._subtask, checkpoint=checkpoint_id,
+            step=self._step,
+            subtask=self._subtask,
+            checkpoint=checkpoint_id,
             nonce=uuid.uuid4().hex[:12],
-        )  # fmt: skip
+        )
         if self._parts:
             self._roll()
             txn["parts"], txn["count"] = self._parts, self._staged_count

@@ -57,10 +57,18 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
         binary = self._binary or find_kafka_broker_binary()
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         self._proc.spawn(
-            [str(binary), "broker", "--listener-url", address,
-             "--advertised-listener-url", address, "--storage-engine", "memory://tansu/"],
+            [
+                str(binary),
+                "broker",
+                "--listener-url",
+                address,
+                "--advertised-listener-url",
+                address,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
             env=env,
-        )  # fmt: skip
+        )
         problem = self._proc.wait_ready(
             lambda: _process.port_open(self.host, self._port), self.startup_timeout
         )

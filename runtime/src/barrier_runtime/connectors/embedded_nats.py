@@ -58,11 +58,22 @@ class EmbeddedNatsServer(_process.EmbeddedServer):
             self._port = _process.free_port(self.host)
             self._http_port = _process.free_port(self.host)
         binary = self._binary or find_nats_server_binary()
-        self._proc.spawn([
-            str(binary), "-js", "-a", self.host, "-p", str(self._port),
-            "-m", str(self._http_port), "-sd", str(self._proc.runtime_dir / "jetstream"),
-            "-n", f"cjob-embedded-{self._port}",
-        ])  # fmt: skip
+        self._proc.spawn(
+            [
+                str(binary),
+                "-js",
+                "-a",
+                self.host,
+                "-p",
+                str(self._port),
+                "-m",
+                str(self._http_port),
+                "-sd",
+                str(self._proc.runtime_dir / "jetstream"),
+                "-n",
+                f"cjob-embedded-{self._port}",
+            ]
+        )
         problem = self._proc.wait_ready(self._healthy, self.startup_timeout)
         if problem is not None:
             log = self._proc.log_tail()

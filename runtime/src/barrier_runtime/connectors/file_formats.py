@@ -28,13 +28,23 @@ FileFormat = Literal["jsonl", "csv", "parquet"]
 ColumnType = Literal["str", "int", "float", "bool", "json"]
 
 _SUFFIXES: dict[str, FileFormat] = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-    ".csv": "csv", ".parquet": "parquet", ".pq": "parquet",
-}  # fmt: skip
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})
-_JSON_KINDS = {list: "a JSON array", str: "a JSON string", int: "a JSON number",
-               float: "a JSON number", bool: "a JSON boolean", type(None): "JSON null"}  # fmt: skip
+_JSON_KINDS = {
+    list: "a JSON array",
+    str: "a JSON string",
+    int: "a JSON number",
+    float: "a JSON number",
+    bool: "a JSON boolean",
+    type(None): "JSON null",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +118,7 @@ def _parse_json_line(number: int, raw: bytes) -> Item:
     try:
         value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return Item(number, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1})",
-                    text)  # fmt: skip
+        return Item(number, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1})", text)
     except json.JSONDecodeError as exc:
         return Item(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})", text)
     if not isinstance(value, dict):
@@ -121,9 +130,11 @@ def _parse_json_line(number: int, raw: bytes) -> Item:
 def _csv_items(data: bytes, skip: int, options: CsvOptions) -> Iterator[Item]:
     text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
     reader = csv.reader(
-        io.StringIO(text, newline=""), delimiter=options.delimiter, quotechar=options.quotechar,
+        io.StringIO(text, newline=""),
+        delimiter=options.delimiter,
+        quotechar=options.quotechar,
         strict=True,
-    )  # fmt: skip
+    )
     columns = options.columns
     index = 0
     rows = iter(reader)
@@ -192,8 +203,11 @@ def _to_json(text: str) -> Any:
 
 
 _CONVERTERS: dict[str, Callable[[str], Any]] = {
-    "int": int, "float": float, "bool": _to_bool, "json": _to_json,
-}  # fmt: skip
+    "int": int,
+    "float": float,
+    "bool": _to_bool,
+    "json": _to_json,
+}
 
 
 @dataclass(frozen=True, slots=True)

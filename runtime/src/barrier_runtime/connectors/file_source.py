@@ -76,9 +76,7 @@ class FileSource(sources.Source):
         if batch_size < 1 or max_open_files < 1:
             raise ValueError("batch_size and max_open_files must be positive")
         if on_error not in ("fail", "skip", "dead-letter"):
-            raise ValueError(
-                f"on_error must be 'fail', 'skip' or 'dead-letter', not {on_error!r}"
-            )
+            raise ValueError(f"on_error must be 'fail', 'skip' or 'dead-letter', not {on_error!r}")
         self.url = url
         self.format = format
         self.pattern = pattern
@@ -263,8 +261,10 @@ class _ParquetPartition(FilePartition):
         except errors.MalformedRecordError:
             raise
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            self._malformed(f"at row group {self._position.row_group}: not readable as Parquet "
-                            f"({type(exc).__name__}: {exc})")  # fmt: skip
+            self._malformed(
+                f"at row group {self._position.row_group}: not readable as Parquet "
+                f"({type(exc).__name__}: {exc})"
+            )
         self._finish()
         return None
 

@@ -96,13 +96,15 @@ class KafkaSink(sinks.Sink):
 
     def _publish(self, txn: _staging.SinkTxn, writer_key: str, entries: Iterator[Any]) -> None:
         kafka = _kafka_client.import_kafka()
-        producer: Producer = kafka.Producer({
-            "bootstrap.servers": self.bootstrap_servers,
-            "transactional.id": f"{self.transactional_id_prefix}-{txn['step']}-{txn['subtask']}",
-            "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
-            "logger": _kafka_client.client_log,
-            **self.producer_config,
-        })  # fmt: skip
+        producer: Producer = kafka.Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "transactional.id": _transactional_id(self.transactional_id_prefix, txn),
+                "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
+                "logger": _kafka_client.client_log,
+                **self.producer_config,
+            }
+        )
         try:
             producer.init_transactions(self.timeout)  # Step 2
             producer.begin_transaction()
@@ -128,9 +130,13 @@ class KafkaSink(sinks.Sink):
 
 
 def _produce(
-    producer: Producer, topic: str, key: str | None, value: bytes,
-    headers: list[tuple[str, str | bytes | None]], partition: int | None = None,
-) -> None:  # fmt: skip
+    producer: Producer,
+    topic: str,
+    key: str | None,
+    value: bytes,
+    headers: list[tuple[str, str | bytes | None]],
+    partition: int | None = None,
+) -> None:
     """Produce, waiting for room when the client's local queue is full."""
     while True:
         try:
@@ -166,19 +172,28 @@ class _CommitLog:
     def _ensure_topic(self) -> None:
         if not self._ensured:
             _kafka_client.create_topic(
-                self._sink.bootstrap_servers, self._sink.commit_topic, 1,
-                config={"cleanup.policy": "compact"}, timeout=self._sink.timeout,
-            )  # fmt: skip
+                self._sink.bootstrap_servers,
+                self._sink.commit_topic,
+                1,
+                config={"cleanup.policy": "compact"},
+                timeout=self._sink.timeout,
+            )
             self._ensured = True
 
     def _read_to_end(self) -> None:
         kafka = _kafka_client.import_kafka()
-        consumer: Consumer = kafka.Consumer({
-            "bootstrap.servers": self._sink.bootstrap_servers, "group.id": "cjob-unused",
-            "enable.auto.commit": False, "enable.partition.eof": True,
-            "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 10, "logger": _kafka_client.client_log,
-        })  # fmt: skip
+        consumer: Consumer = kafka.Consumer(
+            {
+                "bootstrap.servers": self._sink.bootstrap_servers,
+                "group.id": "cjob-unused",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 10,
+                "logger": _kafka_client.client_log,
+            }
+        )
         deadline = time.monotonic() + self._sink.timeout
         try:
             consumer.assign([kafka.TopicPartition(self._sink.commit_topic, 0, self._next_offset)])
@@ -216,17 +231,29 @@ class _KafkaWriter(sinks.SinkWriter):
     def __init__(self, sink: KafkaSink, step_id: str, subtask: int) -> None:
         self._sink = sink
         self._buffer = _staging.TxnBuffer(
-            step=step_id, subtask=subtask, staging=sink.staging,
-            inline_limit=sink.inline_limit, describe=sink.describe(),
-        )  # fmt: skip
+            step=step_id,
+            subtask=subtask,
+            staging=sink.staging,
+            inline_limit=sink.inline_limit,
+            describe=sink.describe(),
+        )
 
     def write(self, records: Sequence[batch_mod.Record]) -> None:
         field = self._sink.key_field
-        self._buffer.add([
-            [None if field is None or r.get(field) is None else str(r[field]),
-             json.dumps(r, separators=(",", ":"), default=str)]
-            for r in records
-        ])  # fmt: skip
+        self._buffer.add(
+            [
+                [
+                    None if field is None or r.get(field) is None else str(r[field]),
+                    json.dumps(r, separators=(",", ":"), default=str),
+                ]
+                for r in records
+            ]
+        )
 
     def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
         return self._buffer.cut(checkpoint_id)
+
+
+def _transactional_id(prefix: str, txn: _staging.SinkTxn) -> str:
+    """One Kafka transactional id per writer (step and subtask), stable across restarts."""
+    return f"{prefix}-{txn['step']}-{txn['subtask']}"

@@ -172,9 +172,12 @@ class KafkaPartition(sources.SourcePartition):
         if self._src.include_metadata:
             key = msg.key()
             row = {
-                **row, "_topic": self.topic, "_partition": self.number, "_offset": offset,
+                **row,
+                "_topic": self.topic,
+                "_partition": self.number,
+                "_offset": offset,
                 "_key": key.decode("utf-8", errors="replace") if key is not None else None,
-            }  # fmt: skip
+            }
         return row
 
     def _malformed(self, offset: int, problem: str) -> batch_mod.Record | None:

@@ -87,8 +87,12 @@ class NatsSink(sinks.Sink):
             publisher = self._publisher
         duplicates = publisher.publish(txn, entries)
         if duplicates:
-            log.info("%s: %d message(s) of checkpoint %d were already published (deduplicated)",
-                     self.describe(), duplicates, txn["checkpoint"])  # fmt: skip
+            log.info(
+                "%s: %d message(s) of checkpoint %d were already published (deduplicated)",
+                self.describe(),
+                duplicates,
+                txn["checkpoint"],
+            )
         if self.staging is not None and "parts" in txn:
             self.staging.finish(txn)
 
@@ -154,10 +158,14 @@ class _Publisher:
         try:
             for index, (subject, payload) in enumerate(entries):
                 await self._check_window(js)
-                futures.append(await js.publish_async(
-                    subject, payload.encode(), stream=self._sink.stream,
-                    headers={"Nats-Msg-Id": _staging.message_id(txn, index)},
-                ))  # fmt: skip
+                futures.append(
+                    await js.publish_async(
+                        subject,
+                        payload.encode(),
+                        stream=self._sink.stream,
+                        headers={"Nats-Msg-Id": _staging.message_id(txn, index)},
+                    )
+                )
             acks = await asyncio.gather(*futures)
         except (nats.js.errors.NoStreamResponseError, nats.errors.NoRespondersError):
             raise errors.BrokerUnavailableError(
@@ -180,8 +188,9 @@ class _Publisher:
             log.warning(
                 "stream %r deduplicates within %.0fs only: a re-commit after a longer outage "
                 "may publish duplicates (raise duplicate_window, e.g. with ensure_stream)",
-                name, window,
-            )  # fmt: skip
+                name,
+                window,
+            )
 
 
 def _release(loop: _loop.LoopThread, clients: list[Client]) -> None:
@@ -197,15 +206,20 @@ class _NatsWriter(sinks.SinkWriter):
     def __init__(self, sink: NatsSink, step_id: str, subtask: int) -> None:
         self._sink = sink
         self._buffer = _staging.TxnBuffer(
-            step=step_id, subtask=subtask, staging=sink.staging,
-            inline_limit=sink.inline_limit, describe=sink.describe(),
-        )  # fmt: skip
+            step=step_id,
+            subtask=subtask,
+            staging=sink.staging,
+            inline_limit=sink.inline_limit,
+            describe=sink.describe(),
+        )
 
     def write(self, records: Sequence[batch_mod.Record]) -> None:
-        self._buffer.add([
-            [self._sink.subject_for(r), json.dumps(r, separators=(",", ":"), default=str)]
-            for r in records
-        ])  # fmt: skip
+        self._buffer.add(
+            [
+                [self._sink.subject_for(r), json.dumps(r, separators=(",", ":"), default=str)]
+                for r in records
+            ]
+        )
 
     def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
         return self._buffer.cut(checkpoint_id)

@@ -129,9 +129,11 @@ class NatsPartition(sources.SourcePartition):
             log.warning(
                 "%s: resuming after sequence %d but the stream starts at %d: %d message(s) "
                 "were removed by the stream's retention and are skipped",
-                self.where(), self.position, info.state.first_seq,
+                self.where(),
+                self.position,
+                info.state.first_seq,
                 info.state.first_seq - self.position - 1,
-            )  # fmt: skip
+            )
         await self._create_consumer()
 
     async def _create_consumer(self) -> None:

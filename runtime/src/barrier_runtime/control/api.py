@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 from prometheus_client import exposition
 
-from barrier_runtime.checkpoint import types
 from barrier_runtime.control import auth, bodies, job, metrics, views
+from barrier_runtime.core import types
 
 log = logging.getLogger(__name__)
 

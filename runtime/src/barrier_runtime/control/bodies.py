@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 class BadRequestError(ValueError):

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from barrier_runtime.checkpoint import outcomes, stats, types
+from barrier_runtime.checkpoint import outcomes, stats
+from barrier_runtime.core import types
 
 
 class JobState(enum.Enum):

@@ -39,8 +39,20 @@ from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
 
 DURATION_BUCKETS: tuple[float, ...] = (
-    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-)  # fmt: skip
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+)
 """Upper bounds (seconds) of ``cjob_checkpoint_duration_seconds``; ``+Inf`` is implied."""
 
 UNKNOWN_REASON = "unknown"

@@ -21,42 +21,14 @@ callbacks, the control API and the driver loop call them concurrently.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.local import control
+from barrier_runtime.core import metadata, types
+from barrier_runtime.task import control
+from barrier_runtime.task import metrics as task_metrics
 
 Acknowledge = Callable[[metadata.TaskAcknowledgement], object]
 Decline = Callable[[types.CheckpointId, metadata.TaskKey, types.FailureReason], None]
-
-
-@dataclass
-class AttemptMetrics:
-    """Counters of one attempt so far (records per step, back-pressure seconds per task)."""
-
-    records_in: dict[str, int] = field(default_factory=dict)
-    records_out: dict[str, int] = field(default_factory=dict)
-    backpressure_seconds: dict[str, float] = field(default_factory=dict)
-    records_rejected: dict[str, int] = field(default_factory=dict)
-    """Per step (or source) with ``on_error`` skip or dead-letter: records passed over."""
-
-    def add(self, other: AttemptMetrics) -> None:
-        for mine, theirs in (
-            (self.records_in, other.records_in),
-            (self.records_out, other.records_out),
-            (self.records_rejected, other.records_rejected),
-        ):
-            for step, n in theirs.items():
-                mine[step] = mine.get(step, 0) + n
-        for task, s in other.backpressure_seconds.items():
-            self.backpressure_seconds[task] = self.backpressure_seconds.get(task, 0.0) + s
-
-    def copy(self) -> AttemptMetrics:
-        return AttemptMetrics(
-            dict(self.records_in), dict(self.records_out), dict(self.backpressure_seconds),
-            dict(self.records_rejected),
-        )
 
 
 class Attempt(Protocol):
@@ -104,7 +76,7 @@ class Attempt(Protocol):
 
     def close(self) -> None: ...
 
-    def metrics(self) -> AttemptMetrics: ...
+    def metrics(self) -> task_metrics.AttemptMetrics: ...
 
 
 class AttemptRunner(Protocol):

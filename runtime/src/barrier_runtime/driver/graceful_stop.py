@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from barrier_runtime.checkpoint import outcomes
-from barrier_runtime.clock import Clock, SystemClock
 from barrier_runtime.control import job
+from barrier_runtime.core.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +138,10 @@ class GracefulStop:
         log.warning(
             "%s: stopping with a final savepoint (grace period %gs, deadline in %.0fs; "
             "send it again to abort)",
-            name, self.grace_period, deadline.remaining(deadline.received_at),
-        )  # fmt: skip
+            name,
+            self.grace_period,
+            deadline.remaining(deadline.received_at),
+        )
         self._thread = threading.Thread(
             target=self.stop, args=(deadline,), name="graceful-stop", daemon=True
         )
@@ -165,8 +167,10 @@ class GracefulStop:
         self.state = StopState.SAVED
         log.warning(
             "%s: final savepoint %s completed at %s; the next start restores from it",
-            self.signal_name, done.checkpoint_id, done.path,
-        )  # fmt: skip
+            self.signal_name,
+            done.checkpoint_id,
+            done.path,
+        )
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:

@@ -34,13 +34,15 @@ from dataclasses import dataclass, field
 
 from barrier_runtime import task_failure
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
-from barrier_runtime.checkpoint import metadata, outcomes, stats, types
-from barrier_runtime.clock import Clock
+from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
+from barrier_runtime.core import metadata, types
+from barrier_runtime.core.clock import Clock
 from barrier_runtime.driver import attempts, restart
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import control, faults
 from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.task import control, faults
+from barrier_runtime.task import metrics as task_metrics
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +139,7 @@ class JobDriver:
         """Periodic checkpoints pause: a savepoint for stopping is being taken."""
         self._shutdown = threading.Event()
         """Leave the run loop after shutting subtasks down cleanly."""
-        self._finished_metrics = attempts.AttemptMetrics()
+        self._finished_metrics = task_metrics.AttemptMetrics()
         self._abort_reason: str | None = None
 
     # -- the control seam (barrier_runtime.control.job.JobControl) --------------------
@@ -173,8 +175,9 @@ class JobDriver:
             live = self._live
             if live is not None:
                 total.add(live.metrics())
-        return job.RuntimeMetrics(total.records_in, total.records_out, total.backpressure_seconds,
-                                  total.records_rejected)  # fmt: skip
+        return job.RuntimeMetrics(
+            total.records_in, total.records_out, total.backpressure_seconds, total.records_rejected
+        )
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:
         """Take an aligned savepoint, then stop every subtask cleanly; return its outcome.
@@ -311,11 +314,19 @@ class JobDriver:
         else:
             chosen = self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
         if chosen is not None:
-            log.info("attempt %d restores %s %d from %s", number, chosen.kind.value,
-                     chosen.checkpoint_id, self.store.describe())  # fmt: skip
+            log.info(
+                "attempt %d restores %s %d from %s",
+                number,
+                chosen.kind.value,
+                chosen.checkpoint_id,
+                self.store.describe(),
+            )
         else:
-            log.info("attempt %d starts from empty state: no checkpoint of the job in %s",
-                     number, self.store.describe())  # fmt: skip
+            log.info(
+                "attempt %d starts from empty state: no checkpoint of the job in %s",
+                number,
+                self.store.describe(),
+            )
         return chosen
 
     def _decline(

@@ -3,7 +3,7 @@
 :class:`LocalAttemptRunner` is the in-process
 :class:`~barrier_runtime.driver.attempts.AttemptRunner`; its
 :class:`LocalAttempt` wraps an
-:class:`~barrier_runtime.local.attempt.AttemptContext` (the services the
+:class:`~barrier_runtime.task.attempt.AttemptContext` (the services the
 subtasks share) and the subtask threads. It is ready as soon as the threads
 are started.
 """
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import threading
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.clock import Clock
+from barrier_runtime.core import metadata, types
+from barrier_runtime.core.clock import Clock
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import attempt as attempt_mod
-from barrier_runtime.local import control, faults
-from barrier_runtime.local import subtask as subtask_mod
 from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.task import attempt as attempt_mod
+from barrier_runtime.task import control, faults
+from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.task import subtask as subtask_mod
 
 _JOIN_TIMEOUT = 30.0
 
@@ -106,27 +107,10 @@ class LocalAttempt:
         with self._lock:
             self._subtasks = []
 
-    def metrics(self) -> attempts.AttemptMetrics:
+    def metrics(self) -> task_metrics.AttemptMetrics:
         with self._lock:
             subtasks = list(self._subtasks)
-        return subtask_metrics(subtasks)
-
-
-def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> attempts.AttemptMetrics:
-    """The counters of ``subtasks``, summed per step and per task."""
-    out = attempts.AttemptMetrics()
-    for s in subtasks:
-        for step, n in list(s.records_in.items()):
-            out.records_in[step] = out.records_in.get(step, 0) + n
-        for step, n in list(s.records_out.items()):
-            out.records_out[step] = out.records_out.get(step, 0) + n
-        for step, rejects in list(s.rejects.items()):
-            out.records_rejected[step] = out.records_rejected.get(step, 0) + rejects.count
-        task = s.task.task_id
-        out.backpressure_seconds[task] = (
-            out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds
-        )
-    return out
+        return task_metrics.subtask_metrics(subtasks)
 
 
 class LocalAttemptRunner:

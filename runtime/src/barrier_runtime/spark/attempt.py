@@ -27,12 +27,13 @@ from dataclasses import replace
 from typing import Protocol
 
 from barrier_runtime import task_failure
-from barrier_runtime.checkpoint import metadata
+from barrier_runtime.core import metadata
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import control, faults
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import coordinator_server, messages, wire
+from barrier_runtime.task import control, faults
+from barrier_runtime.task import metrics as task_metrics
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ class RemoteAttempt:
         self._closing = False
         """The driver is closing the connections itself."""
         self._finished: set[metadata.TaskKey] = set()
-        self._metrics: dict[int, attempts.AttemptMetrics] = {}
+        self._metrics: dict[int, task_metrics.AttemptMetrics] = {}
         self._failure: BaseException | None = None
         self._failed_task: metadata.TaskKey | None = None
         self._secondary = False
@@ -206,8 +207,9 @@ class RemoteAttempt:
                 self._failure = exc
                 self._failed_task = task
                 self._secondary = secondary
-                log.info("attempt %d failed%s: %s", self._number,
-                         f" in {task}" if task else "", exc)  # fmt: skip
+                log.info(
+                    "attempt %d failed%s: %s", self._number, f" in {task}" if task else "", exc
+                )
             self._stopping = True
             self._changed.notify_all()
 
@@ -259,8 +261,8 @@ class RemoteAttempt:
         with self._lock:
             self._conns.clear()
 
-    def metrics(self) -> attempts.AttemptMetrics:
-        total = attempts.AttemptMetrics()
+    def metrics(self) -> task_metrics.AttemptMetrics:
+        total = task_metrics.AttemptMetrics()
         with self._lock:
             per_worker = list(self._metrics.values())
         for m in per_worker:
@@ -278,8 +280,9 @@ class RemoteAttempt:
             self._conns[hello.worker] = conn
             self._pids[hello.worker] = hello.pid
             self._changed.notify_all()
-        log.debug("worker %d (pid %d) connected for attempt %d", hello.worker, hello.pid,
-                  self._number)  # fmt: skip
+        log.debug(
+            "worker %d (pid %d) connected for attempt %d", hello.worker, hello.pid, self._number
+        )
         return True
 
     def worker_message(self, worker: int, message: object) -> None:
@@ -293,8 +296,11 @@ class RemoteAttempt:
             log.debug("worker %d of attempt %d reports %s", worker, self._number, message)
             with self._lock:
                 self._reported.add(worker)
-            self.fail(RemoteTaskError(message.error, message.report), message.task,
-                      secondary=message.secondary)
+            self.fail(
+                RemoteTaskError(message.error, message.report),
+                message.task,
+                secondary=message.secondary,
+            )
         elif self.stopping:
             return
         elif isinstance(message, messages.Ack):
@@ -323,8 +329,13 @@ class RemoteAttempt:
             expected = worker in self._byes or worker in self._reported or self._closing
             pid = self._pids.get(worker)
             self._changed.notify_all()
-        log.debug("worker %d of attempt %d disconnected (%s); expected=%s", worker, self._number,
-                  reason, expected)  # fmt: skip
+        log.debug(
+            "worker %d of attempt %d disconnected (%s); expected=%s",
+            worker,
+            self._number,
+            reason,
+            expected,
+        )
         if not expected:
             self.fail(
                 WorkerLostError(f"worker {worker} (pid {pid}) lost its driver connection: {reason}")

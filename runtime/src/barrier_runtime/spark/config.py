@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.local import faults
+from barrier_runtime.core import metadata, types
 from barrier_runtime.spark import pipeline
 from barrier_runtime.storage import checkpoint_store, object_store
+from barrier_runtime.task import faults
 
 ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"

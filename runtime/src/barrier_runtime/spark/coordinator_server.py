@@ -94,9 +94,11 @@ class CoordinatorServer:
                 sock.close()
                 continue
             threading.Thread(
-                target=self._serve, args=(sock, peer, attempt), daemon=True,
+                target=self._serve,
+                args=(sock, peer, attempt),
+                daemon=True,
                 name=f"cjob-coord-{peer[1]}",
-            ).start()  # fmt: skip
+            ).start()
 
     def _serve(self, sock: socket.socket, peer: object, attempt: WorkerSessions) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -120,8 +122,9 @@ class CoordinatorServer:
             or hello.attempt != attempt.number
             or not attempt.worker_connected(hello, conn)
         ):
-            log.warning("refused a connection from %s: not a worker of attempt %d", peer,
-                        attempt.number)  # fmt: skip
+            log.warning(
+                "refused a connection from %s: not a worker of attempt %d", peer, attempt.number
+            )
             conn.close()
             return
         # Step 3

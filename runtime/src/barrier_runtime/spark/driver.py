@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.checkpoint import types
-from barrier_runtime.clock import Clock, SystemClock
+from barrier_runtime.core import types
+from barrier_runtime.core.clock import Clock, SystemClock
 from barrier_runtime.driver import job_driver, restart
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import faults
 from barrier_runtime.spark import attempt as attempt_mod
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import coordinator_server, pipeline
 from barrier_runtime.storage import checkpoint_store, preflight
+from barrier_runtime.task import faults
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from barrier_runtime import job_document
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 from barrier_runtime.driver import restart
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import driver, pipeline
@@ -129,8 +129,9 @@ def _spec(
         master = in_cluster_master(master, environ)
         spark_conf["spark.driver.bindAddress"] = bind
     return driver.SparkJobSpec(
-        pipeline=pipeline.PipelineRef(module=doc.pipeline.module, file=doc.pipeline.file,
-                                      args=doc.pipeline.args),
+        pipeline=pipeline.PipelineRef(
+            module=doc.pipeline.module, file=doc.pipeline.file, args=doc.pipeline.args
+        ),
         parallelism=doc.parallelism,
         store=_store(doc.storage),
         checkpoint=_checkpointing(doc.checkpointing),
@@ -163,8 +164,9 @@ def in_cluster_master(master: str | None, environ: Mapping[str, str]) -> str | N
 
 def _store(raw: job_document.StorageSection) -> config_mod.StoreRef:
     url = object_store.store_url(raw.endpoint, raw.bucket)
-    return config_mod.StoreRef(url, raw.root, access_key_env=raw.access_key_env,
-                               secret_key_env=raw.secret_key_env)
+    return config_mod.StoreRef(
+        url, raw.root, access_key_env=raw.access_key_env, secret_key_env=raw.secret_key_env
+    )
 
 
 def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointConfig:
@@ -185,8 +187,9 @@ def _restart(raw: job_document.RestartSection) -> driver.RestartSettings:
     return driver.RestartSettings(
         max_restarts=raw.max_restarts,
         window=raw.window,
-        backoff=restart.Backoff(initial=raw.initial, max=raw.max,
-                                multiplier=raw.multiplier, jitter=raw.jitter),
+        backoff=restart.Backoff(
+            initial=raw.initial, max=raw.max, multiplier=raw.multiplier, jitter=raw.jitter
+        ),
         reset_after=raw.reset_after,
         attempts_per_record=raw.attempts_per_record,
         prior_failures=raw.prior_failures,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barrier_runtime import task_failure
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.driver import attempts
-from barrier_runtime.local import control
+from barrier_runtime.core import metadata, types
+from barrier_runtime.task import control
+from barrier_runtime.task import metrics as task_metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class TaskFinished:
 class Metrics:
     """The worker's counters in this attempt so far (cumulative, replaces earlier ones)."""
 
-    metrics: attempts.AttemptMetrics
+    metrics: task_metrics.AttemptMetrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class Failed:
 
 @dataclass(frozen=True, slots=True)
 class Bye:
-    metrics: attempts.AttemptMetrics
+    metrics: task_metrics.AttemptMetrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ its own plan matches before it runs anything.
 
 >>> PipelineRef.parse("my_jobs.orders", ["--region", "eu"])
 PipelineRef(file=None, module='my_jobs.orders', args=('--region', 'eu'))
->>> load_flow(PipelineRef.parse("barrier_runtime.clock"))
+>>> load_flow(PipelineRef.parse("barrier_runtime.core"))
 Traceback (most recent call last):
 ...
-barrier_runtime.spark.pipeline.NoDataflowError: pipeline module barrier_runtime.clock defines ...
+barrier_runtime.spark.pipeline.NoDataflowError: pipeline module barrier_runtime.core defines ...
 
 Every mistake is one :class:`InvalidPipelineError` sentence that names the
 file (and line) and says what to do; the original exception is its cause.

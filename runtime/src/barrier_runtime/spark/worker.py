@@ -37,16 +37,17 @@ from typing import Any
 from barrier_runtime import task_failure
 from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import network as network_mod
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.clock import SystemClock
+from barrier_runtime.core import metadata, types
+from barrier_runtime.core.clock import SystemClock
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import attempt as attempt_mod
-from barrier_runtime.local import channel as channel_mod
-from barrier_runtime.local import control, faults, runner
-from barrier_runtime.local import subtask as subtask_mod
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import messages, pipeline, rendezvous, wire
 from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.task import attempt as attempt_mod
+from barrier_runtime.task import channel as channel_mod
+from barrier_runtime.task import control, faults
+from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
 
@@ -126,14 +127,16 @@ class Worker:
             link.send(messages.Running())
             # Step 5
             reader = threading.Thread(
-                target=self._read_driver, args=(link, ctx, subtasks), daemon=True,
+                target=self._read_driver,
+                args=(link, ctx, subtasks),
+                daemon=True,
                 name=f"cjob-worker-{self.index}-driver",
-            )  # fmt: skip
+            )
             reader.start()
             self._supervise(ctx, link, subtasks, threads)
             # Step 6
             net.close()
-            link.send(messages.Bye(runner.subtask_metrics(subtasks)))
+            link.send(messages.Bye(task_metrics.subtask_metrics(subtasks)))
             return {"worker": self.index, "pid": os.getpid(), "attempt": cfg.attempt}
         except BaseException as exc:
             failure = self._failure(exc, ctx)
@@ -232,7 +235,7 @@ class Worker:
                 raise ctx.failure or DriverLostError(self._driver_lost or "stopped")
             if self._shutdown.is_set() and not any(t.is_alive() for t in threads):
                 return
-            link.send(messages.Metrics(runner.subtask_metrics(subtasks)))
+            link.send(messages.Metrics(task_metrics.subtask_metrics(subtasks)))
 
     def _failure(self, exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> str:
         cause = _cause(exc, ctx)
@@ -264,7 +267,7 @@ class DriverLostError(ConnectionError):
 
 
 class _NetworkChannels:
-    """:class:`~barrier_runtime.local.attempt.RemoteChannels` over a worker's network."""
+    """:class:`~barrier_runtime.task.attempt.RemoteChannels` over a worker's network."""
 
     def __init__(self, net: network_mod.WorkerNetwork) -> None:
         self._net = net

@@ -30,8 +30,8 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.storage import errors, integrity, layout, object_store, retention
 
 log = logging.getLogger(__name__)
@@ -235,9 +235,10 @@ class CheckpointStore:
             if rejected:
                 log.warning(
                     "restoring %s from %s; skipped unusable: %s",
-                    layout.CheckpointRef.of(choice.chosen), self.describe(),
+                    layout.CheckpointRef.of(choice.chosen),
+                    self.describe(),
                     "; ".join(map(str, rejected)),
-                )  # fmt: skip
+                )
             return choice.chosen
         if not rejected:
             return None
@@ -343,8 +344,10 @@ class CheckpointStore:
         self._store.delete_many([self._abs(k) for k in plan.object_keys])
         log.info(
             "discarded %s from %s (%d objects)",
-            ", ".join(map(str, plan.discarded)), self.describe(), len(plan.object_keys),
-        )  # fmt: skip
+            ", ".join(map(str, plan.discarded)),
+            self.describe(),
+            len(plan.object_keys),
+        )
 
     def _reference(self, path_or_id: int | str) -> layout.Reference:
         reference = layout.parse_reference(path_or_id)

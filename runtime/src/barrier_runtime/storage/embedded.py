@@ -41,14 +41,25 @@ from barrier_runtime import processes
 from barrier_runtime.storage import errors, s3
 
 _PORT_FLAGS = (
-    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-    "filer.port", "filer.port.grpc", "s3.port", "s3.port.grpc",
-    "admin.port", "admin.port.grpc",
-)  # fmt: skip
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+)
 _FIXED_FLAGS = (
-    "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-    "-master.telemetry=false", "-volume.preStopSeconds=0",
-)  # fmt: skip
+    "-webdav=false",
+    "-admin.ui=false",
+    "-s3.port.iceberg=0",
+    "-s3.port.lance=0",
+    "-master.telemetry=false",
+    "-volume.preStopSeconds=0",
+)
 _FOREIGN_ENV = ("S3_BUCKET", "S3_TABLE_BUCKET", "S3_EXTERNAL_URL")
 _START_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
@@ -107,9 +118,11 @@ class EmbeddedS3Server:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.stop()
 
     def start(self) -> EmbeddedS3Server:
@@ -196,9 +209,13 @@ class EmbeddedS3Server:
     def open_store(self, bucket: str, prefix: str = "") -> s3.S3ObjectStore:
         """An :class:`S3ObjectStore` on this server with its credentials; creates the bucket."""
         return s3.S3ObjectStore(
-            self.endpoint, bucket, prefix,
-            access_key=self._access_key, secret_key=self._secret_key, create_bucket=True,
-        )  # fmt: skip
+            self.endpoint,
+            bucket,
+            prefix,
+            access_key=self._access_key,
+            secret_key=self._secret_key,
+            create_bucket=True,
+        )
 
     def create_bucket(self, bucket: str) -> None:
         self.open_store(bucket)
@@ -221,13 +238,17 @@ class EmbeddedS3Server:
         data_dir = self._data_dir or runtime_dir / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
         args = [
-            str(weed), "-logtostderr", "mini",
-            f"-dir={data_dir}", f"-ip={self._host}", f"-ip.bind={self._host}",
+            str(weed),
+            "-logtostderr",
+            "mini",
+            f"-dir={data_dir}",
+            f"-ip={self._host}",
+            f"-ip.bind={self._host}",
             *(f"-{flag}={port}" for flag, port in zip(_PORT_FLAGS, ports, strict=True)),
             *_FIXED_FLAGS,
             f"-s3.localSocket={runtime_dir / 's3.sock'}",
             f"-filer.localSocket={runtime_dir / 'filer.sock'}",
-        ]  # fmt: skip
+        ]
         if self._buckets:
             args.append(f"-bucket={','.join(self._buckets)}")
         env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
@@ -235,17 +256,28 @@ class EmbeddedS3Server:
         env["AWS_SECRET_ACCESS_KEY"] = self._secret_key
         with open(runtime_dir / "weed.log", "wb") as log:
             return subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=runtime_dir, env=env, start_new_session=True,
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=runtime_dir,
+                env=env,
+                start_new_session=True,
                 preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
-            )  # fmt: skip
+            )
 
     def _wait_ready(self, process: subprocess.Popen[bytes], endpoint: str) -> str | None:
         """``None`` once S3 answers a signed request, else why it did not in time."""
         probe = s3.S3ObjectStore(
-            endpoint, "cjob-probe", access_key=self._access_key, secret_key=self._secret_key,
-            region="us-east-1", connect_timeout=1.0, read_timeout=5.0, retries=0,
-        )  # fmt: skip
+            endpoint,
+            "cjob-probe",
+            access_key=self._access_key,
+            secret_key=self._secret_key,
+            region="us-east-1",
+            connect_timeout=1.0,
+            read_timeout=5.0,
+            retries=0,
+        )
         deadline = time.monotonic() + self._startup_timeout
         last = f"S3 did not answer within {self._startup_timeout:g}s"
         while time.monotonic() < deadline:
@@ -346,9 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.secret_key_file.touch(mode=0o600)
         args.secret_key_file.write_text(secrets.token_urlsafe(24) + "\n")
     server = EmbeddedS3Server(
-        access_key=args.access_key, secret_key=args.secret_key_file.read_text().strip(),
-        data_dir=args.data_dir, buckets=args.bucket, host=args.host, s3_port=args.s3_port,
-    )  # fmt: skip
+        access_key=args.access_key,
+        secret_key=args.secret_key_file.read_text().strip(),
+        data_dir=args.data_dir,
+        buckets=args.bucket,
+        host=args.host,
+        s3_port=args.s3_port,
+    )
     stopped = False
 
     def stop(signum: int, frame: object) -> None:

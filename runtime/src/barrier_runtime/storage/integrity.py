@@ -18,8 +18,8 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 from barrier_runtime.storage import errors, object_store
 
 _THREADS = 8

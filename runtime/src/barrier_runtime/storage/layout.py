@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata as md
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import metadata as md
+from barrier_runtime.core import types
 
 METADATA_NAME = "_metadata"
 SHARED_DIR = "shared"

@@ -31,8 +31,11 @@ from barrier_runtime.storage import errors, object_store
 
 _MKDIR_ATTEMPTS = 5
 _INTERPRETED_BY_CALLERS = (
-    FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
-)  # fmt: skip
+    FileExistsError,
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+)
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 from barrier_runtime.storage import layout
 
 

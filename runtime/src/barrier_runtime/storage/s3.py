@@ -92,21 +92,37 @@ class S3ObjectStore:
             object_store.validate_key(self._prefix)
         timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
         retrying = urllib3.Retry(
-            total=retries, connect=retries, read=retries, status=retries,
-            status_forcelist=_RETRY_STATUS, backoff_factor=0.2, allowed_methods=None,
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=retries,
+            status_forcelist=_RETRY_STATUS,
+            backoff_factor=0.2,
+            allowed_methods=None,
             raise_on_status=False,
-        )  # fmt: skip
+        )
         connect_only = urllib3.Retry(
-            total=retries, connect=retries, read=0, status=0, other=0, redirect=0,
-            backoff_factor=0.2, allowed_methods=None, raise_on_status=False,
-        )  # fmt: skip
+            total=retries,
+            connect=retries,
+            read=0,
+            status=0,
+            other=0,
+            redirect=0,
+            backoff_factor=0.2,
+            allowed_methods=None,
+            raise_on_status=False,
+        )
 
         def client(retry: urllib3.Retry) -> Minio:
             return Minio(
-                netloc, access_key=access_key, secret_key=secret_key,
-                session_token=session_token, secure=secure, region=region,
+                netloc,
+                access_key=access_key,
+                secret_key=secret_key,
+                session_token=session_token,
+                secure=secure,
+                region=region,
                 http_client=_pool(timeout, retry),
-            )  # fmt: skip
+            )
 
         self._client = client(retrying)
         self._conditional = client(connect_only)

@@ -12,8 +12,8 @@ import pytest
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import errors, frames, messages, network, testing, wire
-from barrier_runtime.checkpoint import types
-from barrier_runtime.local import channel as local_channel
+from barrier_runtime.core import types
+from barrier_runtime.task import channel as local_channel
 
 TOKEN = testing.TOKEN
 pytestmark = pytest.mark.timeout(60)

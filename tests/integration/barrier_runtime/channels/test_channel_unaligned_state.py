@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime import alignment, clock
+from barrier_runtime import alignment
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import endpoints, network, testing
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import clock, types
 
 pytestmark = pytest.mark.timeout(60)
 CHECKPOINT = types.CheckpointId(4)

@@ -38,9 +38,14 @@ def cjob(tmp_path: pathlib.Path, log_dir: pathlib.Path) -> Callable[..., CliRun]
     def run(*argv: str, env: dict[str, str] | None = None) -> CliRun:
         started = time.monotonic()
         done = subprocess.run(
-            [str(CJOB), *argv], capture_output=True, text=True, timeout=120, check=False,
-            cwd=tmp_path, env={**os.environ, "CJOB_LOG_DIR": str(log_dir), **(env or {})},
-        )  # fmt: skip
+            [str(CJOB), *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+            env={**os.environ, "CJOB_LOG_DIR": str(log_dir), **(env or {})},
+        )
         return CliRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
     return run

@@ -49,9 +49,7 @@ def fake_java_home(root: pathlib.Path, version: str, script: str) -> str:
 
 
 def test_a_jvm_that_dies_at_start_is_one_sentence(cjob, ok_pipeline, tmp_path, no_java_env):
-    home = fake_java_home(
-        tmp_path / "jdk", "17.0.99", f"printf '{BOOT_LAYER_ERROR}' >&2; exit 1"
-    )
+    home = fake_java_home(tmp_path / "jdk", "17.0.99", f"printf '{BOOT_LAYER_ERROR}' >&2; exit 1")
     result = cjob(
         "run", "--store", str(tmp_path / "cp"), ok_pipeline, env={**no_java_env, "JAVA_HOME": home}
     )

@@ -37,9 +37,14 @@ class RunningJob:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: pathlib.Path) -> None:
         self.proc = subprocess.Popen(
-            [str(CJOB), *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )  # fmt: skip
+            [str(CJOB), *argv],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         self.events: list[Event] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -58,8 +63,9 @@ class RunningJob:
             except queue.Empty:
                 break
             if line is None:
-                raise AssertionError(f"cjob run exited ({self.proc.wait()}) before {what}: "
-                                     f"{self._stderr()}")  # fmt: skip
+                raise AssertionError(
+                    f"cjob run exited ({self.proc.wait()}) before {what}: {self._stderr()}"
+                )
             if line.startswith("{"):
                 event = json.loads(line)
                 self.events.append(event)
@@ -81,18 +87,38 @@ class RunningJob:
 @pytest.fixture
 def env(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.delenv("CJOB_CONTROL_TOKEN", raising=False)
-    return {**os.environ, "PYTHONUNBUFFERED": "1", "CJOB_JOBS_DIR": str(tmp_path / "jobs"),
-            "CJOB_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
+    return {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "CJOB_JOBS_DIR": str(tmp_path / "jobs"),
+        "CJOB_LOG_DIR": str(tmp_path / "logs"),
+    }
 
 
 @pytest.fixture
 def running(tmp_path: pathlib.Path, env: dict[str, str]) -> Iterator[RunningJob]:
     argv = [
-        "run", "barrier_runtime.demo", "--json", "-p", "2", "--checkpoint-interval", "0.5",
-        "--store", str(tmp_path / "cp"), "--status-every", "60",
-        "--", "--out", str(tmp_path / "out"), "--keys", "20", "--events-per-key", "0",
-        "--rate", "200",
-    ]  # fmt: skip
+        "run",
+        "barrier_runtime.demo",
+        "--json",
+        "-p",
+        "2",
+        "--checkpoint-interval",
+        "0.5",
+        "--store",
+        str(tmp_path / "cp"),
+        "--status-every",
+        "60",
+        "--",
+        "--out",
+        str(tmp_path / "out"),
+        "--keys",
+        "20",
+        "--events-per-key",
+        "0",
+        "--rate",
+        "200",
+    ]
     job = RunningJob(argv, env, tmp_path)
     try:
         yield job
@@ -101,8 +127,15 @@ def running(tmp_path: pathlib.Path, env: dict[str, str]) -> Iterator[RunningJob]
 
 
 def _cjob(env: dict[str, str], cwd: pathlib.Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CJOB), *argv], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=180, check=False)  # fmt: skip
+    return subprocess.run(
+        [str(CJOB), *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 def test_savepoint_then_stop_a_local_run_found_through_what_it_published(
@@ -111,8 +144,11 @@ def test_savepoint_then_stop_a_local_run_found_through_what_it_published(
     control = running.wait_for(lambda e: e["event"] == "control", 300, "the control API")
     record = pathlib.Path(control["record"])
     assert record.parent == tmp_path / "jobs" and record.exists()
-    running.wait_for(lambda e: e["event"] == "checkpoint" and e["status"] == "completed", 240,
-                     "a first completed checkpoint")  # fmt: skip
+    running.wait_for(
+        lambda e: e["event"] == "checkpoint" and e["status"] == "completed",
+        240,
+        "a first completed checkpoint",
+    )
 
     saved = _cjob(env, tmp_path, "savepoint", "--json")
     assert saved.returncode == 0, saved.stderr
@@ -131,8 +167,17 @@ def test_savepoint_then_stop_a_local_run_found_through_what_it_published(
     assert summary["status"] == "stopped" and summary["savepoint_id"] == final["id"], summary
     assert not record.exists(), "the published control API must be withdrawn at exit"
 
-    listed = _cjob(env, tmp_path, "checkpoints", "list", "--json", "--store",
-                   str(tmp_path / "cp"), "--job", JOB)  # fmt: skip
+    listed = _cjob(
+        env,
+        tmp_path,
+        "checkpoints",
+        "list",
+        "--json",
+        "--store",
+        str(tmp_path / "cp"),
+        "--job",
+        JOB,
+    )
     kinds = {row["id"]: row["kind"] for row in json.loads(listed.stdout)}
     assert kinds[savepoint["id"]] == kinds[final["id"]] == "savepoint"
 

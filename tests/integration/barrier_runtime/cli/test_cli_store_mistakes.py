@@ -49,8 +49,9 @@ def test_run_against_an_unreachable_endpoint_fails_in_seconds(cjob, ok_pipeline)
 
 def test_checkpoints_list_against_an_unreachable_endpoint(cjob) -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
-    result = cjob("checkpoints", "list", "--store", f"s3://{BUCKET}/cp?endpoint={endpoint}",
-                  "--job", JOB)  # fmt: skip
+    result = cjob(
+        "checkpoints", "list", "--store", f"s3://{BUCKET}/cp?endpoint={endpoint}", "--job", JOB
+    )
     result.assert_mistake(f"cannot reach S3 at {endpoint}", "connection refused", code=75)
     assert result.log.name.startswith("cjob-checkpoints-list-")
 
@@ -76,8 +77,9 @@ def test_checkpoints_list_with_wrong_credentials(cjob, s3_server) -> None:
 
 
 def test_run_with_a_bucket_that_does_not_exist(cjob, ok_pipeline, s3_server) -> None:
-    result = cjob("run", "--store", _url(s3_server, "cjob-no-such-bucket"), ok_pipeline,
-                  env=_keys(s3_server))  # fmt: skip
+    result = cjob(
+        "run", "--store", _url(s3_server, "cjob-no-such-bucket"), ok_pipeline, env=_keys(s3_server)
+    )
     sentence = result.assert_mistake()
     assert sentence == (
         f"bucket cjob-no-such-bucket does not exist at {s3_server.endpoint}: check the bucket "

@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.errors import MalformedRecordError
 from barrier_runtime.connectors.file_source import FileSource
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -131,8 +131,14 @@ def test_gzip_text_files_and_format_override(tmp_path) -> None:
 
 
 def test_selection_hides_staging_and_dot_files_and_applies_the_pattern(tmp_path) -> None:
-    for name in ["a.csv", "b.jsonl", "sub/c.jsonl", "_staging/x.jsonl", ".hidden.jsonl",
-                 "sub/.tmp/y.jsonl"]:  # fmt: skip
+    for name in [
+        "a.csv",
+        "b.jsonl",
+        "sub/c.jsonl",
+        "_staging/x.jsonl",
+        ".hidden.jsonl",
+        "sub/.tmp/y.jsonl",
+    ]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text('{"a": 1}\n')
@@ -167,8 +173,10 @@ def test_malformed_records_can_be_skipped_but_never_silently(tmp_path, caplog) -
     assert "skipped 3 malformed record(s)" in logged
     rejected = part.rejected()  # what the reader counts, or sends to dead letters
     assert [(r.position.rsplit("/", 1)[-1], r.raw) for r in rejected] == [
-        ("bad.jsonl line 2", "not json"), ("bad.jsonl line 3", "[2]"),
-        ("bad.jsonl line 5", "\ufffd\ufffd")]
+        ("bad.jsonl line 2", "not json"),
+        ("bad.jsonl line 3", "[2]"),
+        ("bad.jsonl line 5", "\ufffd\ufffd"),
+    ]
     assert rejected[0].error.startswith("not valid JSON") and part.rejected() == []
 
 
@@ -218,11 +226,13 @@ def test_a_job_reads_files_exactly_once_through_crashes(s3_env, tmp_path) -> Non
 
     out_url = s3_env.url(BUCKET, f"{run}/out")
     P = FaultPoint
-    injector = FaultInjector([
-        Crash(P.PROCESSING, subtask=0, after_records=3_000),
-        Crash(P.PROCESSING, subtask=1, after_records=2_000, attempt=1),
-        Crash(P.COMMIT, checkpoint_id=4, attempt=2),
-    ])  # fmt: skip
+    injector = FaultInjector(
+        [
+            Crash(P.PROCESSING, subtask=0, after_records=3_000),
+            Crash(P.PROCESSING, subtask=1, after_records=2_000, attempt=1),
+            Crash(P.COMMIT, checkpoint_id=4, attempt=2),
+        ]
+    )
     result = LocalExecutor(
         flow(FileSink(out_url)),
         parallelism=2,

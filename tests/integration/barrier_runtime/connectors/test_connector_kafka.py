@@ -19,9 +19,9 @@ pytest.importorskip("confluent_kafka", reason="the Kafka connector needs conflue
 import confluent_kafka
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors import kafka as kafka_conn
 from barrier_runtime.connectors.errors import ConnectorError, MalformedRecordError
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -146,8 +146,9 @@ def test_an_unfinished_transaction_of_a_crashed_committer_is_aborted(kafka_broke
     writer.write([{"n": i} for i in range(5)])
     txn = writer.pre_commit(1)
 
-    zombie = confluent_kafka.Producer({"bootstrap.servers": servers,
-                                       "transactional.id": "cjob-out-0"})  # fmt: skip
+    zombie = confluent_kafka.Producer(
+        {"bootstrap.servers": servers, "transactional.id": "cjob-out-0"}
+    )
     zombie.init_transactions(10)
     zombie.begin_transaction()
     for i in range(5):
@@ -189,19 +190,26 @@ def test_kafka_to_kafka_running_count_is_exactly_once_through_crashes(
     in_topic, out_topic = topic_name(), topic_name()
     kafka_broker.create_topic(in_topic, partitions=PARTITIONS)
     kafka_broker.create_topic(out_topic, partitions=2)
-    produce(servers, in_topic, [
-        (k % PARTITIONS, json.dumps({"key": f"k{k}", "seq": s}).encode())
-        for s in range(PER_KEY) for k in range(KEYS)
-    ])  # fmt: skip
+    produce(
+        servers,
+        in_topic,
+        [
+            (k % PARTITIONS, json.dumps({"key": f"k{k}", "seq": s}).encode())
+            for s in range(PER_KEY)
+            for k in range(KEYS)
+        ],
+    )
     expected = [
         {"key": f"k{k}", "seq": s, "count": s + 1} for k in range(KEYS) for s in range(PER_KEY)
     ]
     P = FaultPoint
-    injector = FaultInjector([
-        Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
-        Crash(P.PROCESSING, subtask=0, after_records=1_500, attempt=1),
-        Crash(P.COMMIT, checkpoint_id=5, attempt=2),
-    ])  # fmt: skip
+    injector = FaultInjector(
+        [
+            Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
+            Crash(P.PROCESSING, subtask=0, after_records=1_500, attempt=1),
+            Crash(P.COMMIT, checkpoint_id=5, attempt=2),
+        ]
+    )
     result = LocalExecutor(
         count_flow(servers, in_topic, out_topic),
         parallelism=2,

@@ -20,7 +20,6 @@ import pytest
 pytest.importorskip("nats", reason="the NATS connector needs nats-py")
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors import nats as nats_conn
 from barrier_runtime.connectors.embedded_nats import EmbeddedNatsServer
 from barrier_runtime.connectors.errors import (
@@ -28,6 +27,7 @@ from barrier_runtime.connectors.errors import (
     MalformedRecordError,
     TransactionTooLargeError,
 )
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -95,8 +95,9 @@ def test_source_reads_by_sequence_and_resumes_after_a_checkpointed_sequence(nats
     resumed.close()
     assert [r["i"] for r in first + rest] == list(range(40))
 
-    by_subject = nats_conn.NatsSource(url, stream, subjects=[f"{stream}.a", f"{stream}.b"],
-                                      bounded=True, include_metadata=True)  # fmt: skip
+    by_subject = nats_conn.NatsSource(
+        url, stream, subjects=[f"{stream}.a", f"{stream}.b"], bounded=True, include_metadata=True
+    )
     assert by_subject.partitions() == [f"{stream}.a", f"{stream}.b"]
     part_b = by_subject.open(f"{stream}.b", 20)  # sequences 22, 24, ..., 40 remain for b
     rows = drain(part_b)
@@ -251,9 +252,12 @@ KEYS, PER_KEY, SUBJECTS = 60, 300, 3
 def count_flow(url: str, in_stream: str, out_subject: str, out_stream: str) -> Dataflow:
     flow = Dataflow("nats-count")
     source = nats_conn.NatsSource(
-        url, in_stream, subjects=[f"{in_stream}.p{p}" for p in range(SUBJECTS)],
-        bounded=True, batch_size=200,
-    )  # fmt: skip
+        url,
+        in_stream,
+        subjects=[f"{in_stream}.p{p}" for p in range(SUBJECTS)],
+        bounded=True,
+        batch_size=200,
+    )
     keyed = flow.source("events", source).key_by("by-key", "key")
     counted = keyed.stateful_map("count", count_event).map_batches("slow", _slow)
     counted.sink("out", nats_conn.NatsSink(url, out_subject, stream=out_stream))
@@ -272,20 +276,23 @@ def test_nats_to_nats_running_count_is_exactly_once_through_crashes(nats_server,
     nats_conn.ensure_stream(url, out_stream, [f"{out_stream}.>"], duplicate_window=600)
     events = [
         (f"{in_stream}.p{k % SUBJECTS}", json.dumps({"key": f"k{k}", "seq": s}).encode())
-        for s in range(PER_KEY) for k in range(KEYS)
-    ]  # fmt: skip
+        for s in range(PER_KEY)
+        for k in range(KEYS)
+    ]
     publish(url, events)
     expected = [
         {"key": f"k{k}", "seq": s, "count": s + 1} for k in range(KEYS) for s in range(PER_KEY)
     ]
 
     P = FaultPoint
-    injector = FaultInjector([  # gated by attempt so that each lands in an attempt of its own
-        Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
-        Crash(P.PROCESSING, subtask=0, after_records=1_500, attempt=1),
-        Crash(P.COMMIT, checkpoint_id=5, attempt=2),
-        Crash(P.PROCESSING, subtask=1, after_records=1_000, attempt=3),
-    ])  # fmt: skip
+    injector = FaultInjector(
+        [  # gated by attempt so that each lands in an attempt of its own
+            Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
+            Crash(P.PROCESSING, subtask=0, after_records=1_500, attempt=1),
+            Crash(P.COMMIT, checkpoint_id=5, attempt=2),
+            Crash(P.PROCESSING, subtask=1, after_records=1_000, attempt=3),
+        ]
+    )
     result = LocalExecutor(
         count_flow(url, in_stream, f"{out_stream}.counts", out_stream),
         parallelism=2,

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.control.job import JobState
 from barrier_runtime.control.server import ControlServer
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -28,10 +28,22 @@ from barrier_runtime.testing import JobResult, LocalExecutor, TestingSink, check
 TOKEN = "t0ken-for-tests-only"
 NAMESPACE = "team-a"
 ENTRY_KEYS = {
-    "id", "status", "kind", "trigger_timestamp", "latest_ack_timestamp", "completion_timestamp",
-    "failure_timestamp", "duration", "size", "alignment_duration", "path", "failure_reason",
-    "failure_message", "acknowledged", "tasks",
-}  # fmt: skip
+    "id",
+    "status",
+    "kind",
+    "trigger_timestamp",
+    "latest_ack_timestamp",
+    "completion_timestamp",
+    "failure_timestamp",
+    "duration",
+    "size",
+    "alignment_duration",
+    "path",
+    "failure_reason",
+    "failure_message",
+    "acknowledged",
+    "tasks",
+}
 PROTECTED = [
     ("GET", "/v1/job", None),
     ("GET", "/v1/checkpoints", None),

@@ -16,9 +16,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from barrier_runtime.checkpoint import outcomes, stats
-from barrier_runtime.checkpoint.types import CheckpointId, CheckpointKind, FailureReason
 from barrier_runtime.control.job import JobInfo, JobState, RuntimeMetrics, SavepointFailedError
 from barrier_runtime.control.server import ControlServer, ControlServerError
+from barrier_runtime.core.types import CheckpointId, CheckpointKind, FailureReason
 
 TOKEN = "another-t0ken"
 
@@ -104,9 +104,11 @@ class ScriptedJob:
         if self.stop_error is not None:
             raise SavepointFailedError(self.stop_error)
         return outcomes.CheckpointOutcome(
-            CheckpointId(9), CheckpointKind.SAVEPOINT, stats.CheckpointStatus.COMPLETED,
+            CheckpointId(9),
+            CheckpointKind.SAVEPOINT,
+            stats.CheckpointStatus.COMPLETED,
             path="file:///cp/savepoints/sp-0000000009",
-        )  # fmt: skip
+        )
 
     def runtime_metrics(self) -> RuntimeMetrics:
         return self.runtime
@@ -196,9 +198,11 @@ def test_stop_returns_savepoint_id_and_path(served: Any) -> None:
     reply = served.post("/v1/stop", {"savepoint": True})
     assert reply.status == 200
     assert reply.json == {
-        "id": 9, "kind": "savepoint", "status": "completed",
+        "id": 9,
+        "kind": "savepoint",
+        "status": "completed",
         "path": "file:///cp/savepoints/sp-0000000009",
-    }  # fmt: skip
+    }
 
 
 def test_failed_savepoint_is_500_with_its_message(served: Any, scripted: ScriptedJob) -> None:
@@ -255,8 +259,10 @@ def test_checkpoint_counters_never_go_down(served: Any, scripted: ScriptedJob) -
     scripted.runtime = RuntimeMetrics({"count": 40}, {"events": 40}, {"events": 0.1})
     scripted.stats_value = _stats(
         [_entry(3, "completed", duration=2.0), _entry(6, "failed", FailureReason.DECLINED)],
-        triggered=6, completed=2, failed=4,
-    )  # fmt: skip
+        triggered=6,
+        completed=2,
+        failed=4,
+    )
     second = _scrape(served)
     assert second["cjob_checkpoints_completed_total"] == {(): 2}
     assert second["cjob_checkpoints_failed_total"] == {
@@ -271,8 +277,11 @@ def test_checkpoint_counters_never_go_down(served: Any, scripted: ScriptedJob) -
     assert second["cjob_checkpoints_triggered_total"] == {(): 6}
 
     third = _scrape(served)  # the same statistics again: nothing is counted twice
-    for name in ("cjob_checkpoints_completed_total", "cjob_checkpoints_failed_total",
-                 "cjob_checkpoint_duration_seconds_count"):  # fmt: skip
+    for name in (
+        "cjob_checkpoints_completed_total",
+        "cjob_checkpoints_failed_total",
+        "cjob_checkpoint_duration_seconds_count",
+    ):
         assert third[name] == second[name], name
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig, CheckpointKind
+from barrier_runtime.core.types import CheckpointConfig, CheckpointKind
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.driver import graceful_stop
 from barrier_runtime.driver.job_driver import JobAbortedError
@@ -27,8 +27,12 @@ SHAPE = dict(keys=40, events_per_key=200, partitions=2, batch_size=40)
 
 
 def _executor(sink: TestingSink, store: CheckpointStore, **flow: Any) -> LocalExecutor:
-    return LocalExecutor(running_count_flow(sink, **SHAPE, **flow), parallelism=2, store=store,
-                         config=CheckpointConfig(interval=0.05))  # fmt: skip
+    return LocalExecutor(
+        running_count_flow(sink, **SHAPE, **flow),
+        parallelism=2,
+        store=store,
+        config=CheckpointConfig(interval=0.05),
+    )
 
 
 def _in_thread(executor: LocalExecutor) -> tuple[threading.Thread, list[Any]]:
@@ -57,8 +61,11 @@ def _wait_for_checkpoints(executor: LocalExecutor, count: int) -> None:
 
 def test_the_stop_savepoint_is_what_the_next_job_restores(tmp_path: Any) -> None:
     clean = TestingSink()
-    LocalExecutor(running_count_flow(clean, **SHAPE), parallelism=2,
-                  store=CheckpointStore(open_object_store(str(tmp_path / "clean")), "d/c")).run()
+    LocalExecutor(
+        running_count_flow(clean, **SHAPE),
+        parallelism=2,
+        store=CheckpointStore(open_object_store(str(tmp_path / "clean")), "d/c"),
+    ).run()
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/term")
     sink = TestingSink()
     first = _executor(sink, store, rate_per_partition=2000)

@@ -69,4 +69,3 @@ def crash_free(spark: Any, s3_env: Any) -> list[dict[str, Any]]:
     print(f"crash-free run: {time.monotonic() - started:.1f}s, {result}")
     assert result.restarts == 0 and result.final_checkpoint is not None
     return spark_harness.published(out_url)
-

@@ -41,9 +41,9 @@ def build_flow(args: Sequence[str] = ()) -> Dataflow:
     lines = flow.source("lines", FileSource(opts.input, batch_size=50, on_error="dead-letter"))
     if opts.pace:
         lines = lines.map_batches("pace", _pace(opts.pace))
-    lines.map("parse-amount", parse_amount, on_error="dead-letter") \
-        .key_by("by-key", "key").stateful_map("count", count_event) \
-        .sink("out", FileSink(opts.out))  # fmt: skip
+    lines.map("parse-amount", parse_amount, on_error="dead-letter").key_by(
+        "by-key", "key"
+    ).stateful_map("count", count_event).sink("out", FileSink(opts.out))
     return flow
 
 
@@ -88,8 +88,9 @@ def write_input(directory: pathlib.Path) -> tuple[list[Record], list[tuple[str, 
     expected = []
     for record in good:
         counts[record["key"]] = counts.get(record["key"], 0) + 1
-        expected.append({"key": record["key"], "seq": record["seq"],
-                         "count": counts[record["key"]]})  # fmt: skip
+        expected.append(
+            {"key": record["key"], "seq": record["seq"], "count": counts[record["key"]]}
+        )
     return expected, bad
 
 

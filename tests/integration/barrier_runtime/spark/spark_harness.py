@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.testing import CheckReport, check_exactly_once
@@ -47,8 +47,18 @@ PARTITIONS, BATCH_SIZE = 6, 100
 
 def generator_args(out_url: str, rate: float | None = None) -> list[str]:
     """Arguments of ``running_count_pipeline.py`` (``rate``: events/s per partition)."""
-    args = ["--out", out_url, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY),
-            "--partitions", str(PARTITIONS), "--batch-size", str(BATCH_SIZE)]  # fmt: skip
+    args = [
+        "--out",
+        out_url,
+        "--keys",
+        str(KEYS),
+        "--events-per-key",
+        str(EVENTS_PER_KEY),
+        "--partitions",
+        str(PARTITIONS),
+        "--batch-size",
+        str(BATCH_SIZE),
+    ]
     return args + (["--rate", str(rate * PARTITIONS)] if rate else [])
 
 
@@ -131,8 +141,10 @@ def run_with_worker_kills(job: driver.SparkDriver, kills: int = 5) -> Any:
     finally:
         killer.stop()
     print(f"seed {seed}; killed (attempt, worker, pid, after s): {killer.killed}")
-    print(f"{time.monotonic() - started:.1f}s, restarts {result.restarts}, "
-          f"checkpoints {len(result.completed_checkpoints)}, failures {result.failures}")  # fmt: skip
+    print(
+        f"{time.monotonic() - started:.1f}s, restarts {result.restarts}, "
+        f"checkpoints {len(result.completed_checkpoints)}, failures {result.failures}"
+    )
     assert len(killer.killed) == kills, "the job ended before every kill landed"
     assert result.restarts >= kills
     assert sum("WorkerLostError" in f for f in result.failures) >= kills
@@ -147,9 +159,13 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """Start ``cjob …`` in its own process group with its JSON lines on a pipe."""
     return subprocess.Popen(
-        [*command], stdout=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True,
+        [*command],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        start_new_session=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )  # fmt: skip
+    )
 
 
 def read_events(

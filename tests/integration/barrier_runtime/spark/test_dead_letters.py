@@ -19,8 +19,8 @@ import dead_letter_pipeline as pipeline
 import pytest
 import spark_harness as h
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import driver
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -39,9 +39,7 @@ def _check(expected_good, expected_bad, out_url: str, dead_url: str) -> None:
     report = check_exactly_once(expected_good, FileSink(out_url).read_committed())
     print("good records:", report.as_dict())
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), report
-    got = collections.Counter(
-        pipeline.dead_letter_identities(FileSink(dead_url).read_committed())
-    )
+    got = collections.Counter(pipeline.dead_letter_identities(FileSink(dead_url).read_committed()))
     want = collections.Counter(expected_bad)
     lost, duplicated = sum((want - got).values()), sum((got - want).values())
     print(f"dead letters: expected {sum(want.values())}, lost {lost}, duplicated {duplicated}")
@@ -54,19 +52,27 @@ def test_in_process_with_crashes_at_every_life_cycle_point(tmp_path) -> None:
     good, bad = pipeline.write_input(tmp_path / "in")
     assert len(bad) == 100 and len(good) == 9_900  # 1 % of 10 000
     out, dead = f"file://{tmp_path}/out", f"file://{tmp_path}/dead"
-    flow = pipeline.build_flow(["--input", str(tmp_path / "in"), "--out", out,
-                                "--dead-letters", dead, "--pace", "0.03"])  # fmt: skip
+    flow = pipeline.build_flow(
+        ["--input", str(tmp_path / "in"), "--out", out, "--dead-letters", dead, "--pace", "0.03"]
+    )
     P = FaultPoint
-    injector = FaultInjector([
-        Crash(P.PROCESSING, subtask=0, after_records=1_000),
-        Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
-        Crash(P.UPLOAD, checkpoint_id=5),
-        Crash(P.RESTORE, attempt=3),
-        Crash(P.COMMIT, checkpoint_id=7),
-    ])  # fmt: skip
+    injector = FaultInjector(
+        [
+            Crash(P.PROCESSING, subtask=0, after_records=1_000),
+            Crash(P.SNAPSHOT, task="count", checkpoint_id=3),
+            Crash(P.UPLOAD, checkpoint_id=5),
+            Crash(P.RESTORE, attempt=3),
+            Crash(P.COMMIT, checkpoint_id=7),
+        ]
+    )
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/dead-letters")
-    executor = LocalExecutor(flow, parallelism=2, store=store,
-                             config=CheckpointConfig(interval=0.05), fault_injector=injector)
+    executor = LocalExecutor(
+        flow,
+        parallelism=2,
+        store=store,
+        config=CheckpointConfig(interval=0.05),
+        fault_injector=injector,
+    )
     result = executor.run()
     assert len(injector.fired) == 5, injector.fired
     assert result.restarts == 5
@@ -81,8 +87,20 @@ def test_on_spark_with_worker_kills(spark, s3_env, tmp_path) -> None:
     good, bad = pipeline.write_input(tmp_path / "in")
     out_url, store_url = h.s3_urls(s3_env)
     dead_url = out_url.replace("/out", "/dead-letters")
-    spec = h.job_spec(PIPELINE, ["--input", str(tmp_path / "in"), "--out", out_url,
-                                 "--dead-letters", dead_url, "--pace", "0.4"],
-                      store_url, "default/dead-letters")  # fmt: skip
+    spec = h.job_spec(
+        PIPELINE,
+        [
+            "--input",
+            str(tmp_path / "in"),
+            "--out",
+            out_url,
+            "--dead-letters",
+            dead_url,
+            "--pace",
+            "0.4",
+        ],
+        store_url,
+        "default/dead-letters",
+    )
     h.run_with_worker_kills(driver.SparkDriver(spec, session=spark), kills=3)
     _check(good, bad, out_url, dead_url)

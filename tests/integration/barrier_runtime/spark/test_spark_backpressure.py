@@ -32,8 +32,8 @@ import uuid
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, driver, pipeline, probe
 from barrier_runtime.testing import check_exactly_once
 

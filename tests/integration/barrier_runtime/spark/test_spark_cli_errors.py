@@ -34,8 +34,17 @@ def test_run_refuses_too_few_local_slots(capsys, tmp_path) -> None:
         "flow = Dataflow('p')\n"
         "flow.source('in', TestingSource([{'x': 1}])).sink('out', TestingSink())\n"
     )
-    code, err = _run(capsys, "run", "-p", "3", "--master", "local[2]",
-                     "--store", str(tmp_path / "cp"), str(pipeline))
+    code, err = _run(
+        capsys,
+        "run",
+        "-p",
+        "3",
+        "--master",
+        "local[2]",
+        "--store",
+        str(tmp_path / "cp"),
+        str(pipeline),
+    )
     assert code == 2
     assert "--master local[2] has 2 task slot(s) but --parallelism is 3" in err and "\n" not in err
 
@@ -56,10 +65,15 @@ def test_run_reports_a_pipeline_that_exits_while_loading(capsys, tmp_path) -> No
     [
         (None, "cannot read the job configuration"),
         ({"parallelism": 2}, "lacks `pipeline`"),
-        ({"pipeline": {"module": "barrier_runtime.demo"}, "parallelism": 2,
-          "storage": {"bucket": "b", "endpoint": "file:///tmp"},
-          "control": {"port": 8080, "tokenEnv": "CJOB_TEST_NO_SUCH_TOKEN"}},
-         "set the environment variable CJOB_TEST_NO_SUCH_TOKEN"),
+        (
+            {
+                "pipeline": {"module": "barrier_runtime.demo"},
+                "parallelism": 2,
+                "storage": {"bucket": "b", "endpoint": "file:///tmp"},
+                "control": {"port": 8080, "tokenEnv": "CJOB_TEST_NO_SUCH_TOKEN"},
+            },
+            "set the environment variable CJOB_TEST_NO_SUCH_TOKEN",
+        ),
     ],
 )
 def test_driver_config_mistakes(capsys, tmp_path, doc, message) -> None:

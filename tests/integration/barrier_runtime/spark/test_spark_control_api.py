@@ -28,7 +28,7 @@ import pytest
 import spark_harness as h
 from prometheus_client.parser import text_string_to_metric_families
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, driver, pipeline
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -123,10 +123,24 @@ def _stop_with_savepoint(base: str, token: str) -> dict:
 
 def _run_command(store_url: str, out_url: str, *options: str, rate: float | None) -> list[str]:
     return [
-        *h.CLI, "run", "--json", "-p", str(P), "--checkpoint-interval", "0.5",
-        "--store", store_url, "--job", "default/ctl-run", "--restart-backoff", "0.2",
-        *options, PIPELINE, "--", *h.generator_args(out_url, rate=rate),
-    ]  # fmt: skip
+        *h.CLI,
+        "run",
+        "--json",
+        "-p",
+        str(P),
+        "--checkpoint-interval",
+        "0.5",
+        "--store",
+        store_url,
+        "--job",
+        "default/ctl-run",
+        "--restart-backoff",
+        "0.2",
+        *options,
+        PIPELINE,
+        "--",
+        *h.generator_args(out_url, rate=rate),
+    ]
 
 
 def test_cjob_run_control_api_stop_with_savepoint_and_restore_by_path_then_id(
@@ -137,8 +151,9 @@ def test_cjob_run_control_api_stop_with_savepoint_and_restore_by_path_then_id(
     env = {"CJOB_CONTROL_TOKEN": token}
 
     # 1. every endpoint on the running job, then stop with a savepoint
-    first = h.spawn(_run_command(store_url, out_url, "--control-port", "0", rate=300),
-                    tmp_path, env)  # fmt: skip
+    first = h.spawn(
+        _run_command(store_url, out_url, "--control-port", "0", rate=300), tmp_path, env
+    )
     try:
         base = _control_url(first)
         _every_endpoint_answers(base, token)
@@ -150,8 +165,19 @@ def test_cjob_run_control_api_stop_with_savepoint_and_restore_by_path_then_id(
     assert 0 < len(h.published(out_url)) < TOTAL, "stopped midway, with some output committed"
 
     # 2. resume that savepoint by its path; stop again with a savepoint once it made progress
-    second = h.spawn(_run_command(store_url, out_url, "--control-port", "0", "--restore-from",
-                                  first_stop["path"], rate=300), tmp_path, env)  # fmt: skip
+    second = h.spawn(
+        _run_command(
+            store_url,
+            out_url,
+            "--control-port",
+            "0",
+            "--restore-from",
+            first_stop["path"],
+            rate=300,
+        ),
+        tmp_path,
+        env,
+    )
     try:
         base = _control_url(second)
         status, job = h.http("GET", f"{base}/v1/job", token)
@@ -166,8 +192,10 @@ def test_cjob_run_control_api_stop_with_savepoint_and_restore_by_path_then_id(
     assert len(h.published(out_url)) < TOTAL
 
     # 3. resume the second savepoint by its id and run to the end
-    third = h.spawn(_run_command(store_url, out_url, "--restore-from", str(second_stop["id"]),
-                                 rate=None), tmp_path)  # fmt: skip
+    third = h.spawn(
+        _run_command(store_url, out_url, "--restore-from", str(second_stop["id"]), rate=None),
+        tmp_path,
+    )
     try:
         summary = h.finish(third, timeout=300)[-1]
     finally:
@@ -182,9 +210,19 @@ def test_cjob_run_names_a_control_port_in_use(tmp_path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        command = [*h.CLI, "run", "-p", str(P), "--store", str(tmp_path / "cp"),
-                   "--control-port", str(port), PIPELINE, "--",
-                   *h.generator_args(str(tmp_path / "out"))]  # fmt: skip
+        command = [
+            *h.CLI,
+            "run",
+            "-p",
+            str(P),
+            "--store",
+            str(tmp_path / "cp"),
+            "--control-port",
+            str(port),
+            PIPELINE,
+            "--",
+            *h.generator_args(str(tmp_path / "out")),
+        ]
         run = subprocess.run(
             command, capture_output=True, text=True, timeout=240, cwd=tmp_path, check=False
         )
@@ -206,22 +244,36 @@ def test_driver_command_serves_the_control_api_and_stops_with_a_savepoint(
         "formatVersion": 1,
         "job": {"namespace": "default", "name": "ctl", "uid": "u1"},
         "pipeline": {"file": PIPELINE, "args": h.generator_args(out_url, rate=400)},
-        "parallelism": P, "maxParallelism": 128,
+        "parallelism": P,
+        "maxParallelism": 128,
         "checkpointing": {"timeoutSeconds": 60, "mode": "ExactlyOnce", "triggeredBy": "operator"},
-        "storage": {"endpoint": s3_env.endpoint, "bucket": h.BUCKET, "root": f"{run}/default/ctl",
-                    "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
-        "restartPolicy": {"maxRestarts": 3, "windowSeconds": 600,
-                          "backoff": {"initialSeconds": 0.2, "maxSeconds": 1}},
+        "storage": {
+            "endpoint": s3_env.endpoint,
+            "bucket": h.BUCKET,
+            "root": f"{run}/default/ctl",
+            "accessKeyEnv": "AWS_ACCESS_KEY_ID",
+            "secretKeyEnv": "AWS_SECRET_ACCESS_KEY",
+        },
+        "restartPolicy": {
+            "maxRestarts": 3,
+            "windowSeconds": 600,
+            "backoff": {"initialSeconds": 0.2, "maxSeconds": 1},
+        },
         "control": {"port": port, "tokenEnv": "CJOB_CONTROL_TOKEN"},
         "sparkConf": {"spark.master": "k8s://https://kubernetes.default.svc"},
-    }  # fmt: skip
+    }
     config_file = tmp_path / "job.json"
     config_file.write_text(json.dumps(job))
     env = {**os.environ, "CJOB_CONTROL_TOKEN": token, "CJOB_SPARK_MASTER": f"local[{P}]"}
     proc = subprocess.Popen(
-        [*h.CLI, "driver", "--config", str(config_file)], env=env, cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        [*h.CLI, "driver", "--config", str(config_file)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         h.wait_for(lambda: h.http("GET", f"{base}/readyz")[0] == 200, 180, "the driver to be ready")

@@ -28,21 +28,37 @@ pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
 PIPELINE, P = h.GENERATOR_PIPELINE, h.P
 TOTAL = h.KEYS * h.EVENTS_PER_KEY
-EXPECTED = [{"key": f"k{k}", "seq": s, "count": s + 1}
-            for k in range(h.KEYS) for s in range(h.EVENTS_PER_KEY)]  # fmt: skip
+EXPECTED = [
+    {"key": f"k{k}", "seq": s, "count": s + 1}
+    for k in range(h.KEYS)
+    for s in range(h.EVENTS_PER_KEY)
+]
 
 
 def _run_command(store_url: str, out_url: str, rate: float | None) -> list[str]:
     return [
-        *h.CLI, "run", "--json", "-p", str(P), "--checkpoint-interval", "0.5",
-        "--store", store_url, "--job", "default/sigterm", "--restart-backoff", "0.2",
-        "--stop-grace-period", "30", PIPELINE, "--", *h.generator_args(out_url, rate=rate),
-    ]  # fmt: skip
+        *h.CLI,
+        "run",
+        "--json",
+        "-p",
+        str(P),
+        "--checkpoint-interval",
+        "0.5",
+        "--store",
+        store_url,
+        "--job",
+        "default/sigterm",
+        "--restart-backoff",
+        "0.2",
+        "--stop-grace-period",
+        "30",
+        PIPELINE,
+        "--",
+        *h.generator_args(out_url, rate=rate),
+    ]
 
 
-def test_cjob_run_stops_with_a_savepoint_on_sigterm_and_resumes_from_it(
-    s3_env, tmp_path
-) -> None:
+def test_cjob_run_stops_with_a_savepoint_on_sigterm_and_resumes_from_it(s3_env, tmp_path) -> None:
     out_url, store_url = h.s3_urls(s3_env)
     first = h.spawn(_run_command(store_url, out_url, rate=300), tmp_path)
     try:
@@ -52,8 +68,13 @@ def test_cjob_run_stops_with_a_savepoint_on_sigterm_and_resumes_from_it(
     finally:
         h.kill_group(first)
     summary = events[-1]
-    checkpoints = [e["id"] for e in events if e.get("event") == "checkpoint"
-                   and e["status"] == "completed" and e["kind"] == "checkpoint"]  # fmt: skip
+    checkpoints = [
+        e["id"]
+        for e in events
+        if e.get("event") == "checkpoint"
+        and e["status"] == "completed"
+        and e["kind"] == "checkpoint"
+    ]
     assert summary["status"] == "stopped" and summary["stopped_by"] == "SIGTERM", summary
     assert "/savepoints/sp-" in summary["savepoint"], summary
     assert summary["savepoint_id"] > max(checkpoints), (summary, checkpoints)
@@ -74,16 +95,25 @@ def _job_json(s3_env, run: str, out_url: str, rate: float | None, port: int) -> 
         "formatVersion": 1,
         "job": {"namespace": "default", "name": "term", "uid": "u1"},
         "pipeline": {"file": PIPELINE, "args": h.generator_args(out_url, rate=rate)},
-        "parallelism": P, "maxParallelism": 128,
+        "parallelism": P,
+        "maxParallelism": 128,
         "checkpointing": {"intervalSeconds": 0.5, "timeoutSeconds": 60, "mode": "ExactlyOnce"},
-        "storage": {"endpoint": s3_env.endpoint, "bucket": h.BUCKET, "root": f"{run}/default/term",
-                    "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
-        "restartPolicy": {"maxRestarts": 3, "windowSeconds": 600,
-                          "backoff": {"initialSeconds": 0.2, "maxSeconds": 1}},
+        "storage": {
+            "endpoint": s3_env.endpoint,
+            "bucket": h.BUCKET,
+            "root": f"{run}/default/term",
+            "accessKeyEnv": "AWS_ACCESS_KEY_ID",
+            "secretKeyEnv": "AWS_SECRET_ACCESS_KEY",
+        },
+        "restartPolicy": {
+            "maxRestarts": 3,
+            "windowSeconds": 600,
+            "backoff": {"initialSeconds": 0.2, "maxSeconds": 1},
+        },
         "control": {"port": port, "tokenEnv": "CJOB_CONTROL_TOKEN"},
         "driver": {"terminationGracePeriodSeconds": 30},
         "sparkConf": {"spark.master": "k8s://https://kubernetes.default.svc"},
-    }  # fmt: skip
+    }
 
 
 def _driver(tmp_path, doc: dict, token: str) -> subprocess.Popen[str]:
@@ -91,9 +121,14 @@ def _driver(tmp_path, doc: dict, token: str) -> subprocess.Popen[str]:
     config_file.write_text(json.dumps(doc))
     env = {**os.environ, "CJOB_CONTROL_TOKEN": token, "CJOB_SPARK_MASTER": f"local[{P}]"}
     return subprocess.Popen(
-        [*h.CLI, "driver", "--config", str(config_file)], env=env, cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        [*h.CLI, "driver", "--config", str(config_file)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def test_driver_command_stops_with_a_savepoint_on_sigterm(s3_env, tmp_path) -> None:
@@ -104,10 +139,15 @@ def test_driver_command_stops_with_a_savepoint_on_sigterm(s3_env, tmp_path) -> N
     proc = _driver(tmp_path, _job_json(s3_env, run, out_url, 300, port), token)
     try:
         h.wait_for(
-            lambda: h.http("GET", f"{base}/v1/checkpoints", token)[1]
-            .get("counts", {}).get("completed", 0) >= 2,
-            180, "two completed checkpoints",
-        )  # fmt: skip
+            lambda: (
+                h.http("GET", f"{base}/v1/checkpoints", token)[1]
+                .get("counts", {})
+                .get("completed", 0)
+                >= 2
+            ),
+            180,
+            "two completed checkpoints",
+        )
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:

@@ -58,9 +58,22 @@ def test_worker_processes_killed_five_times(spark, s3_env, crash_free) -> None:
 def test_driver_killed_and_restarted(s3_env, crash_free, tmp_path) -> None:
     out_url, store_url = h.s3_urls(s3_env)
     command = [
-        *h.CLI, "run", "--json", "-p", str(P), "--checkpoint-interval", "0.3",
-        "--store", store_url, "--job", "default/driver-restart", "--restart-backoff", "0.2",
-        PIPELINE, "--", *h.generator_args(out_url, rate=600),
-    ]  # fmt: skip
+        *h.CLI,
+        "run",
+        "--json",
+        "-p",
+        str(P),
+        "--checkpoint-interval",
+        "0.3",
+        "--store",
+        store_url,
+        "--job",
+        "default/driver-restart",
+        "--restart-backoff",
+        "0.2",
+        PIPELINE,
+        "--",
+        *h.generator_args(out_url, rate=600),
+    ]
     h.kill_driver_and_run_again(command, tmp_path, out_url, total=KEYS * EVENTS_PER_KEY)
     h.assert_exactly_once(crash_free, out_url)

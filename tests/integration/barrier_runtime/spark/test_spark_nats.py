@@ -72,8 +72,16 @@ def stream(nats_server) -> str:
 
 
 def _args(nats_server, stream, out_url, rate=None, sink_subject=None):
-    args = ["--servers", nats_server.url, "--stream", stream, "--out", out_url,
-            "--partitions", str(PARTITIONS)]  # fmt: skip
+    args = [
+        "--servers",
+        nats_server.url,
+        "--stream",
+        stream,
+        "--out",
+        out_url,
+        "--partitions",
+        str(PARTITIONS),
+    ]
     args += ["--rate", str(rate)] if rate else []
     return args + (["--sink-subject", sink_subject] if sink_subject else [])
 
@@ -132,10 +140,23 @@ def test_driver_killed_and_restarted(
 ) -> None:
     out_url, store_url = h.s3_urls(s3_env)
     command = [
-        *h.CLI, "run", "--json", "-p", str(h.P), "--checkpoint-interval", "0.3",
-        "--store", store_url, "--job", "default/nats-driver-restart", "--restart-backoff", "0.2",
-        PIPELINE, "--", *_args(nats_server, stream, out_url, rate=800),
-    ]  # fmt: skip
+        *h.CLI,
+        "run",
+        "--json",
+        "-p",
+        str(h.P),
+        "--checkpoint-interval",
+        "0.3",
+        "--store",
+        store_url,
+        "--job",
+        "default/nats-driver-restart",
+        "--restart-backoff",
+        "0.2",
+        PIPELINE,
+        "--",
+        *_args(nats_server, stream, out_url, rate=800),
+    ]
     h.kill_driver_and_run_again(command, tmp_path, out_url, total=TOTAL)
     h.assert_exactly_once(nats_crash_free, out_url)
 
@@ -146,8 +167,9 @@ def test_nats_to_nats_with_worker_kills(
     out_stream = f"COUNTS{uuid.uuid4().hex[:8].upper()}"
     nats_conn.ensure_stream(nats_server.url, out_stream, [f"{out_stream}.>"], duplicate_window=600)
     staging_url, store_url = h.s3_urls(s3_env)
-    spec = _spec(nats_server, stream, staging_url, store_url, rate=1000,
-                 sink_subject=f"{out_stream}.counts")  # fmt: skip
+    spec = _spec(
+        nats_server, stream, staging_url, store_url, rate=1000, sink_subject=f"{out_stream}.counts"
+    )
     h.run_with_worker_kills(driver.SparkDriver(spec, session=spark), kills=3)
     report = check_exactly_once(nats_crash_free, _read_stream(nats_server.url, out_stream))
     print("exactly-once check:", report.as_dict())

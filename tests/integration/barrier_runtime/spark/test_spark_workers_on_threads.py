@@ -16,8 +16,8 @@ import threading
 import pytest
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.files import FileSink
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, messages, pipeline, testing, wire
 from barrier_runtime.testing import (
@@ -38,8 +38,18 @@ EXPECTED = [
 
 def _spec(tmp_path, *, crashes=(), rate=None, unaligned=False, max_restarts=10, args=()):
     out = str(tmp_path / "out")
-    pipeline_args = ["--out", out, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY),
-                     "--partitions", "6", "--batch-size", "100"]  # fmt: skip
+    pipeline_args = [
+        "--out",
+        out,
+        "--keys",
+        str(KEYS),
+        "--events-per-key",
+        str(EVENTS_PER_KEY),
+        "--partitions",
+        "6",
+        "--batch-size",
+        "100",
+    ]
     if rate:  # events/s per partition
         pipeline_args += ["--rate", str(rate * 6)]
     return driver.SparkJobSpec(
@@ -85,8 +95,9 @@ def test_the_root_cause_wins_over_closed_channels(tmp_path) -> None:
 
 
 def test_restart_budget_exhausted_gives_one_line_reason(tmp_path) -> None:
-    crashes = [Crash(FaultPoint.PROCESSING, subtask=1, after_records=100, attempt=a)
-               for a in range(3)]
+    crashes = [
+        Crash(FaultPoint.PROCESSING, subtask=1, after_records=100, attempt=a) for a in range(3)
+    ]
     spec, _ = _spec(tmp_path, crashes=crashes, rate=2000, max_restarts=2)
     with pytest.raises(JobFailedError) as info:
         driver.SparkDriver(spec, launcher=testing.ThreadStageLauncher()).run()

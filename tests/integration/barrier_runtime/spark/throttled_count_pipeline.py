@@ -22,10 +22,18 @@ def build_flow(args):
     defaults = probe.ThrottledJob()
     parser.add_argument("--keys", type=int, default=defaults.keys)
     parser.add_argument("--events-per-key", type=int, default=defaults.events_per_key)
-    parser.add_argument("--rate", type=float, default=defaults.source_rate,
-                        help="source rate, events/s over all partitions")  # fmt: skip
-    parser.add_argument("--slowdown", type=float, default=defaults.slowdown,
-                        help="the sink side consumes at rate / slowdown")  # fmt: skip
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=defaults.source_rate,
+        help="source rate, events/s over all partitions",
+    )
+    parser.add_argument(
+        "--slowdown",
+        type=float,
+        default=defaults.slowdown,
+        help="the sink side consumes at rate / slowdown",
+    )
     parser.add_argument("--parallelism", type=int, default=defaults.parallelism)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--payload-bytes", type=int, default=defaults.payload_bytes)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import checkpoint_store, embedded, local, object_store
 
 BUCKET = "cjob-tests"

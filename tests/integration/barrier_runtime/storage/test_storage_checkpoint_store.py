@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, protocols, types
+from barrier_runtime.checkpoint import protocols
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import checkpoint_store, errors
 
 Make = Callable[..., metadata.CheckpointMetadata]
@@ -234,10 +235,13 @@ def test_retention_deletes_only_unreferenced_objects_and_never_savepoints(
     prefix = f"{JOB}/checkpoints/"
     assert {k for k in remaining if k.startswith(prefix)} == {
         f"{prefix}chk-0000000001/count/reused.arrow",
-        *(f"{prefix}chk-000000000{n}/{f}" for n in (5, 6) for f in ("_metadata",
-          "count/0.arrow", "count/1.arrow")),
+        *(
+            f"{prefix}chk-000000000{n}/{f}"
+            for n in (5, 6)
+            for f in ("_metadata", "count/0.arrow", "count/1.arrow")
+        ),
         *(f"{prefix}chk-0000000007/count/{i}.arrow" for i in (0, 1)),
-    }  # fmt: skip
+    }
     assert f"{JOB}/{kept_shared.key}" in remaining
     assert f"{JOB}/{dropped_shared.key}" not in remaining
     assert len([k for k in remaining if "/savepoints/" in k]) == 3

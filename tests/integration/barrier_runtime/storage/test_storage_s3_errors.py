@@ -74,9 +74,11 @@ def test_seaweedfs_answers_412_to_the_second_conditional_writer(
     assert store.put_if_absent("once", b"b") is False
     assert store.get("once") == b"a"
     raw = minio.Minio(
-        s3_server.endpoint.removeprefix("http://"), access_key=s3_server.access_key,
-        secret_key=s3_server.secret_key, secure=False,
-    )  # fmt: skip
+        s3_server.endpoint.removeprefix("http://"),
+        access_key=s3_server.access_key,
+        secret_key=s3_server.secret_key,
+        secure=False,
+    )
     with pytest.raises(minio.error.S3Error) as refused:
         raw._execute("PUT", BUCKET, "conditional/once", body=b"c", headers={"If-None-Match": "*"})
     assert (refused.value.response.status, refused.value.code) == (412, "PreconditionFailed")
@@ -132,9 +134,11 @@ def test_unknown_host_is_storage_unavailable() -> None:
 
 def test_missing_bucket_is_named_and_can_be_created(s3_server: embedded.EmbeddedS3Server) -> None:
     store = s3.S3ObjectStore(
-        s3_server.endpoint, "cjob-missing-bucket", access_key=s3_server.access_key,
+        s3_server.endpoint,
+        "cjob-missing-bucket",
+        access_key=s3_server.access_key,
         secret_key=s3_server.secret_key,
-    )  # fmt: skip
+    )
     with pytest.raises(errors.BucketNotFoundError, match="cjob-missing-bucket does not exist"):
         list(store.list(""))
     url = f"{store.url()}&create_bucket=true"

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from barrier_runtime import alignment, clock
-from barrier_runtime.checkpoint import types
+from barrier_runtime import alignment
+from barrier_runtime.core import clock, types
 
 Result = alignment.BarrierResult
 MODES = ["aligned", "unaligned", "alternating", "tracking"]
@@ -331,7 +331,10 @@ class Simulation:
                 assert not task.captured.get(cid), task.captured[cid]
             elif cid in task.channel_state_done:
                 assert unaligned_restore_equals_aligned(snap, task.captured[cid], ups), (
-                    snap, task.captured[cid], ups)
+                    snap,
+                    task.captured[cid],
+                    ups,
+                )
 
     def check_final(self) -> None:
         self.check()
@@ -339,7 +342,10 @@ class Simulation:
         assert self.handler.open_channels == 0
         assert not self.task.blocked
         assert every_seen_checkpoint_ends_exactly_once(self.seen, self.task), (
-            self.seen, completed_ids(self.task), self.task.aborted)
+            self.seen,
+            completed_ids(self.task),
+            self.task.aborted,
+        )
         assert no_record_is_left_unprocessed(self.task, self.ups)
 
 
@@ -377,8 +383,11 @@ ACTIONS = st.one_of(
 )
 @example(  # the post-barrier record on channel 1 must wait for channel 2's barrier
     num_channels=3,
-    actions=[("emit_records", 2, [5]), ("trigger", False, ["barrier"] * 5),
-             ("emit_records", 1, [7])],
+    actions=[
+        ("emit_records", 2, [5]),
+        ("trigger", False, ["barrier"] * 5),
+        ("emit_records", 1, [7]),
+    ],
     drain_order=[0],
 )
 def test_random_interleavings_keep_every_invariant(mode, num_channels, actions, drain_order):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime import alignment, clock
+from barrier_runtime import alignment
 from barrier_runtime.alignment import policy, testing
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import clock, types
 
 Mode = alignment.AlignmentMode
 EXACTLY = types.CheckpointingMode.EXACTLY_ONCE
@@ -18,12 +18,17 @@ AT_LEAST = types.CheckpointingMode.AT_LEAST_ONCE
     [
         (types.CheckpointConfig(mode=AT_LEAST), Mode.TRACKING, alignment.TrackingBarriers),
         (types.CheckpointConfig(mode=EXACTLY), Mode.ALIGNED, alignment.WaitingForFirstBarrier),
-        (types.CheckpointConfig(mode=EXACTLY, aligned_timeout=3.0), Mode.ALIGNED,
-         alignment.WaitingForFirstBarrier),
-        (types.CheckpointConfig(unaligned=True), Mode.UNALIGNED,
-         alignment.WaitingForFirstBarrier),
-        (types.CheckpointConfig(unaligned=True, aligned_timeout=3.0), Mode.ALTERNATING,
-         alignment.WaitingForFirstBarrier),
+        (
+            types.CheckpointConfig(mode=EXACTLY, aligned_timeout=3.0),
+            Mode.ALIGNED,
+            alignment.WaitingForFirstBarrier,
+        ),
+        (types.CheckpointConfig(unaligned=True), Mode.UNALIGNED, alignment.WaitingForFirstBarrier),
+        (
+            types.CheckpointConfig(unaligned=True, aligned_timeout=3.0),
+            Mode.ALTERNATING,
+            alignment.WaitingForFirstBarrier,
+        ),
     ],
 )
 def test_factory_picks_the_handler_for_the_config(config, mode, state) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime import alignment, clock
+from barrier_runtime import alignment
 from barrier_runtime.alignment import testing
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import clock, types
 
 START = 100.0
 CANCELLED = types.FailureReason.CANCELLED
@@ -242,8 +242,9 @@ def test_a_gate_needs_a_channel(channels: int) -> None:
 # -- end of partition ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "how"), [("aligned", "aligned"), ("tracking", "aligned"),
-                                           ("unaligned", "unaligned")])
+@pytest.mark.parametrize(
+    ("mode", "how"), [("aligned", "aligned"), ("tracking", "aligned"), ("unaligned", "unaligned")]
+)
 def test_closing_every_missing_channel_completes(mode: str, how: str) -> None:
     handler, task, _ = make(mode, channels=4)
     handler.barrier_received(1, barrier(1))

@@ -21,7 +21,9 @@ def test_every_operator_is_available_and_ids_are_kept_in_order() -> None:
     mb = fm.map_batches("mb", lambda batch: batch.filter(pa.compute.greater(batch["v"], 0)))
     keyed = mb.key_by("by-k", "k")
     reduced = keyed.reduce("red", lambda acc, r: {"k": r["k"], "v": acc["v"] + r["v"]})
-    agg = keyed.aggregate("agg", lambda: 0, lambda acc, r: acc + r["v"], lambda acc, r: {"k": r["k"], "v": acc})
+    agg = keyed.aggregate(
+        "agg", lambda: 0, lambda acc, r: acc + r["v"], lambda acc, r: {"k": r["k"], "v": acc}
+    )
     joined = reduced.key_by("rk", "k").connect(
         "join", agg.key_by("ak", "k"), lambda s, side, r: (s, [r])
     )

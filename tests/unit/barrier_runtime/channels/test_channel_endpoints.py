@@ -9,7 +9,7 @@ import pytest
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import connection, endpoints, errors, frames, messages, testing
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 class FakeLink:

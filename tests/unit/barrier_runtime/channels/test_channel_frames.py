@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import codec, errors, frames, messages, wire
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 def same(a: Any, b: Any) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from barrier_runtime.channels import endpoints
-from barrier_runtime.local import channel as local_channel
+from barrier_runtime.task import channel as local_channel
 
 
 def check_protocols(

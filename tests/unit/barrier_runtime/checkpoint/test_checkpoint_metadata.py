@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 
 
 def _doc() -> metadata.CheckpointMetadata:
@@ -32,5 +32,7 @@ def test_a_checkpoint_of_an_older_format_is_refused_not_misread() -> None:
     """Version 1 placed integer keys in other key groups: reading it would misplace state."""
     raw = json.loads(_doc().to_json())
     raw["format_version"] = 1
-    with pytest.raises(metadata.CorruptMetadataError, match="unsupported metadata format version 1"):
+    with pytest.raises(
+        metadata.CorruptMetadataError, match="unsupported metadata format version 1"
+    ):
         metadata.CheckpointMetadata.from_json(json.dumps(raw).encode())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import effects, metadata, testing, types
+from barrier_runtime.checkpoint import effects, testing
+from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId
 R = types.FailureReason

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import metadata, pending, stats, testing, types
+from barrier_runtime.checkpoint import pending, stats, testing
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import errors
 
 ID = types.CheckpointId

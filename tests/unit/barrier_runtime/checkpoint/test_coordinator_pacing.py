@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import stats, testing, types
+from barrier_runtime.checkpoint import stats, testing
+from barrier_runtime.core import types
 
 ID = types.CheckpointId
 CP = types.CheckpointKind.CHECKPOINT

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, outcomes, pending, registry, testing, types
+from barrier_runtime.checkpoint import outcomes, pending, registry, testing
+from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId
 TASKS = testing.task_keys(3)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.checkpoint import types
 from barrier_runtime.checkpoint.policies import (
     barriers,
     concurrency,
@@ -16,6 +15,7 @@ from barrier_runtime.checkpoint.policies import (
     subsumption,
     timeout,
 )
+from barrier_runtime.core import types
 
 CP = types.CheckpointKind.CHECKPOINT
 SP = types.CheckpointKind.SAVEPOINT

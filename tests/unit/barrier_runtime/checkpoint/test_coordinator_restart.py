@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.checkpoint import pending, testing, types
+from barrier_runtime.checkpoint import pending, testing
+from barrier_runtime.core import types
 
 ID = types.CheckpointId
 R = types.FailureReason

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import pending, stats, testing, types
+from barrier_runtime.checkpoint import pending, stats, testing
+from barrier_runtime.core import types
 
 ID = types.CheckpointId
 TASKS = testing.task_keys(2)

@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, outcomes, pending, stats, testing, types
+from barrier_runtime.checkpoint import outcomes, pending, stats, testing
+from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId
 R = types.FailureReason

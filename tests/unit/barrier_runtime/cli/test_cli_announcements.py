@@ -27,10 +27,16 @@ def test_restores_fallbacks_and_fresh_starts_are_announced_quietly(
     cjob, logs_while_running
 ) -> None:
     logs_while_running(
-        ("barrier_runtime.storage.checkpoint_store", logging.WARNING,
-         "restoring chk-21 from file:///s; skipped unusable: chk-22: state object missing"),
-        ("barrier_runtime.driver.job_driver", logging.INFO,
-         "attempt 0 restores checkpoint 21 from file:///s"),
+        (
+            "barrier_runtime.storage.checkpoint_store",
+            logging.WARNING,
+            "restoring chk-21 from file:///s; skipped unusable: chk-22: state object missing",
+        ),
+        (
+            "barrier_runtime.driver.job_driver",
+            logging.INFO,
+            "attempt 0 restores checkpoint 21 from file:///s",
+        ),
         ("barrier_runtime.spark.worker", logging.INFO, "internal chatter"),
     )
     result = cjob("run", "p.py")

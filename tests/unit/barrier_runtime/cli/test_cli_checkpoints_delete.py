@@ -8,7 +8,7 @@ import sys
 import pytest
 import stored_checkpoints
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store
 
 JOB = "team/orders"
@@ -44,8 +44,9 @@ def _delete(cjob, tmp_path, *argv: str):
     return cjob("checkpoints", "delete", "--store", str(tmp_path / "cp"), "--job", JOB, *argv)
 
 
-def test_a_savepoint_is_not_deleted_from_a_script_without_yes(cjob, store, tmp_path,
-                                                              monkeypatch) -> None:  # fmt: skip
+def test_a_savepoint_is_not_deleted_from_a_script_without_yes(
+    cjob, store, tmp_path, monkeypatch
+) -> None:
     monkeypatch.setattr(sys, "stdin", _Pipe("y\n"))
     sentence = _delete(cjob, tmp_path, "2").assert_mistake()
     assert sentence == (

@@ -15,7 +15,9 @@ from barrier_runtime.cli import build_parser, run_cmd
 from barrier_runtime.storage import errors
 
 
-def _parsers(parser: argparse.ArgumentParser, path: str = "cjob") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "cjob"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield path, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -48,8 +50,14 @@ def test_every_command_has_help() -> None:
 
 def test_the_walk_finds_every_command() -> None:
     paths = {path for path, _ in _parsers(build_parser())}
-    assert {"cjob run", "cjob demo", "cjob driver", "cjob stop", "cjob savepoint",
-            "cjob checkpoints delete"} <= paths  # fmt: skip
+    assert {
+        "cjob run",
+        "cjob demo",
+        "cjob driver",
+        "cjob stop",
+        "cjob savepoint",
+        "cjob checkpoints delete",
+    } <= paths
 
 
 def test_version(cjob) -> None:
@@ -92,26 +100,34 @@ def parsed(monkeypatch) -> list[argparse.Namespace]:
         (["-p", "3", "p.py", "--json", "--", "a", "--", "b"], 1.0, ["a", "--", "b"]),
     ],
 )
-def test_options_go_before_or_after_the_pipeline(cjob, parsed, argv, interval,
-                                                 pipeline_args) -> None:  # fmt: skip
+def test_options_go_before_or_after_the_pipeline(
+    cjob, parsed, argv, interval, pipeline_args
+) -> None:
     assert cjob("run", *argv).code == 0
     (args,) = parsed
     assert (args.pipeline, args.checkpoint_interval, args.pipeline_args) == (
-        "p.py", interval, pipeline_args,
-    )  # fmt: skip
+        "p.py",
+        interval,
+        pipeline_args,
+    )
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["p.py", "--keys", "3"], "unknown option --keys: pipeline arguments go after --, as in "
-         "cjob run PIPELINE [OPTIONS] -- --keys 3"),
-        (["p.py", "extra"], "unexpected argument 'extra': pipeline arguments go after --, as in "
-         "cjob run PIPELINE [OPTIONS] -- extra"),
+        (
+            ["p.py", "--keys", "3"],
+            "unknown option --keys: pipeline arguments go after --, as in "
+            "cjob run PIPELINE [OPTIONS] -- --keys 3",
+        ),
+        (
+            ["p.py", "extra"],
+            "unexpected argument 'extra': pipeline arguments go after --, as in "
+            "cjob run PIPELINE [OPTIONS] -- extra",
+        ),
     ],
 )
-def test_pipeline_arguments_before_the_separator_are_refused(cjob, parsed, argv,
-                                                             message) -> None:  # fmt: skip
+def test_pipeline_arguments_before_the_separator_are_refused(cjob, parsed, argv, message) -> None:
     result = cjob("run", *argv)
     assert result.code == 2 and parsed == []
     assert result.err.splitlines()[-1] == f"cjob run: error: {message}"
@@ -171,13 +187,17 @@ def _last_event(out: str) -> dict:
 
 
 def test_a_mistake_ends_json_output_with_an_error_event(cjob, ok_pipeline, tmp_path) -> None:
-    result = cjob("run", ok_pipeline, "--json", "--store", str(tmp_path / "cp"),
-                  "--max-restarts", "-1")  # fmt: skip
+    result = cjob(
+        "run", ok_pipeline, "--json", "--store", str(tmp_path / "cp"), "--max-restarts", "-1"
+    )
     sentence = result.assert_mistake()
     assert _last_event(result.out) == {
-        "event": "error", "kind": "mistake", "message": sentence, "exit_code": 2,
+        "event": "error",
+        "kind": "mistake",
+        "message": sentence,
+        "exit_code": 2,
         "log": str(result.log),
-    }  # fmt: skip
+    }
 
 
 def test_a_usage_error_in_json_mode_is_an_error_event_too(cjob) -> None:
@@ -194,8 +214,9 @@ def test_a_json_after_the_separator_belongs_to_the_pipeline(cjob) -> None:
 
 
 def test_checkpoints_json_errors_are_events(cjob, tmp_path) -> None:
-    result = cjob("checkpoints", "list", "--json", "--store", str(tmp_path / "nope"), "--job",
-                  "a/b")  # fmt: skip
+    result = cjob(
+        "checkpoints", "list", "--json", "--store", str(tmp_path / "nope"), "--job", "a/b"
+    )
     assert _last_event(result.out)["message"] == result.assert_mistake()
 
 
@@ -208,8 +229,10 @@ def test_a_bug_in_json_mode_is_an_internal_error_event(cjob, monkeypatch) -> Non
     assert result.code == 70
     event = _last_event(result.out)
     assert (event["kind"], event["message"], event["exit_code"]) == (
-        "internal", "KeyError: 'slot'", 70,
-    )  # fmt: skip
+        "internal",
+        "KeyError: 'slot'",
+        70,
+    )
 
 
 def test_without_json_nothing_goes_to_stdout(cjob, ok_pipeline, tmp_path) -> None:

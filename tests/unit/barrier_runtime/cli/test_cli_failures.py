@@ -128,7 +128,9 @@ def test_no_log_directory_still_gives_one_sentence(cjob, fails_with, monkeypatch
         (["driver", "--config", "x.json"], False),
     ],
 )
-def test_the_jvm_writes_into_the_log_file_unless_very_verbose(cjob, monkeypatch, argv, exported) -> None:
+def test_the_jvm_writes_into_the_log_file_unless_very_verbose(
+    cjob, monkeypatch, argv, exported
+) -> None:
     from barrier_runtime.cli import demo_cmd, driver_cmd
 
     seen: list[str | None] = []
@@ -194,10 +196,10 @@ def test_outside_a_container_no_termination_message_file_is_made(monkeypatch, tm
     assert not (tmp_path / "absent").exists()
 
 
-def test_verbose_shows_the_failing_steps_traceback_and_the_log_keeps_it(
-    cjob, fails_with
-) -> None:
-    detail = 'Traceback (most recent call last):\n  File "flows.py", line 9, in parse\nValueError: x\n'
+def test_verbose_shows_the_failing_steps_traceback_and_the_log_keeps_it(cjob, fails_with) -> None:
+    detail = (
+        'Traceback (most recent call last):\n  File "flows.py", line 9, in parse\nValueError: x\n'
+    )
     fails_with(job_driver.UnrecoverableJobError("step 'parse' raised ValueError: x", detail))
     quiet = cjob("run", "p.py")
     assert quiet.code == 1 and 'File "flows.py", line 9' not in quiet.err

@@ -98,7 +98,10 @@ def test_an_existing_job_without_completed_checkpoints_says_so_and_exits_1(cjob,
     store.put(f"{JOB}/checkpoints/chk-0000000001/count/0.arrow", b"torn: never committed")
     result = cjob("checkpoints", "list", "--store", str(tmp_path / "cp"), "--job", JOB)
     assert (result.code, result.out) == (1, "")
-    assert result.err.startswith(f"cjob: job {JOB} in ") and "has no completed checkpoint" in result.err
+    assert (
+        result.err.startswith(f"cjob: job {JOB} in ")
+        and "has no completed checkpoint" in result.err
+    )
 
 
 def test_checkpoints_commands_that_succeed_leave_no_log_file(cjob, tmp_path, log_dir) -> None:

@@ -19,18 +19,25 @@ import http_fakes
 import pytest
 import stored_checkpoints
 
-from barrier_runtime.checkpoint import types
 from barrier_runtime.cli import preflight
+from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, object_store
 
 JOB = "default/p"
 """The job of the ``ok_pipeline`` (``Dataflow("p")``) when ``--job`` is not given."""
 
 
-def _commit(root: pathlib.Path, cid: int, *, kind=types.CheckpointKind.CHECKPOINT,
-            max_parallelism: int = 128, job: str = JOB) -> checkpoint_store.CheckpointStore:  # fmt: skip
-    return stored_checkpoints.commit_checkpoint(root, cid, job, kind=kind, step="out",
-                                                max_parallelism=max_parallelism)  # fmt: skip
+def _commit(
+    root: pathlib.Path,
+    cid: int,
+    *,
+    kind=types.CheckpointKind.CHECKPOINT,
+    max_parallelism: int = 128,
+    job: str = JOB,
+) -> checkpoint_store.CheckpointStore:
+    return stored_checkpoints.commit_checkpoint(
+        root, cid, job, kind=kind, step="out", max_parallelism=max_parallelism
+    )
 
 
 # -- the double sees a command that passes -----------------------------------------------
@@ -47,8 +54,9 @@ def _commit(root: pathlib.Path, cid: int, *, kind=types.CheckpointKind.CHECKPOIN
         "file://{store}/default/p/checkpoints/chk-0000000001",
     ],
 )
-def test_a_valid_run_gets_as_far_as_starting_spark(cjob, spark_starts, ok_pipeline, tmp_path,
-                                                   restore) -> None:  # fmt: skip
+def test_a_valid_run_gets_as_far_as_starting_spark(
+    cjob, spark_starts, ok_pipeline, tmp_path, restore
+) -> None:
     store = tmp_path / "cp"
     _commit(store, 1)
     extra = [] if restore is None else ["--restore-from", restore.format(store=store)]
@@ -69,47 +77,81 @@ def test_a_valid_demo_gets_as_far_as_starting_spark(cjob, spark_starts, tmp_path
 @pytest.mark.parametrize(
     ("argv", "sentence"),
     [
-        pytest.param(["--control-port", "99999"],
-                     "--control-port must be a TCP port from 0 to 65535 (0 picks a free one), "
-                     "got 99999", id="control-port-too-high"),
-        pytest.param(["--control-port", "-1"],
-                     "--control-port must be a TCP port from 0 to 65535 (0 picks a free one), "
-                     "got -1", id="control-port-negative"),
-        pytest.param(["--max-restarts", "-1"],
-                     "--max-restarts must not be negative (0 fails the job at the first "
-                     "failure), got -1", id="max-restarts"),
-        pytest.param(["--restart-window", "0"],
-                     "--restart-window must be a positive number (seconds in which "
-                     "--max-restarts count), got 0", id="restart-window"),
-        pytest.param(["--restart-backoff", "-2"],
-                     "--restart-backoff must not be negative (seconds before the first "
-                     "restart), got -2", id="restart-backoff"),
-        pytest.param(["--checkpoint-interval", "0"],
-                     "--checkpoint-interval must be a positive number (seconds between "
-                     "checkpoints), got 0", id="checkpoint-interval"),
-        pytest.param(["--checkpoint-interval", "nan"],
-                     "--checkpoint-interval must be a positive number (seconds between "
-                     "checkpoints), got nan", id="checkpoint-interval-nan"),
-        pytest.param(["--checkpoint-timeout", "-1"],
-                     "--checkpoint-timeout must be a positive number (seconds a checkpoint may "
-                     "take), got -1", id="checkpoint-timeout"),
-        pytest.param(["--stop-grace-period", "0"],
-                     "--stop-grace-period must be a positive number, got 0",
-                     id="stop-grace-period"),
-        pytest.param(["--status-every", "0"], "--status-every must be a positive number, got 0",
-                     id="status-every"),
-        pytest.param(["--mode", "at-least-once", "--unaligned"],
-                     "--unaligned needs --mode exactly-once (unaligned checkpoints store in-flight "
-                     "records, which only exactly-once needs), got at-least-once",
-                     id="unaligned-at-least-once"),
-        pytest.param(["-p", "0"],
-                     "--parallelism must be at least 1 (the number of Spark workers), got 0: use "
-                     "e.g. -p 2", id="parallelism-zero"),
-        pytest.param(["--job", "a//b"],
-                     "--job must be NAMESPACE/NAME (e.g. default/orders), got 'a//b'", id="job"),
-        pytest.param(["--restore-from", "latest"],
-                     "--restore-from 'latest' names no checkpoint: give an id (42), chk-42, sp-42 "
-                     "or the path of a checkpoint or savepoint directory", id="restore-garbage"),
+        pytest.param(
+            ["--control-port", "99999"],
+            "--control-port must be a TCP port from 0 to 65535 (0 picks a free one), got 99999",
+            id="control-port-too-high",
+        ),
+        pytest.param(
+            ["--control-port", "-1"],
+            "--control-port must be a TCP port from 0 to 65535 (0 picks a free one), got -1",
+            id="control-port-negative",
+        ),
+        pytest.param(
+            ["--max-restarts", "-1"],
+            "--max-restarts must not be negative (0 fails the job at the first failure), got -1",
+            id="max-restarts",
+        ),
+        pytest.param(
+            ["--restart-window", "0"],
+            "--restart-window must be a positive number (seconds in which "
+            "--max-restarts count), got 0",
+            id="restart-window",
+        ),
+        pytest.param(
+            ["--restart-backoff", "-2"],
+            "--restart-backoff must not be negative (seconds before the first restart), got -2",
+            id="restart-backoff",
+        ),
+        pytest.param(
+            ["--checkpoint-interval", "0"],
+            "--checkpoint-interval must be a positive number (seconds between checkpoints), got 0",
+            id="checkpoint-interval",
+        ),
+        pytest.param(
+            ["--checkpoint-interval", "nan"],
+            "--checkpoint-interval must be a positive number (seconds between "
+            "checkpoints), got nan",
+            id="checkpoint-interval-nan",
+        ),
+        pytest.param(
+            ["--checkpoint-timeout", "-1"],
+            "--checkpoint-timeout must be a positive number (seconds a checkpoint may "
+            "take), got -1",
+            id="checkpoint-timeout",
+        ),
+        pytest.param(
+            ["--stop-grace-period", "0"],
+            "--stop-grace-period must be a positive number, got 0",
+            id="stop-grace-period",
+        ),
+        pytest.param(
+            ["--status-every", "0"],
+            "--status-every must be a positive number, got 0",
+            id="status-every",
+        ),
+        pytest.param(
+            ["--mode", "at-least-once", "--unaligned"],
+            "--unaligned needs --mode exactly-once (unaligned checkpoints store in-flight "
+            "records, which only exactly-once needs), got at-least-once",
+            id="unaligned-at-least-once",
+        ),
+        pytest.param(
+            ["-p", "0"],
+            "--parallelism must be at least 1 (the number of Spark workers), got 0: use e.g. -p 2",
+            id="parallelism-zero",
+        ),
+        pytest.param(
+            ["--job", "a//b"],
+            "--job must be NAMESPACE/NAME (e.g. default/orders), got 'a//b'",
+            id="job",
+        ),
+        pytest.param(
+            ["--restore-from", "latest"],
+            "--restore-from 'latest' names no checkpoint: give an id (42), chk-42, sp-42 "
+            "or the path of a checkpoint or savepoint directory",
+            id="restore-garbage",
+        ),
     ],
 )
 def test_bad_option_values_of_run(refused, ok_pipeline, tmp_path, argv, sentence) -> None:
@@ -120,20 +162,39 @@ def test_bad_option_values_of_run(refused, ok_pipeline, tmp_path, argv, sentence
     ("argv", "sentence"),
     [
         pytest.param(["--keys", "0"], "--keys must be at least 1, got 0", id="keys"),
-        pytest.param(["--events-per-key", "-5"], "--events-per-key must be at least 1, got -5",
-                     id="events-per-key"),
-        pytest.param(["--interval", "0"], "--interval must be a positive number (seconds between "
-                     "checkpoints), got 0", id="interval"),
-        pytest.param(["--rate", "0"], "--rate must be a positive number (events per second), "
-                     "got 0", id="rate"),
-        pytest.param(["--parallelism", "0"], "--parallelism must be at least 1 (the number of "
-                     "Spark workers), got 0", id="parallelism"),
-        pytest.param(["--kill-at", "1.5"], "--kill-at must be a fraction between 0 and 1 "
-                     "(e.g. 0.45), got 1.5", id="kill-at"),
-        pytest.param(["--store", "localhost:9000"], "--store 'localhost:9000' is a server "
-                     "address, not a store: for an S3 server write "
-                     "s3://BUCKET/PREFIX?endpoint=http://localhost:9000, for a local directory "
-                     "./localhost:9000", id="store-host-port"),
+        pytest.param(
+            ["--events-per-key", "-5"],
+            "--events-per-key must be at least 1, got -5",
+            id="events-per-key",
+        ),
+        pytest.param(
+            ["--interval", "0"],
+            "--interval must be a positive number (seconds between checkpoints), got 0",
+            id="interval",
+        ),
+        pytest.param(
+            ["--rate", "0"],
+            "--rate must be a positive number (events per second), got 0",
+            id="rate",
+        ),
+        pytest.param(
+            ["--parallelism", "0"],
+            "--parallelism must be at least 1 (the number of Spark workers), got 0",
+            id="parallelism",
+        ),
+        pytest.param(
+            ["--kill-at", "1.5"],
+            "--kill-at must be a fraction between 0 and 1 (e.g. 0.45), got 1.5",
+            id="kill-at",
+        ),
+        pytest.param(
+            ["--store", "localhost:9000"],
+            "--store 'localhost:9000' is a server "
+            "address, not a store: for an S3 server write "
+            "s3://BUCKET/PREFIX?endpoint=http://localhost:9000, for a local directory "
+            "./localhost:9000",
+            id="store-host-port",
+        ),
     ],
 )
 def test_bad_option_values_of_demo(refused, argv, sentence) -> None:
@@ -146,28 +207,43 @@ def test_bad_option_values_of_demo(refused, argv, sentence) -> None:
 @pytest.mark.parametrize(
     ("store", "sentence"),
     [
-        pytest.param("localhost:9000",
-                     "--store 'localhost:9000' is a server address, not a store: for an S3 "
-                     "server write s3://BUCKET/PREFIX?endpoint=http://localhost:9000, for a "
-                     "local directory ./localhost:9000", id="host-port"),
-        pytest.param("minio:9000/checkpoints",
-                     "--store 'minio:9000/checkpoints' is a server address, not a store: for an "
-                     "S3 server write s3://BUCKET/PREFIX?endpoint=http://minio:9000, for a local "
-                     "directory ./minio:9000/checkpoints", id="host-port-path"),
-        pytest.param("http://127.0.0.1:9000/bucket",
-                     "--store 'http://127.0.0.1:9000/bucket' is an HTTP address, not a store: "
-                     "for an S3 server write s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:9000",
-                     id="http"),
-        pytest.param("gcs://bucket/cp",
-                     "--store 'gcs://bucket/cp' has the unknown scheme 'gcs': use "
-                     "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path",
-                     id="unknown-scheme"),
-        pytest.param("s3://bucket/cp?endpoint=localhost:9000",
-                     "the S3 endpoint 'localhost:9000' (in --store) has no scheme: write "
-                     "http://localhost:9000 (or https://localhost:9000 for TLS)",
-                     id="endpoint-without-scheme"),
-        pytest.param("", "--store is empty: give a directory or an "
-                     "s3://BUCKET/PREFIX?endpoint=… URL", id="empty"),
+        pytest.param(
+            "localhost:9000",
+            "--store 'localhost:9000' is a server address, not a store: for an S3 "
+            "server write s3://BUCKET/PREFIX?endpoint=http://localhost:9000, for a "
+            "local directory ./localhost:9000",
+            id="host-port",
+        ),
+        pytest.param(
+            "minio:9000/checkpoints",
+            "--store 'minio:9000/checkpoints' is a server address, not a store: for an "
+            "S3 server write s3://BUCKET/PREFIX?endpoint=http://minio:9000, for a local "
+            "directory ./minio:9000/checkpoints",
+            id="host-port-path",
+        ),
+        pytest.param(
+            "http://127.0.0.1:9000/bucket",
+            "--store 'http://127.0.0.1:9000/bucket' is an HTTP address, not a store: "
+            "for an S3 server write s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:9000",
+            id="http",
+        ),
+        pytest.param(
+            "gcs://bucket/cp",
+            "--store 'gcs://bucket/cp' has the unknown scheme 'gcs': use "
+            "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT, file:///PATH or a plain path",
+            id="unknown-scheme",
+        ),
+        pytest.param(
+            "s3://bucket/cp?endpoint=localhost:9000",
+            "the S3 endpoint 'localhost:9000' (in --store) has no scheme: write "
+            "http://localhost:9000 (or https://localhost:9000 for TLS)",
+            id="endpoint-without-scheme",
+        ),
+        pytest.param(
+            "",
+            "--store is empty: give a directory or an s3://BUCKET/PREFIX?endpoint=… URL",
+            id="empty",
+        ),
     ],
 )
 def test_bad_store_urls(refused, ok_pipeline, tmp_path, monkeypatch, store, sentence) -> None:
@@ -176,8 +252,9 @@ def test_bad_store_urls(refused, ok_pipeline, tmp_path, monkeypatch, store, sent
     assert not (tmp_path / "localhost:9000").exists()
 
 
-def test_an_endpoint_from_the_environment_needs_a_scheme_too(refused, ok_pipeline,
-                                                              monkeypatch) -> None:  # fmt: skip
+def test_an_endpoint_from_the_environment_needs_a_scheme_too(
+    refused, ok_pipeline, monkeypatch
+) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "minio:9000")
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     assert refused("run", ok_pipeline, "--store", "s3://bucket/cp").sentence == (
@@ -202,8 +279,10 @@ class _DenyingS3(http.server.BaseHTTPRequestHandler):
     """Answers every request as S3 does for an unknown access key."""
 
     def _deny(self) -> None:
-        body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
-                b"<Message>The access key does not exist.</Message></Error>")  # fmt: skip
+        body = (
+            b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
+            b"<Message>The access key does not exist.</Message></Error>"
+        )
         self.send_response(403)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
@@ -229,8 +308,9 @@ def denying_endpoint() -> Iterator[str]:
         yield url
 
 
-def test_an_s3_endpoint_that_does_not_answer(refused, ok_pipeline, silent_endpoint,
-                                             monkeypatch) -> None:  # fmt: skip
+def test_an_s3_endpoint_that_does_not_answer(
+    refused, ok_pipeline, silent_endpoint, monkeypatch
+) -> None:
     """The check waits for its own short timeout (shortened further here), not the job's 60 s."""
     monkeypatch.setattr(preflight, "PROBE_TIMEOUTS", object_store.Timeouts(1.0, 1.0, 0))
     store = f"s3://bucket1/cp?endpoint={silent_endpoint}"
@@ -245,8 +325,9 @@ def test_the_store_check_waits_less_than_spark_takes_to_start() -> None:
     assert timeouts.retries == 0 and timeouts.connect < 5 and timeouts.read < 5
 
 
-def test_an_s3_endpoint_that_rejects_the_credentials(refused, ok_pipeline, denying_endpoint,
-                                                     monkeypatch) -> None:  # fmt: skip
+def test_an_s3_endpoint_that_rejects_the_credentials(
+    refused, ok_pipeline, denying_endpoint, monkeypatch
+) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
     store = f"s3://bucket1/cp?endpoint={denying_endpoint}"
@@ -268,8 +349,9 @@ def test_a_local_store_that_cannot_be_created(refused, ok_pipeline, tmp_path) ->
 
 
 def test_restore_from_a_path_that_does_not_exist(refused, ok_pipeline, tmp_path) -> None:
-    sentence = refused("run", ok_pipeline, "--store", str(tmp_path / "cp"),
-                       "--restore-from", "/nonexistent/chk-5").sentence  # fmt: skip
+    sentence = refused(
+        "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "/nonexistent/chk-5"
+    ).sentence
     assert sentence == (
         "--restore-from /nonexistent/chk-5 does not exist: name a checkpoint or savepoint "
         "directory, or an id (cjob checkpoints list shows them)"
@@ -278,10 +360,14 @@ def test_restore_from_a_path_that_does_not_exist(refused, ok_pipeline, tmp_path)
 
 def test_restore_from_a_relative_path_that_does_not_exist(refused, ok_pipeline, tmp_path) -> None:
     _commit(tmp_path / "cp", 1)
-    refused("run", ok_pipeline, "--store", str(tmp_path / "cp"),
-            "--restore-from", "default/p/savepoints/sp-0000000009").result.assert_mistake(
-        "--restore-from default/p/savepoints/sp-0000000009 does not exist"
-    )  # fmt: skip
+    refused(
+        "run",
+        ok_pipeline,
+        "--store",
+        str(tmp_path / "cp"),
+        "--restore-from",
+        "default/p/savepoints/sp-0000000009",
+    ).result.assert_mistake("--restore-from default/p/savepoints/sp-0000000009 does not exist")
 
 
 def test_restore_from_an_id_that_is_not_in_the_store(refused, ok_pipeline, tmp_path) -> None:
@@ -298,29 +384,30 @@ def test_restore_from_another_stores_checkpoint(refused, ok_pipeline, tmp_path) 
     theirs = tmp_path / "other" / JOB / "checkpoints" / "chk-0000000001"
     mine = tmp_path / "cp"
     _commit(mine, 1)
-    assert refused("run", ok_pipeline, "--store", str(mine),
-                   "--restore-from", str(theirs)).sentence == (
+    assert refused(
+        "run", ok_pipeline, "--store", str(mine), "--restore-from", str(theirs)
+    ).sentence == (
         f"--restore-from {theirs} is not in this job's store ({mine.as_uri()}, job {JOB}): "
         "restore it with the --store and --job of the job it belongs to"
-    )  # fmt: skip
+    )
 
 
 def test_restore_from_a_url_of_another_job(refused, ok_pipeline, tmp_path) -> None:
     mine = tmp_path / "cp"
     _commit(mine, 1)
     theirs = "s3://bucket/cp/team/other/checkpoints/chk-0000000001?endpoint=http://127.0.0.1:9"
-    assert refused("run", ok_pipeline, "--store", str(mine),
-                   "--restore-from", theirs).sentence == (
+    assert refused("run", ok_pipeline, "--store", str(mine), "--restore-from", theirs).sentence == (
         f"--restore-from {theirs} is not in this job's store ({mine.as_uri()}, job {JOB}): "
         "restore it with the --store and --job of the job it belongs to"
-    )  # fmt: skip
+    )
 
 
 def test_restore_from_a_checkpoint_that_never_completed(refused, ok_pipeline, tmp_path) -> None:
     store = object_store.open_object_store(str(tmp_path / "cp"))
     store.put(f"{JOB}/checkpoints/chk-0000000005/out/0.arrow", b"torn: never committed")
-    sentence = refused("run", ok_pipeline, "--store", str(tmp_path / "cp"),
-                       "--restore-from", "5").sentence  # fmt: skip
+    sentence = refused(
+        "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "5"
+    ).sentence
     assert sentence == (
         "--restore-from 5 is not a completed checkpoint: checkpoint 5 has no _metadata (it was "
         "never committed, or its commit was lost); restore a completed one (cjob checkpoints "
@@ -331,18 +418,21 @@ def test_restore_from_a_checkpoint_that_never_completed(refused, ok_pipeline, tm
 def test_restore_from_a_checkpoint_whose_state_is_gone(refused, ok_pipeline, tmp_path) -> None:
     _commit(tmp_path / "cp", 3, kind=types.CheckpointKind.SAVEPOINT)
     (tmp_path / "cp" / JOB / "savepoints" / "sp-0000000003" / "out" / "0.arrow").unlink()
-    refused("run", ok_pipeline, "--store", str(tmp_path / "cp"),
-            "--restore-from", "sp-3").result.assert_mistake(
+    refused(
+        "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "sp-3"
+    ).result.assert_mistake(
         "--restore-from sp-3 cannot be restored: 1 of its state objects are missing",
         "restore another one",
-    )  # fmt: skip
+    )
 
 
-def test_restore_from_a_checkpoint_of_another_max_parallelism(refused, ok_pipeline,
-                                                              tmp_path) -> None:  # fmt: skip
+def test_restore_from_a_checkpoint_of_another_max_parallelism(
+    refused, ok_pipeline, tmp_path
+) -> None:
     _commit(tmp_path / "cp", 2, max_parallelism=64)
-    sentence = refused("run", ok_pipeline, "--store", str(tmp_path / "cp"),
-                       "--restore-from", "2").sentence  # fmt: skip
+    sentence = refused(
+        "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "2"
+    ).sentence
     assert sentence == (
         "--restore-from 2 (checkpoint 2) was taken with max parallelism 64 but the pipeline p has "
         "128: its keyed state cannot be split differently; set Dataflow(..., max_parallelism=64), "
@@ -370,8 +460,9 @@ def test_parallelism_above_the_pipelines_max_parallelism(refused, ok_pipeline, t
 
 
 def test_parallelism_above_the_local_masters_slots(refused, ok_pipeline, tmp_path) -> None:
-    sentence = refused("run", ok_pipeline, "--store", str(tmp_path / "cp"), "-p", "3",
-                       "--master", "local[2]").sentence  # fmt: skip
+    sentence = refused(
+        "run", ok_pipeline, "--store", str(tmp_path / "cp"), "-p", "3", "--master", "local[2]"
+    ).sentence
     assert sentence == (
         "--master local[2] has 2 task slot(s) but --parallelism is 3 (one slot per worker): use "
         "local[3] or a lower parallelism"
@@ -396,42 +487,65 @@ def _driver_doc(tmp_path: pathlib.Path, **changes: object) -> str:
 @pytest.mark.parametrize(
     ("changes", "sentence"),
     [
-        pytest.param({"restartPolicy": {"maxRestarts": -1}},
-                     "`restartPolicy.maxRestarts` in the job configuration must not be negative, "
-                     "got -1", id="max-restarts"),
-        pytest.param({"restartPolicy": {"windowSeconds": 0}},
-                     "`restartPolicy.windowSeconds` in the job configuration must be a positive "
-                     "number, got 0", id="window"),
-        pytest.param({"restartPolicy": {"backoff": {"jitter": 2}}},
-                     "`restartPolicy.backoff.jitter` in the job configuration must be between 0 "
-                     "and 1, got 2", id="jitter"),
-        pytest.param({"checkpointing": {"intervalSeconds": 0}},
-                     "`checkpointing.intervalSeconds` in the job configuration must be a positive "
-                     "number (seconds between checkpoints), got 0", id="interval"),
-        pytest.param({"checkpointing": {"retained": 0}},
-                     "`checkpointing.retained` in the job configuration must be at least 1, got 0",
-                     id="retained"),
-        pytest.param({"control": {"port": 70000}},
-                     "`control.port` in the job configuration must be a TCP port from 0 to 65535 "
-                     "(0 picks a free one), got 70000", id="control-port"),
-        pytest.param({"storage": {"bucket": "cjob", "endpoint": "minio:9000"}},
-                     "`storage.endpoint` in the job configuration is 'minio:9000': it must start "
-                     "with http:// or https:// (an S3 endpoint such as http://minio:9000) or "
-                     "file://",
-                     id="endpoint-without-scheme"),
+        pytest.param(
+            {"restartPolicy": {"maxRestarts": -1}},
+            "`restartPolicy.maxRestarts` in the job configuration must not be negative, got -1",
+            id="max-restarts",
+        ),
+        pytest.param(
+            {"restartPolicy": {"windowSeconds": 0}},
+            "`restartPolicy.windowSeconds` in the job configuration must be a positive "
+            "number, got 0",
+            id="window",
+        ),
+        pytest.param(
+            {"restartPolicy": {"backoff": {"jitter": 2}}},
+            "`restartPolicy.backoff.jitter` in the job configuration must be between 0 "
+            "and 1, got 2",
+            id="jitter",
+        ),
+        pytest.param(
+            {"checkpointing": {"intervalSeconds": 0}},
+            "`checkpointing.intervalSeconds` in the job configuration must be a positive "
+            "number (seconds between checkpoints), got 0",
+            id="interval",
+        ),
+        pytest.param(
+            {"checkpointing": {"retained": 0}},
+            "`checkpointing.retained` in the job configuration must be at least 1, got 0",
+            id="retained",
+        ),
+        pytest.param(
+            {"control": {"port": 70000}},
+            "`control.port` in the job configuration must be a TCP port from 0 to 65535 "
+            "(0 picks a free one), got 70000",
+            id="control-port",
+        ),
+        pytest.param(
+            {"storage": {"bucket": "cjob", "endpoint": "minio:9000"}},
+            "`storage.endpoint` in the job configuration is 'minio:9000': it must start "
+            "with http:// or https:// (an S3 endpoint such as http://minio:9000) or "
+            "file://",
+            id="endpoint-without-scheme",
+        ),
     ],
 )
 def test_bad_values_of_a_job_configuration(refused, tmp_path, changes, sentence) -> None:
     result = refused("driver", "--config", _driver_doc(tmp_path, **changes))
-    assert result.sentence == f"{sentence}: fix the CheckpointedJob spec (or the file) and start " \
-                              "the driver again"
+    assert (
+        result.sentence == f"{sentence}: fix the CheckpointedJob spec (or the file) and start "
+        "the driver again"
+    )
 
 
 def test_driver_restore_from_a_path_that_does_not_exist(refused, tmp_path) -> None:
-    refused("driver", "--config", _driver_doc(tmp_path),
-            "--restore-from", str(tmp_path / "gone" / "sp-0000000004")).result.assert_mistake(
-        f"--restore-from {tmp_path / 'gone' / 'sp-0000000004'} does not exist"
-    )  # fmt: skip
+    refused(
+        "driver",
+        "--config",
+        _driver_doc(tmp_path),
+        "--restore-from",
+        str(tmp_path / "gone" / "sp-0000000004"),
+    ).result.assert_mistake(f"--restore-from {tmp_path / 'gone' / 'sp-0000000004'} does not exist")
 
 
 def test_a_valid_driver_gets_as_far_as_starting_spark(cjob, spark_starts, tmp_path) -> None:

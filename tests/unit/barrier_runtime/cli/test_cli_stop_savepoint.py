@@ -21,31 +21,43 @@ import http_fakes
 import pytest
 
 from barrier_runtime.checkpoint import outcomes, stats
-from barrier_runtime.checkpoint.types import CheckpointId, CheckpointKind, FailureReason
 from barrier_runtime.cli import local_jobs
 from barrier_runtime.control.job import JobInfo, JobState, RuntimeMetrics, SavepointFailedError
 from barrier_runtime.control.server import ControlServer
+from barrier_runtime.core.types import CheckpointId, CheckpointKind, FailureReason
 
 TOKEN = "s3cret-t0ken"
 SAVEPOINT_PATH = "default/orders/savepoints/sp-0000000012"
 
 
-def _entry(cid: int, status: str, reason: FailureReason | None = None) -> stats.CheckpointStatsEntry:
+def _entry(
+    cid: int, status: str, reason: FailureReason | None = None
+) -> stats.CheckpointStatsEntry:
     done = status != "in-progress"
     return stats.CheckpointStatsEntry(
-        checkpoint_id=CheckpointId(cid), status=stats.CheckpointStatus(status),
-        kind=CheckpointKind.SAVEPOINT, trigger_time=1000.0, num_tasks=2, ack_times={},
-        state_size=10, alignment_duration=0.0, end_time=1001.0 if done else None,
-        path=SAVEPOINT_PATH if status == "completed" else None, failure_reason=reason,
+        checkpoint_id=CheckpointId(cid),
+        status=stats.CheckpointStatus(status),
+        kind=CheckpointKind.SAVEPOINT,
+        trigger_time=1000.0,
+        num_tasks=2,
+        ack_times={},
+        state_size=10,
+        alignment_duration=0.0,
+        end_time=1001.0 if done else None,
+        path=SAVEPOINT_PATH if status == "completed" else None,
+        failure_reason=reason,
         failure_message="" if reason is None else f"a task declined: {reason.value}",
-    )  # fmt: skip
+    )
 
 
 def _stats(entry: stats.CheckpointStatsEntry) -> stats.CheckpointStats:
     return stats.CheckpointStats(
         counts=stats.CheckpointCounts(triggered=1, in_progress=0, completed=0, failed=0),
-        history=(entry,), latest_completed=None, latest_failed=None, latest_in_progress=None,
-    )  # fmt: skip
+        history=(entry,),
+        latest_completed=None,
+        latest_failed=None,
+        latest_in_progress=None,
+    )
 
 
 @dataclass
@@ -64,8 +76,16 @@ class ScriptedJob:
     polls: int = 0
 
     def info(self) -> JobInfo:
-        return JobInfo(name="orders", state=self.state, attempt=0, restarts=0, parallelism=2,
-                       max_parallelism=128, start_time=1.0, ready=True)  # fmt: skip
+        return JobInfo(
+            name="orders",
+            state=self.state,
+            attempt=0,
+            restarts=0,
+            parallelism=2,
+            max_parallelism=128,
+            start_time=1.0,
+            ready=True,
+        )
 
     def trigger_checkpoint(self, kind: CheckpointKind) -> outcomes.TriggerOutcome:
         self.triggered.append(kind)
@@ -87,8 +107,12 @@ class ScriptedJob:
         if self.stop_error is not None:
             raise SavepointFailedError(self.stop_error)
         self.state = JobState.STOPPED
-        return outcomes.CheckpointOutcome(CheckpointId(12), CheckpointKind.SAVEPOINT,
-                                          stats.CheckpointStatus.COMPLETED, path=SAVEPOINT_PATH)  # fmt: skip
+        return outcomes.CheckpointOutcome(
+            CheckpointId(12),
+            CheckpointKind.SAVEPOINT,
+            stats.CheckpointStatus.COMPLETED,
+            path=SAVEPOINT_PATH,
+        )
 
     def runtime_metrics(self) -> RuntimeMetrics:
         return RuntimeMetrics()
@@ -129,16 +153,30 @@ def test_stop_takes_a_final_savepoint(cjob, job, published) -> None:
 def test_stop_with_url_and_token_file_in_json(cjob, job, api, tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("CJOB_CONTROL_TOKEN", raising=False)
     (tmp_path / "token").write_text(TOKEN + "\n")
-    result = cjob("stop", "--savepoint", "--url", api, "--token-file", str(tmp_path / "token"),
-                  "--timeout", "20", "--json")  # fmt: skip
+    result = cjob(
+        "stop",
+        "--savepoint",
+        "--url",
+        api,
+        "--token-file",
+        str(tmp_path / "token"),
+        "--timeout",
+        "20",
+        "--json",
+    )
     assert result.code == 0, result.err
-    assert json.loads(result.out) == {"event": "stopped", "job": "orders", "id": 12,
-                                      "path": SAVEPOINT_PATH}  # fmt: skip
+    assert json.loads(result.out) == {
+        "event": "stopped",
+        "job": "orders",
+        "id": 12,
+        "path": SAVEPOINT_PATH,
+    }
     assert job.stops == [20.0]
 
 
-def test_stop_whose_savepoint_fails_is_exit_1_and_the_job_keeps_running(cjob, job,
-                                                                        published) -> None:  # fmt: skip
+def test_stop_whose_savepoint_fails_is_exit_1_and_the_job_keeps_running(
+    cjob, job, published
+) -> None:
     job.stop_error = "a task declined the savepoint"
     result = cjob("stop")
     assert result.code == 1
@@ -171,8 +209,12 @@ def test_savepoint_waits_until_it_completed(cjob, job, published) -> None:
 
 def test_savepoint_in_json(cjob, job, published) -> None:
     result = cjob("savepoint", "--json")
-    assert json.loads(result.out) == {"event": "savepoint", "job": "default/orders", "id": 12,
-                                      "path": SAVEPOINT_PATH}  # fmt: skip
+    assert json.loads(result.out) == {
+        "event": "savepoint",
+        "job": "default/orders",
+        "id": 12,
+        "path": SAVEPOINT_PATH,
+    }
 
 
 def test_a_savepoint_that_fails_is_exit_1(cjob, job, published) -> None:
@@ -207,10 +249,15 @@ def test_nothing_published(cjob, jobs_dir) -> None:
 
 
 def test_a_record_of_a_process_that_is_gone_is_ignored_and_removed(cjob, jobs_dir) -> None:
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    record = local_jobs.LocalJob(int(gone.stdout), "default/orders", "http://127.0.0.1:9",
-                                 "t", None, "s", 1.0)  # fmt: skip
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    record = local_jobs.LocalJob(
+        int(gone.stdout), "default/orders", "http://127.0.0.1:9", "t", None, "s", 1.0
+    )
     path = local_jobs.publish(record)
     cjob("savepoint").assert_mistake("no cjob run is running on this machine")
     assert path is not None and not path.exists()
@@ -219,8 +266,12 @@ def test_a_record_of_a_process_that_is_gone_is_ignored_and_removed(cjob, jobs_di
 def test_several_jobs_need_a_choice(cjob, api, published) -> None:
     other = replace(published, pid=os.getppid(), job="team/other", started=2.0)
     local_jobs.publish(other)
-    cjob("stop").assert_mistake("2 jobs run on this machine", "default/orders", "team/other",
-                                "choose one with --job or --url")  # fmt: skip
+    cjob("stop").assert_mistake(
+        "2 jobs run on this machine",
+        "default/orders",
+        "team/other",
+        "choose one with --job or --url",
+    )
     result = cjob("savepoint", "--job", "default/orders")
     assert result.code == 0, result.err
 

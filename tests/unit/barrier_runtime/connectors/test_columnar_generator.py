@@ -20,8 +20,9 @@ def _read_all(source, partition, start=0):
 
 @pytest.mark.parametrize("key_order", ["uniform", "cyclic"])
 def test_a_replay_from_any_position_yields_the_same_events(key_order) -> None:
-    source = ColumnarGeneratorSource(events=1001, keys=50, partitions=3, batch_size=64,
-                                     seed=7, key_order=key_order)  # fmt: skip
+    source = ColumnarGeneratorSource(
+        events=1001, keys=50, partitions=3, batch_size=64, seed=7, key_order=key_order
+    )
     full, end = _read_all(source, "cols-2")
     assert end == full.num_rows == source.partition_events(2)
     for start in (0, 1, 63, 64, 200):
@@ -42,8 +43,9 @@ def test_partitions_share_the_events_and_differ_from_each_other() -> None:
 
 
 def test_uniform_keys_and_values_stay_in_range_and_spread() -> None:
-    source = ColumnarGeneratorSource(events=200_000, keys=100, partitions=1, batch_size=200_000,
-                                     value_range=10)  # fmt: skip
+    source = ColumnarGeneratorSource(
+        events=200_000, keys=100, partitions=1, batch_size=200_000, value_range=10
+    )
     batch = source.open("cols-0", None).next_batch()
     assert batch.schema.names == ["key", "value"]
     assert batch.schema.field("key").type == pa.int64()
@@ -58,8 +60,9 @@ def test_cyclic_keys_carry_per_key_sequence_numbers_from_one_partition() -> None
     seen: dict[int, list[int]] = collections.defaultdict(list)
     for p in range(3):
         table, _ = _read_all(source, f"cols-{p}")
-        for key, seq in zip(table.column("key").to_pylist(), table.column("seq").to_pylist(),
-                            strict=True):  # fmt: skip
+        for key, seq in zip(
+            table.column("key").to_pylist(), table.column("seq").to_pylist(), strict=True
+        ):
             assert key % 3 == p
             seen[key].append(seq)
     assert set(seen) == set(range(10))

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from barrier_runtime.checkpoint import outcomes, stats, types
-from barrier_runtime.clock import ManualClock
+from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control.job import SavepointFailedError
+from barrier_runtime.core import types
+from barrier_runtime.core.clock import ManualClock
 from barrier_runtime.driver import graceful_stop
 from barrier_runtime.driver.graceful_stop import GracefulStop, StopDeadline, StopState
 
@@ -40,9 +41,11 @@ class RecordingJob:
             raise SavepointFailedError(self.savepoint_fails or "still in progress")
         self.clock.advance(self.savepoint_takes)
         return outcomes.CheckpointOutcome(
-            types.CheckpointId(7), types.CheckpointKind.SAVEPOINT,
-            stats.CheckpointStatus.COMPLETED, path="savepoints/sp-0000000007",
-        )  # fmt: skip
+            types.CheckpointId(7),
+            types.CheckpointKind.SAVEPOINT,
+            stats.CheckpointStatus.COMPLETED,
+            path="savepoints/sp-0000000007",
+        )
 
     def abort(self, reason: str) -> None:
         self.calls.append(("abort", reason))

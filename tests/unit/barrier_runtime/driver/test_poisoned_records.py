@@ -12,14 +12,14 @@ import tempfile
 import pytest
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors import FileSource
 from barrier_runtime.connectors.testing import TestingSink, TestingSource
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver import restart
 from barrier_runtime.driver.job_driver import JobFailedError, UnrecoverableJobError
-from barrier_runtime.local import faults
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
+from barrier_runtime.task import faults
 from barrier_runtime.task_failure import FailureClass, TaskFailure
 from barrier_runtime.testing import LocalExecutor
 
@@ -28,8 +28,9 @@ RECORDS = [{"k": i % 3, "n": i, "d": 0 if i == 40 else 1} for i in range(60)]
 
 def _executor(flow: Dataflow, **kwargs) -> LocalExecutor:
     store = CheckpointStore(open_object_store(tempfile.mkdtemp(prefix="poison-")), "t/job")
-    return LocalExecutor(flow, parallelism=2, store=store,
-                         config=CheckpointConfig(interval=0.02), **kwargs)  # fmt: skip
+    return LocalExecutor(
+        flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.02), **kwargs
+    )
 
 
 def _divide(r: dict) -> dict:
@@ -38,15 +39,17 @@ def _divide(r: dict) -> dict:
 
 def test_a_step_that_raises_on_a_record_fails_the_job_after_three_attempts() -> None:
     flow = Dataflow("poison")
-    flow.source("events", TestingSource(RECORDS, batch_size=5)).map("divide", _divide) \
-        .sink("out", TestingSink())
+    flow.source("events", TestingSource(RECORDS, batch_size=5)).map("divide", _divide).sink(
+        "out", TestingSink()
+    )
     executor = _executor(flow, max_restarts=50)
     with pytest.raises(UnrecoverableJobError) as caught:
         executor.run()
     message = str(caught.value)
     assert message.startswith(
         "step 'divide' raised ZeroDivisionError: integer division or modulo by zero on record "
-        "{'k': 1, 'n': 40, 'd': 0} (subtask ")
+        "{'k': 1, 'n': 40, 'd': 0} (subtask "
+    )
     assert "failed the same way on the same record in 3 attempts" in message
     assert executor.result.attempts == 3  # not the 50 restarts the budget allows
     assert 'in _divide\n    return {**r, "q": r["n"] // r["d"]}' in caught.value.detail
@@ -58,15 +61,16 @@ def test_a_keyed_function_and_a_key_function_are_named_by_their_steps() -> None:
         return (state or 0) + 1 // r["d"], []
 
     flow = Dataflow("keyed")
-    flow.source("events", TestingSource(RECORDS, batch_size=5)).key_by("by-k", lambda r: r["k"]) \
-        .stateful_map("count", count).sink("out", TestingSink())
+    flow.source("events", TestingSource(RECORDS, batch_size=5)).key_by(
+        "by-k", lambda r: r["k"]
+    ).stateful_map("count", count).sink("out", TestingSink())
     with pytest.raises(UnrecoverableJobError, match=r"^step 'count' raised ZeroDivisionError"):
         _executor(flow, attempts_per_record=2).run()
 
     flow = Dataflow("keyed-by")
-    flow.source("events", TestingSource(RECORDS, batch_size=5)) \
-        .key_by("by-missing", lambda r: r["missing"]).stateful_map("count", count) \
-        .sink("out", TestingSink())
+    flow.source("events", TestingSource(RECORDS, batch_size=5)).key_by(
+        "by-missing", lambda r: r["missing"]
+    ).stateful_map("count", count).sink("out", TestingSink())
     with pytest.raises(UnrecoverableJobError, match=r"^step 'by-missing' raised KeyError"):
         _executor(flow, attempts_per_record=1).run()
 
@@ -83,8 +87,9 @@ def _fails_once(r: dict) -> dict:
 def test_a_record_that_fails_once_is_restarted_past_and_nothing_is_lost() -> None:
     sink = TestingSink()
     flow = Dataflow("flaky")
-    flow.source("events", TestingSource(RECORDS, batch_size=5)).map("lookup", _fails_once) \
-        .sink("out", sink)
+    flow.source("events", TestingSource(RECORDS, batch_size=5)).map("lookup", _fails_once).sink(
+        "out", sink
+    )
     result = _executor(flow).run()
     assert result.restarts == 1
     assert "step 'lookup' raised TimeoutError" in result.failures[0]
@@ -106,8 +111,10 @@ def test_a_malformed_line_under_fail_ends_the_job_naming_the_file_and_line(tmp_p
 def test_transient_failures_at_the_same_place_still_get_the_whole_restart_budget() -> None:
     """Injected crashes (lost workers, in effect) at the same point every attempt are
     transient: only the restart policy ends them."""
-    crashes = [faults.Crash(faults.FaultPoint.PROCESSING, subtask=0, after_records=10,
-                            attempt=n) for n in range(6)]  # fmt: skip
+    crashes = [
+        faults.Crash(faults.FaultPoint.PROCESSING, subtask=0, after_records=10, attempt=n)
+        for n in range(6)
+    ]
     flow = Dataflow("crashes")
     flow.source("events", TestingSource(RECORDS, batch_size=5)).sink("out", TestingSink())
     executor = _executor(flow, max_restarts=4, fault_injector=faults.FaultInjector(crashes))

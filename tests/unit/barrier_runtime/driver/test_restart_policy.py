@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.clock import ManualClock
+from barrier_runtime.core.clock import ManualClock
 from barrier_runtime.driver.restart import (
     Backoff,
     ExponentialDelayRestartPolicy,
@@ -100,13 +100,19 @@ def test_backoff_validation() -> None:
 def test_failures_of_earlier_drivers_count_in_the_window() -> None:
     """The operator passes the job's recent failures to each new driver: one budget."""
     policy = ExponentialDelayRestartPolicy(
-        max_restarts=3, window=100, backoff=Backoff(initial=1, max=1, jitter=0), reset_after=50,
+        max_restarts=3,
+        window=100,
+        backoff=Backoff(initial=1, max=1, jitter=0),
+        reset_after=50,
         prior_failures=[10.0, 20.0, 95.0],
     )
     policy.attempt_started(100)
     assert not policy.attempt_failed(101).restart  # 4 failures within 100 s: over budget
     aged = ExponentialDelayRestartPolicy(
-        max_restarts=3, window=100, backoff=Backoff(initial=1, max=1, jitter=0), reset_after=50,
+        max_restarts=3,
+        window=100,
+        backoff=Backoff(initial=1, max=1, jitter=0),
+        reset_after=50,
         prior_failures=[10.0, 20.0, 95.0],
     )
     aged.attempt_started(150)

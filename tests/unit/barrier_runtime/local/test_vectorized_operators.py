@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime.api import Batch, Dataflow, InvalidDataflowError, steps
-from barrier_runtime.checkpoint import types
-from barrier_runtime.checkpoint.types import CheckpointConfig
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.connectors.testing import TestingSink, TestingSource
-from barrier_runtime.local import batch_operators, operators, routing
+from barrier_runtime.core import types
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.state import key_groups
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
+from barrier_runtime.task import batch_operators, operators, routing
 from barrier_runtime.testing import LocalExecutor
 
 
@@ -97,8 +97,11 @@ def test_snapshot_and_restore_through_the_operator() -> None:
     op.snapshot(builder)
     [blob] = builder.blobs
     assert (blob.relpath, blob.kind.value, blob.key_group_start, blob.key_group_end) == (
-        "total/0.arrow", "keyed", 0, 127,
-    )  # fmt: skip
+        "total/0.arrow",
+        "keyed",
+        0,
+        127,
+    )
     restored: list[Batch] = []
     again = _sum_operator(restored)
     again.restore([blob.data])
@@ -128,8 +131,9 @@ def test_sum_needs_a_stream_keyed_by_a_column() -> None:
 
 def _run(flow, parallelism=3):
     store = CheckpointStore(open_object_store(tempfile.mkdtemp(prefix="vec-")), "t/job")
-    executor = LocalExecutor(flow, parallelism=parallelism, store=store,
-                             config=CheckpointConfig(interval=0.05))  # fmt: skip
+    executor = LocalExecutor(
+        flow, parallelism=parallelism, store=store, config=CheckpointConfig(interval=0.05)
+    )
     result = executor.run()
     assert result.restarts == 0
     return result

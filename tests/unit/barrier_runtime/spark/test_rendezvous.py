@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointConfig
+from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, pipeline, rendezvous, stage
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from barrier_runtime.checkpoint.types import CheckpointingMode
+from barrier_runtime.core.types import CheckpointingMode
 from barrier_runtime.spark import job_config
 from cjob_operator import manifests
 from cjob_operator.model import spec as spec_model
@@ -20,13 +20,18 @@ def _raw(**overrides):
         "pipeline": {"module": "jobs.orders", "args": ["--region", "eu"]},
         "parallelism": 4,
         "maxParallelism": 128,
-        "checkpointing": {"interval": "30s", "timeout": "2m", "mode": "AtLeastOnce",
-                          "retained": 5},
-        "storage": {"endpoint": "http://minio.storage:9000", "bucket": "ckpt", "prefix": "cjob",
-                    "credentialsSecret": {"name": "minio-creds"}},
-        "restartPolicy": {"maxRestarts": 3, "window": "10m",
-                          "backoff": {"initial": "5s", "max": "1m", "multiplier": 3,
-                                      "jitter": 0.1}},
+        "checkpointing": {"interval": "30s", "timeout": "2m", "mode": "AtLeastOnce", "retained": 5},
+        "storage": {
+            "endpoint": "http://minio.storage:9000",
+            "bucket": "ckpt",
+            "prefix": "cjob",
+            "credentialsSecret": {"name": "minio-creds"},
+        },
+        "restartPolicy": {
+            "maxRestarts": 3,
+            "window": "10m",
+            "backoff": {"initial": "5s", "max": "1m", "multiplier": 3, "jitter": 0.1},
+        },
     }
     raw.update(overrides)
     return raw
@@ -47,7 +52,9 @@ def test_the_operators_job_config_becomes_the_drivers_spec() -> None:
     assert spec.store.url == "s3://ckpt?endpoint=http://minio.storage:9000"
     assert spec.store.job_path == "cjob/team-a/orders"
     assert (spec.store.access_key_env, spec.store.secret_key_env) == (
-        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    )
     cp = spec.checkpoint
     assert cp.mode is CheckpointingMode.AT_LEAST_ONCE and cp.timeout == 120 and cp.retained == 5
     assert cp.interval == 30  # the driver paces periodic checkpoints (issue 10, finding 5)
@@ -95,7 +102,9 @@ def test_a_file_endpoint_is_a_local_directory_with_the_bucket_inside() -> None:
 
 
 def test_a_missing_token_is_one_clear_sentence() -> None:
-    with pytest.raises(job_config.JobConfigError, match="set the environment variable CJOB_CONTROL"):
+    with pytest.raises(
+        job_config.JobConfigError, match="set the environment variable CJOB_CONTROL"
+    ):
         job_config.to_spec(_doc(), environ={})
 
 
@@ -118,7 +127,8 @@ def test_unreadable_files_are_reported(tmp_path) -> None:
 def test_reset_after_and_allow_fresh_start_reach_the_driver() -> None:
     """Issue 10 finding 5: both were dropped on the way to job.json."""
     spec = job_config.to_spec(
-        _doc(restartPolicy={"resetAfter": "90s"}, allowFreshStart=True), environ=ENV)
+        _doc(restartPolicy={"resetAfter": "90s"}, allowFreshStart=True), environ=ENV
+    )
     assert spec.restart.reset_after == 90 and spec.restart.policy().reset_after == 90
     assert spec.allow_fresh_start is True
     default = job_config.to_spec(_doc(), environ=ENV)

@@ -7,7 +7,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.driver.job_driver import JobResult
 from barrier_runtime.spark import probe
 from barrier_runtime.spark.probe import workload

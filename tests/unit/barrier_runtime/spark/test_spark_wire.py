@@ -14,10 +14,12 @@ KEY = wire.derive_key(b"attempt secret", "control")
 def _pair(driver_key=KEY, worker_key=KEY):
     a, b = socket.socketpair()
     nonce = wire.new_nonce()
-    driver = wire.FramedConnection(a, driver_key, nonce, outgoing=wire.TO_WORKER,
-                                   incoming=wire.TO_DRIVER)
-    worker = wire.FramedConnection(b, worker_key, nonce, outgoing=wire.TO_DRIVER,
-                                   incoming=wire.TO_WORKER)
+    driver = wire.FramedConnection(
+        a, driver_key, nonce, outgoing=wire.TO_WORKER, incoming=wire.TO_DRIVER
+    )
+    worker = wire.FramedConnection(
+        b, worker_key, nonce, outgoing=wire.TO_DRIVER, incoming=wire.TO_WORKER
+    )
     return driver, worker
 
 
@@ -44,10 +46,12 @@ def test_replayed_and_reflected_frames_do_not_verify() -> None:
     nonce = wire.new_nonce()
     w_sock, tap_in = socket.socketpair()
     tap_out, d_sock = socket.socketpair()
-    worker = wire.FramedConnection(w_sock, KEY, nonce, outgoing=wire.TO_DRIVER,
-                                   incoming=wire.TO_WORKER)
-    driver = wire.FramedConnection(d_sock, KEY, nonce, outgoing=wire.TO_WORKER,
-                                   incoming=wire.TO_DRIVER)
+    worker = wire.FramedConnection(
+        w_sock, KEY, nonce, outgoing=wire.TO_DRIVER, incoming=wire.TO_WORKER
+    )
+    driver = wire.FramedConnection(
+        d_sock, KEY, nonce, outgoing=wire.TO_WORKER, incoming=wire.TO_DRIVER
+    )
     worker.send("ack 1")
     frame = tap_in.recv(1 << 16)
     tap_out.sendall(frame)

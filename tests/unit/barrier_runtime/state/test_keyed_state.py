@@ -53,7 +53,10 @@ def test_ranges_partition_all_key_groups_and_agree_with_owner(parallelism, seed)
 def _owned_state(subtask: int, parallelism: int, keys: list[str]) -> KeyedState:
     state = KeyedState(key_groups.key_group_range(subtask, parallelism, 128), 128)
     for k in keys:
-        if key_groups.subtask_for_key_group(key_groups.key_group_for(k, 128), parallelism, 128) == subtask:
+        if (
+            key_groups.subtask_for_key_group(key_groups.key_group_for(k, 128), parallelism, 128)
+            == subtask
+        ):
             state.put(k, {"count": len(k)})
     return state
 
@@ -85,9 +88,7 @@ def test_snapshot_is_a_copy() -> None:
 
 def test_wrong_key_group_is_a_routing_error_and_none_deletes() -> None:
     state = KeyedState(key_groups.key_group_range(0, 2, 128), 128)
-    foreign = next(
-        f"k{i}" for i in range(1000) if key_groups.key_group_for(f"k{i}", 128) > 63
-    )
+    foreign = next(f"k{i}" for i in range(1000) if key_groups.key_group_for(f"k{i}", 128) > 63)
     with pytest.raises(KeyError, match="routed to the wrong subtask"):
         state.put(foreign, 1)
     mine = next(f"k{i}" for i in range(1000) if key_groups.key_group_for(f"k{i}", 128) <= 63)

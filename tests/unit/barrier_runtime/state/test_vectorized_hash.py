@@ -37,11 +37,14 @@ def test_int_hash_is_stable_across_processes() -> None:
     code = "from barrier_runtime.state import key_groups as k; print(k.stable_hash(-7), k.stable_hash(2**70))"
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", code], check=True, capture_output=True, text=True,
+            [sys.executable, "-c", code],
+            check=True,
+            capture_output=True,
+            text=True,
             env={"PYTHONHASHSEED": seed},
         ).stdout.strip()
         for seed in ("1", "2")
-    }  # fmt: skip
+    }
     assert outputs == {f"{key_groups.stable_hash(-7)} {key_groups.stable_hash(2**70)}"}
 
 

@@ -73,10 +73,11 @@ def test_a_key_of_another_key_group_range_is_a_routing_error() -> None:
 
 def _owned_batches(subtask, parallelism, keys, rounds=3):
     owned = [
-        k for k in keys
+        k
+        for k in keys
         if key_groups.subtask_for_key_group(key_groups.key_group_for(k, 128), parallelism, 128)
         == subtask
-    ]  # fmt: skip
+    ]
     return [[(k, (r + 1) * (i + 1)) for i, k in enumerate(owned)] for r in range(rounds)]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import checkpoint_store, errors, layout, local, object_store
 
 FINGERPRINT = metadata.JobFingerprint((types.StepId("count"),), 8, 1)
@@ -73,9 +73,14 @@ def store(raw: ScriptedStore) -> checkpoint_store.CheckpointStore:
 
 def commit(store: checkpoint_store.CheckpointStore, cid: int) -> metadata.CheckpointMetadata:
     handle = store.write_state(
-        cid, types.CheckpointKind.CHECKPOINT, "count/0", f"state {cid}".encode(),
-        step_id="count", subtask=0, handle_kind=metadata.HandleKind.KEYED,
-    )  # fmt: skip
+        cid,
+        types.CheckpointKind.CHECKPOINT,
+        "count/0",
+        f"state {cid}".encode(),
+        step_id="count",
+        subtask=0,
+        handle_kind=metadata.HandleKind.KEYED,
+    )
     meta = metadata.CheckpointMetadata(
         types.CheckpointId(cid), types.CheckpointKind.CHECKPOINT, 1.0, 2.0, FINGERPRINT, (handle,)
     )
@@ -161,9 +166,14 @@ def test_write_state_refuses_the_commit_record_name(
 ) -> None:
     with pytest.raises(ValueError, match="reserved"):
         store.write_state(
-            1, types.CheckpointKind.CHECKPOINT, "_metadata", b"x",
-            step_id="count", subtask=0, handle_kind=metadata.HandleKind.KEYED,
-        )  # fmt: skip
+            1,
+            types.CheckpointKind.CHECKPOINT,
+            "_metadata",
+            b"x",
+            step_id="count",
+            subtask=0,
+            handle_kind=metadata.HandleKind.KEYED,
+        )
 
 
 def test_empty_job_path_uses_the_store_root(raw: ScriptedStore) -> None:

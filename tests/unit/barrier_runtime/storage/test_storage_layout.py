@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 from barrier_runtime.storage import layout
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import layout, retention
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT
@@ -120,8 +120,10 @@ def test_retained_must_be_positive() -> None:
 
 
 def test_explicit_discard_of_a_savepoint() -> None:
-    completed = [meta(1, SP, ["savepoints/sp-0000000001/s/0", "shared/s/a"]),
-                 meta(2, CHK, [own(2), "shared/s/a"])]  # fmt: skip
+    completed = [
+        meta(1, SP, ["savepoints/sp-0000000001/s/0", "shared/s/a"]),
+        meta(2, CHK, [own(2), "shared/s/a"]),
+    ]
     plan = retention.plan_discard(inventory(completed), [layout.CheckpointRef(1, SP)])
     assert plan.metadata_keys == ("savepoints/sp-0000000001/_metadata",)
     assert plan.object_keys == ("savepoints/sp-0000000001/s/0",)

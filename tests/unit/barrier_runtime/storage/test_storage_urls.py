@@ -36,8 +36,10 @@ def test_s3_url_with_endpoint_region_and_prefix() -> None:
     )
     assert isinstance(store, s3.S3ObjectStore)
     assert (store.bucket, store.prefix, store.endpoint) == (
-        "ckpts", "team/a", "http://127.0.0.1:8333"
-    )  # fmt: skip
+        "ckpts",
+        "team/a",
+        "http://127.0.0.1:8333",
+    )
     assert store.describe() == "s3://ckpts/team/a at http://127.0.0.1:8333"
     assert store.url() == "s3://ckpts/team/a?endpoint=http://127.0.0.1:8333"
     assert "very-secret" not in store.describe() + store.url()

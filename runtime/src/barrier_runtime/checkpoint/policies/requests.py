@@ -29,8 +29,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import types
 from barrier_runtime.checkpoint.policies import concurrency, min_pause, periodic
+from barrier_runtime.core import types
 
 
 class Verdict(enum.Enum):

@@ -14,7 +14,7 @@ True
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 class RetentionPolicy:

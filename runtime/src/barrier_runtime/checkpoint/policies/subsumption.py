@@ -15,7 +15,7 @@ False
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 
 def subsumes(

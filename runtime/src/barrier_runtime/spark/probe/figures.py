@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from barrier_runtime.checkpoint import metadata
+from barrier_runtime.core import metadata
 from barrier_runtime.spark.probe import bound as bound_mod
 from barrier_runtime.spark.probe import sampling, workload
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from barrier_runtime.spark.probe import workload
 
 if TYPE_CHECKING:  # the pipeline file imports this package on every worker: keep it light
-    from barrier_runtime.checkpoint import metadata
+    from barrier_runtime.core import metadata
     from barrier_runtime.driver import job_driver
     from barrier_runtime.spark import driver as driver_mod
 

@@ -52,11 +52,23 @@ class ThrottledJob:
 
     def pipeline_args(self, out_url: str) -> list[str]:
         return [
-            "--out", out_url, "--keys", str(self.keys),
-            "--events-per-key", str(self.events_per_key), "--rate", str(self.source_rate),
-            "--slowdown", str(self.slowdown), "--parallelism", str(self.parallelism),
-            "--batch-size", str(self.batch_size), "--payload-bytes", str(self.payload_bytes),
-        ]  # fmt: skip
+            "--out",
+            out_url,
+            "--keys",
+            str(self.keys),
+            "--events-per-key",
+            str(self.events_per_key),
+            "--rate",
+            str(self.source_rate),
+            "--slowdown",
+            str(self.slowdown),
+            "--parallelism",
+            str(self.parallelism),
+            "--batch-size",
+            str(self.batch_size),
+            "--payload-bytes",
+            str(self.payload_bytes),
+        ]
 
     def expected_output(self) -> list[Record]:
         """The analytic result: every key's running count, in order."""

@@ -2,7 +2,7 @@
 
 Threading: each subtask runs on its own thread; everything here except
 :meth:`Subtask.post` and the upload callbacks runs on that thread. The
-subtask sleeps on its :class:`~barrier_runtime.local.channel.Signal`, which
+subtask sleeps on its :class:`~barrier_runtime.task.channel.Signal`, which
 channels and :meth:`post` notify.
 
 Between two data batches the chain's state is consistent, and that is the
@@ -23,15 +23,15 @@ from barrier_runtime.alignment import handler as alignment_handler
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.channels import messages
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.local import batch_operators, control, faults, operators, routing, snapshots
-from barrier_runtime.local import channel as channel_mod
-from barrier_runtime.local import rejects as rejects_mod
+from barrier_runtime.core import metadata, types
 from barrier_runtime.state import key_groups
+from barrier_runtime.task import batch_operators, control, faults, operators, routing, snapshots
+from barrier_runtime.task import channel as channel_mod
+from barrier_runtime.task import rejects as rejects_mod
 
 if TYPE_CHECKING:
     from barrier_runtime.graph import plan as plan_mod
-    from barrier_runtime.local import attempt as attempt_mod
+    from barrier_runtime.task import attempt as attempt_mod
 
 _IDLE_WAIT = 0.05
 
@@ -465,9 +465,11 @@ class Subtask:
             )
             source_rejects = self.rejects.get(head.step_id)
             self.reader = operators.SourceReader(
-                head, parts, positions,
+                head,
+                parts,
+                positions,
                 None if source_rejects is None else source_rejects.reject_read,
-            )  # fmt: skip
+            )
         if meta is None:
             return
         self.ctx.faults.check(

@@ -10,7 +10,7 @@ An :class:`AttemptContext` serves the subtasks one process hosts: every
 subtask of the job in the in-process executor, the subtasks of one slice on a
 Spark worker (``tasks`` names them; ``acknowledge``/``decline`` then travel to
 the driver over the network). :func:`build_subtasks` wires their channels:
-in-memory :class:`~barrier_runtime.local.channel.LocalChannel` between
+in-memory :class:`~barrier_runtime.task.channel.LocalChannel` between
 subtasks of the same process, ``remote`` endpoints to other slices.
 """
 
@@ -22,14 +22,14 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.clock import Clock
+from barrier_runtime.core import metadata, types
+from barrier_runtime.core.clock import Clock
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.local import channel as channel_mod
-from barrier_runtime.local import faults, snapshots
-from barrier_runtime.local import subtask as subtask_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.storage import errors as storage_errors
+from barrier_runtime.task import channel as channel_mod
+from barrier_runtime.task import faults, snapshots
+from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,15 @@ class AttemptContext:
             except storage_errors.StorageError as exc:
                 # Storage trouble fails this checkpoint, not the job (as Flink declines):
                 # the coordinator counts it toward the tolerable checkpoint failures.
-                log.warning("checkpoint %d: %s could not upload its state: %s",
-                            pending.checkpoint_id, pending.task, exc)
-                self.decline(pending.checkpoint_id, pending.task,
-                             types.FailureReason.STORAGE_FAILURE)
+                log.warning(
+                    "checkpoint %d: %s could not upload its state: %s",
+                    pending.checkpoint_id,
+                    pending.task,
+                    exc,
+                )
+                self.decline(
+                    pending.checkpoint_id, pending.task, types.FailureReason.STORAGE_FAILURE
+                )
             except BaseException as exc:
                 self.fail(exc, pending.task)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources, steps
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.state import keyed
 
 Emit = Callable[[batch_mod.Batch], None]

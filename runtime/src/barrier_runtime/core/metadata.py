@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 FORMAT_VERSION = 2
 """Bumped whenever restoring an older checkpoint would misplace state. 2: integer keys

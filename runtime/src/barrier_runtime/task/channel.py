@@ -29,7 +29,7 @@ from typing import Protocol
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
-from barrier_runtime.checkpoint import types
+from barrier_runtime.core import types
 
 Item = batch_mod.Batch | types.Barrier | messages.CancelMarker | messages.EndOfPartition
 

@@ -3,7 +3,7 @@
 Life of a subtask snapshot:
 
 1. (task thread) operators serialise their state into a
-   :class:`~barrier_runtime.local.operators.SnapshotBuilder` — the copy.
+   :class:`~barrier_runtime.task.operators.SnapshotBuilder` — the copy.
 2. (task thread) the barrier is forwarded downstream; processing continues.
 3. (upload pool) every blob is written to the checkpoint store.
 4. (task thread, unaligned only) in-flight records are captured until every
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.checkpoint import metadata, types
-from barrier_runtime.local import operators
+from barrier_runtime.core import metadata, types
+from barrier_runtime.task import operators
 
 
 @dataclass(frozen=True, slots=True)

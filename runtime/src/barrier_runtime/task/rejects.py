@@ -23,8 +23,8 @@ import logging
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import dataflow, sinks, sources, steps
-from barrier_runtime.checkpoint import types
-from barrier_runtime.local import operators
+from barrier_runtime.core import types
+from barrier_runtime.task import operators
 
 log = logging.getLogger(__name__)
 
@@ -55,18 +55,28 @@ class Rejects:
         """The source could not read a record (it logged it already)."""
         self._reject(rejected.error, rejected.position, rejected.raw, logged=True)
 
-    def _reject(self, error: str, position: str | None, record: str | None,
-                logged: bool = False) -> None:  # fmt: skip
+    def _reject(
+        self, error: str, position: str | None, record: str | None, logged: bool = False
+    ) -> None:
         self.count += 1
         if self.dead_letters is not None:
-            row = {"step": self.step_id, "subtask": self.subtask, "error": error,
-                   "position": position, "record": record}  # fmt: skip
+            row = {
+                "step": self.step_id,
+                "subtask": self.subtask,
+                "error": error,
+                "position": position,
+                "record": record,
+            }
             self.dead_letters.process(batch_mod.Batch.from_rows([row]), 0)
-        elif not logged and (
-            self.count <= LOGGED_PER_STEP or self.count % 1000 == 0
-        ):
-            log.warning("step %r skipped a record (%d so far on subtask %d): %s on %s",
-                        self.step_id, self.count, self.subtask, error, record)  # fmt: skip
+        elif not logged and (self.count <= LOGGED_PER_STEP or self.count % 1000 == 0):
+            log.warning(
+                "step %r skipped a record (%d so far on subtask %d): %s on %s",
+                self.step_id,
+                self.count,
+                self.subtask,
+                error,
+                record,
+            )
 
 
 def for_step(

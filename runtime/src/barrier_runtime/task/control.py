@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from barrier_runtime.checkpoint import metadata, types
+from barrier_runtime.core import metadata, types
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps
-from barrier_runtime.local import operators
 from barrier_runtime.state import key_groups, keyed_sums
+from barrier_runtime.task import operators
 
 
 class NotAnIntegerColumnError(TypeError):

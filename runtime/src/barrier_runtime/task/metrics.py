@@ -1,0 +1,58 @@
+"""Counters of an attempt's subtasks: records in and out per step, rejects, back-pressure.
+
+Hosts sum them per attempt (:func:`subtask_metrics`); the driver adds the
+attempts up for the control API and ``/metrics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from barrier_runtime.task import subtask as subtask_mod
+
+
+@dataclass
+class AttemptMetrics:
+    """Counters of one attempt so far (records per step, back-pressure seconds per task)."""
+
+    records_in: dict[str, int] = field(default_factory=dict)
+    records_out: dict[str, int] = field(default_factory=dict)
+    backpressure_seconds: dict[str, float] = field(default_factory=dict)
+    records_rejected: dict[str, int] = field(default_factory=dict)
+    """Per step (or source) with ``on_error`` skip or dead-letter: records passed over."""
+
+    def add(self, other: AttemptMetrics) -> None:
+        for mine, theirs in (
+            (self.records_in, other.records_in),
+            (self.records_out, other.records_out),
+            (self.records_rejected, other.records_rejected),
+        ):
+            for step, n in theirs.items():
+                mine[step] = mine.get(step, 0) + n
+        for task, s in other.backpressure_seconds.items():
+            self.backpressure_seconds[task] = self.backpressure_seconds.get(task, 0.0) + s
+
+    def copy(self) -> AttemptMetrics:
+        return AttemptMetrics(
+            dict(self.records_in),
+            dict(self.records_out),
+            dict(self.backpressure_seconds),
+            dict(self.records_rejected),
+        )
+
+
+def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> AttemptMetrics:
+    """The counters of ``subtasks``, summed per step and per task."""
+    out = AttemptMetrics()
+    for s in subtasks:
+        for step, n in list(s.records_in.items()):
+            out.records_in[step] = out.records_in.get(step, 0) + n
+        for step, n in list(s.records_out.items()):
+            out.records_out[step] = out.records_out.get(step, 0) + n
+        for step, rejects in list(s.rejects.items()):
+            out.records_rejected[step] = out.records_rejected.get(step, 0) + rejects.count
+        task = s.task.task_id
+        out.backpressure_seconds[task] = (
+            out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds
+        )
+    return out
