@@ -54,7 +54,7 @@ Threading
     If a controller call raises, the exception propagates to the task, which
     must fail: the handler may be mid-transition and is not reused.
 
->>> from barrier_runtime import clock
+>>> from barrier_runtime.core import clock
 >>> from barrier_runtime.alignment import testing
 >>> task = testing.RecordingController()
 >>> handler = create_barrier_handler(types.CheckpointConfig(), 2, task, clock.ManualClock())

@@ -1,6 +1,6 @@
 """Which way a gate handles barriers: the mode chosen from the job's checkpoint config.
 
->>> from barrier_runtime.checkpoint import types
+>>> from barrier_runtime.core import types
 >>> config = types.CheckpointConfig(unaligned=True, aligned_timeout=2.0)
 >>> policy = AlignmentPolicy.from_config(config)
 >>> policy.mode

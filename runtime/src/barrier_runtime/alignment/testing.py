@@ -1,6 +1,6 @@
 """Test doubles for code that drives or implements a barrier handler.
 
->>> from barrier_runtime.checkpoint import types
+>>> from barrier_runtime.core import types
 >>> task = RecordingController()
 >>> task.block_channel(1)
 >>> task.snapshot_state(types.Barrier(types.CheckpointId(3), 0.0).as_unaligned(), 0.0)

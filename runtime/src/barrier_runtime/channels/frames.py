@@ -23,7 +23,7 @@ CREDIT              recv. → sender   u32 number of data batches granted
 Handshake frames use channel id 0. Every other frame names its logical
 channel; one connection carries many.
 
->>> from barrier_runtime.checkpoint import types
+>>> from barrier_runtime.core import types
 >>> barrier = types.Barrier(types.CheckpointId(7), 1.5, unaligned=True)
 >>> frame = b"".join(encode(3, barrier, priority=True))
 >>> channel, message = decode(*split(frame))

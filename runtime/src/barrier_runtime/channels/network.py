@@ -21,7 +21,7 @@ Life of a worker's network (one per worker process and job attempt):
 
 >>> from barrier_runtime.api.batch import Batch
 >>> from barrier_runtime.channels.testing import wait_until
->>> from barrier_runtime.local import channel as local_channel
+>>> from barrier_runtime.task import channel as local_channel
 >>> a = WorkerNetwork(0, 2, "attempt-1")
 >>> b = WorkerNetwork(1, 2, "attempt-1")
 >>> peers = {0: a.address, 1: b.address}

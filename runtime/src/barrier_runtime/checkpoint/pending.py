@@ -12,7 +12,7 @@ It then leaves the coordinator's pending table as completed or failed. The
 class is plain bookkeeping and not thread-safe: the coordinator calls it under
 its lock.
 
->>> from barrier_runtime.checkpoint import metadata, types
+>>> from barrier_runtime.core import metadata, types
 >>> task = metadata.TaskKey(types.TaskId("src"), 0)
 >>> pending = PendingCheckpoint(types.Barrier(types.CheckpointId(1), 10.0), frozenset({task}))
 >>> pending.acknowledge(metadata.TaskAcknowledgement(types.CheckpointId(1), task), now=11.0)

@@ -39,6 +39,7 @@ from barrier_runtime.control import job
 from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.driver import attempts, restart
+from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import control, faults
@@ -246,7 +247,12 @@ class JobDriver:
         while True:
             self._state = job.JobState.RUNNING if number == 0 else job.JobState.RESTARTING
             # Step 1
-            restore = self._restore_point(number)
+            restore = restore_mod.restore_point(
+                self.store,
+                number,
+                restore_from=self.restore_from,
+                allow_fresh_start=self.allow_fresh_start,
+            )
             self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
             self.result.attempts += 1
             run = self.runner.create(number, restore, self.coordinator.acknowledge, self._decline)
@@ -254,7 +260,7 @@ class JobDriver:
             try:
                 # Step 2
                 if restore is not None:
-                    self._recommit(restore, number)
+                    restore_mod.recommit(self.plan.flow, restore, self.faults, number)
                 for name, sink in self.plan.flow.transactional_sinks().items():
                     sink.recover(name)
                 # Steps 3 and 4
@@ -279,7 +285,7 @@ class JobDriver:
     def _after_failure(self, run: attempts.Attempt) -> None:
         failure = run.failure
         report = task_failure.describe(failure) if failure else None
-        reason, where = _failure_text(report, run.failed_task)
+        reason, where = restart.failure_text(report, run.failed_task)
         self.result.failures.append(f"attempt {run.number}{where}: {reason}")
         self.result.failure_times.append(self.clock.now())
         self.result.last_failure = report
@@ -307,49 +313,11 @@ class JobDriver:
 
     # -- one attempt --------------------------------------------------------------------
 
-    def _restore_point(self, number: int) -> metadata.CheckpointMetadata | None:
-        """Step 1, announced: what the attempt restores, or that it starts empty."""
-        if number == 0 and self.restore_from is not None:
-            chosen: metadata.CheckpointMetadata | None = self.store.load(self.restore_from)
-        else:
-            chosen = self.store.select_restore_point(allow_fresh_start=self.allow_fresh_start)
-        if chosen is not None:
-            log.info(
-                "attempt %d restores %s %d from %s",
-                number,
-                chosen.kind.value,
-                chosen.checkpoint_id,
-                self.store.describe(),
-            )
-        else:
-            log.info(
-                "attempt %d starts from empty state: no checkpoint of the job in %s",
-                number,
-                self.store.describe(),
-            )
-        return chosen
-
     def _decline(
         self, checkpoint_id: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
     ) -> None:
         message = f"{task} declined checkpoint {checkpoint_id}: {reason.value}"
         self.coordinator.decline(checkpoint_id, task, reason, message)
-
-    def _recommit(self, restore: metadata.CheckpointMetadata, number: int) -> None:
-        sinks = self.plan.flow.transactional_sinks()
-        for step_id, txns in restore.sink_transactions.items():
-            sink = sinks.get(step_id)
-            if sink is None:
-                continue
-            for txn in txns:
-                self.faults.check(
-                    faults.FaultPoint.COMMIT,
-                    task="<restore>",
-                    subtask=0,
-                    attempt=number,
-                    checkpoint_id=restore.checkpoint_id,
-                )
-                sink.commit(txn)
 
     def _run_attempt(self, run: attempts.Attempt) -> bool:
         """True when the job finished (or was stopped) and its last checkpoint completed."""
@@ -406,22 +374,6 @@ class JobDriver:
         live = self._live
         if live is not None:
             live.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
-
-
-def _failure_text(
-    report: task_failure.TaskFailure | None, task: metadata.TaskKey | None
-) -> tuple[str, str]:
-    """The failure's one-line reason and where it happened.
-
-    A failure in the user's step says the step (in its message) and the subtask;
-    others name the task that failed.
-    """
-    if report is None:
-        return "unknown failure", f" in {task}" if task else ""
-    if report.step is not None:
-        reason = report.summary.split(": ", 1)[-1]
-        return reason, f" (subtask {task.subtask})" if task else ""
-    return report.summary, f" in {task}" if task else ""
 
 
 class _Gateway:

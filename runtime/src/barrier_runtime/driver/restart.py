@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from barrier_runtime import task_failure
+from barrier_runtime.core import metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,3 +209,19 @@ class SameFailureLimit:
 
 def _times_attempts(n: int) -> str:
     return "1 attempt" if n == 1 else f"{n} attempts"
+
+
+def failure_text(
+    report: task_failure.TaskFailure | None, task: metadata.TaskKey | None
+) -> tuple[str, str]:
+    """The failure's one-line reason and where it happened.
+
+    A failure in the user's step says the step (in its message) and the subtask;
+    others name the task that failed.
+    """
+    if report is None:
+        return "unknown failure", f" in {task}" if task else ""
+    if report.step is not None:
+        reason = report.summary.split(": ", 1)[-1]
+        return reason, f" (subtask {task.subtask})" if task else ""
+    return report.summary, f" in {task}" if task else ""

@@ -1,46 +1,19 @@
-"""Everything ``cjob run``, ``cjob demo`` and ``cjob driver`` can check before Spark starts.
-
-Spark takes 7 s or more to start; a mistake it would only reveal afterwards
-(or minutes later, as failed checkpoints) is found here instead, in a second,
-as one sentence that names the option the way the user wrote it
-(``--max-restarts``, or ``restartPolicy.maxRestarts`` in a job configuration),
-and ``cjob`` exits with code 2 (:class:`PreflightError`). All of it lives in this
-one module, so that what is checked before Spark is in one place. Two stages:
-
-1. option values, no I/O (:func:`run_options`, :func:`demo_options`,
-   :func:`driver_document`): ranges (ports in 0..65535, restart budgets of 0 or
-   more, positive intervals and windows), combinations (unaligned
-   checkpoints need exactly-once) and the store URL's shape
-   (:func:`store_url`: a known scheme; ``localhost:9000`` is not a store;
-   an S3 endpoint must say ``http://`` or ``https://``);
-2. the job against its pipeline and store (:func:`job`): the parallelism
-   against the pipeline's max parallelism and the local master's task slots;
-   the store reached, its credentials accepted and a probe object written
-   (with short timeouts, so an endpoint that does not answer fails in
-   seconds); the checkpoint to restore exists, was completed, still has its
-   state objects and was taken with the pipeline's max parallelism.
-"""
+"""Stage 1 of the preflight: option values and their combinations, no I/O."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import os
-import pathlib
 import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from barrier_runtime import job_document
-from barrier_runtime.api import dataflow
 from barrier_runtime.cli import failures
-from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
-from barrier_runtime.spark import driver as driver_mod
-from barrier_runtime.spark import session
-from barrier_runtime.storage import checkpoint_store, errors, layout, local, object_store
-from barrier_runtime.storage import preflight as storage_preflight
+from barrier_runtime.storage import layout, object_store
 
 PROBE_TIMEOUTS = object_store.Timeouts(connect=3.0, read=4.0, retries=0)
 """How long the store check waits for an S3 server (the job itself waits longer)."""
@@ -122,7 +95,8 @@ def store_url(
     >>> store_url("localhost:9000")
     Traceback (most recent call last):
     ...
-    barrier_runtime.cli.preflight.PreflightError: --store 'localhost:9000' is a server address, \
+    barrier_runtime.cli.preflight.options.PreflightError: --store 'localhost:9000' \
+is a server address, \
 not a store: for an S3 server write s3://BUCKET/PREFIX?endpoint=http://localhost:9000, \
 for a local directory ./localhost:9000
     """
@@ -321,171 +295,3 @@ def restore_reference(value: str, name: str = "--restore-from") -> None:
             f"{name} {value!r} names no checkpoint: give an id (42), chk-42, sp-42 or the path "
             "of a checkpoint or savepoint directory"
         )
-
-
-# -- the job against its pipeline and store (I/O: reads and probes the store) ---------
-
-
-def job(
-    spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names = RUN
-) -> checkpoint_store.CheckpointStore:
-    """Check ``spec`` against ``flow`` and its store; the job's store, opened, when all is well."""
-    # Step 1: the parallelism against the pipeline and the master
-    parallelism(spec, flow, names)
-    # Step 2: the store: reachable, credentials accepted, writable (short timeouts)
-    probe = spec.store.open(timeouts=PROBE_TIMEOUTS)
-    storage_preflight.check_usable(probe)
-    # Step 3: what the first attempt restores
-    if spec.restore_from is not None:
-        restore_target(probe, spec.restore_from, flow, names)
-    else:
-        latest_checkpoint(probe, flow, names)
-    return spec.store.open()
-
-
-def parallelism(spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names) -> None:
-    p, most = spec.parallelism, flow.max_parallelism
-    if p > most:
-        raise fail(
-            f"{names.parallelism} is {p} but the pipeline {flow.name} has max parallelism {most} "
-            f"(its number of key groups): use at most {most}, or raise max_parallelism in "
-            "Dataflow(...) for a new job",
-            names.fix,
-        )
-    slots = session.local_slots(spec.effective_master)
-    if slots is not None and slots < p:
-        raise fail(
-            f"{names.master} {spec.effective_master} has {slots} task slot(s) but "
-            f"{names.parallelism} is {p} (one slot per worker): use local[{p}] or a lower "
-            "parallelism",
-            names.fix,
-        )
-
-
-def restore_target(
-    store: checkpoint_store.CheckpointStore,
-    value: int | str,
-    flow: dataflow.Dataflow,
-    names: Names = RUN,
-) -> md.CheckpointMetadata:
-    """The checkpoint ``--restore-from`` names: it exists, completed, and fits the pipeline."""
-    reference = layout.parse_reference(value)
-    if reference is None:
-        restore_reference(str(value), names.restore_from)
-        raise AssertionError("unreachable")  # pragma: no cover
-    shown = f"{names.restore_from} {value}"
-    if reference.location:
-        _local_path_exists(store, str(value), shown, names)
-    try:
-        found = store.find(value)
-    except errors.CheckpointNotFoundError:
-        raise _not_found(store, reference, shown, names) from None
-    missing = store.missing_objects(found)
-    if missing:
-        raise fail(
-            f"{shown} cannot be restored: {len(missing)} of its state objects are missing or "
-            f"truncated (first: {missing[0]}); restore another one ({_CHECKPOINTS_LIST})",
-            names.fix,
-        )
-    _same_max_parallelism(found, flow, f"{shown} ({found.kind.value} {found.checkpoint_id})", names)
-    return found
-
-
-def latest_checkpoint(
-    store: checkpoint_store.CheckpointStore, flow: dataflow.Dataflow, names: Names = RUN
-) -> None:
-    """The checkpoint a run without ``--restore-from`` would resume must fit the pipeline."""
-    completed = store.list_completed()
-    if completed:
-        newest = completed[-1]
-        what = f"the latest {newest.kind.value} ({newest.checkpoint_id}) in {store.describe()}"
-        _same_max_parallelism(newest, flow, what, names)
-
-
-def _same_max_parallelism(
-    found: md.CheckpointMetadata, flow: dataflow.Dataflow, what: str, names: Names
-) -> None:
-    taken = found.fingerprint.max_parallelism
-    if taken != flow.max_parallelism:
-        raise fail(
-            f"{what} was taken with max parallelism {taken} but the pipeline {flow.name} has "
-            f"{flow.max_parallelism}: its keyed state cannot be split differently; set "
-            f"Dataflow(..., max_parallelism={taken}), or start a new job (another {names.job})",
-            names.fix,
-        )
-
-
-def _local_path_exists(
-    store: checkpoint_store.CheckpointStore, value: str, shown: str, names: Names
-) -> None:
-    """A path on this machine must exist, and in a local store it must be this job's."""
-    path = _local_path(value)
-    objects = store.object_store
-    if path is None or not isinstance(objects, local.LocalObjectStore):
-        return
-    job_root = objects.root / store.job_path
-    candidates = (
-        [path]
-        if path.is_absolute()
-        else [pathlib.Path.cwd() / path, job_root / path, objects.root / path]
-    )
-    existing = [c.resolve() for c in candidates if c.exists()]
-    if not existing:
-        raise fail(
-            f"{shown} does not exist: name a checkpoint or savepoint directory, or an id "
-            f"({_CHECKPOINTS_LIST})",
-            names.fix,
-        )
-    root = job_root.resolve()
-    if not any(c == root or root in c.parents for c in existing):
-        raise _elsewhere(store, shown, names)
-
-
-def _elsewhere(store: checkpoint_store.CheckpointStore, shown: str, names: Names) -> PreflightError:
-    return fail(
-        f"{shown} is not in this job's store ({store.describe()}): restore it with the "
-        f"{names.job} of the job it belongs to",
-        names.fix,
-    )
-
-
-def _local_path(value: str) -> pathlib.Path | None:
-    """The directory ``value`` names on this machine (``None`` for s3:// URLs)."""
-    raw = value.split("?", 1)[0]
-    if "://" in raw:
-        parsed = urllib.parse.urlsplit(raw)
-        if parsed.scheme.lower() != "file":
-            return None
-        raw = urllib.parse.unquote(parsed.path)
-    raw = raw.rstrip("/").removesuffix(f"/{layout.METADATA_NAME}")
-    return pathlib.Path(raw).expanduser()
-
-
-def _not_found(
-    store: checkpoint_store.CheckpointStore,
-    reference: layout.Reference,
-    shown: str,
-    names: Names,
-) -> PreflightError:
-    location, job = reference.location.rstrip("/"), store.job_path
-    if location and job and not (location == job or location.endswith(f"/{job}")):
-        return _elsewhere(store, shown, names)
-    kinds = [reference.kind] if reference.kind else list(types.CheckpointKind)
-    refs = [layout.CheckpointRef(reference.checkpoint_id, kind) for kind in kinds]
-    inventory = store.scan()
-    torn = [ref for ref in refs if ref in inventory.dirs]
-    if torn:
-        return fail(
-            f"{shown} is not a completed checkpoint: {torn[0]} has no _metadata (it was never "
-            f"committed, or its commit was lost); restore a completed one ({_CHECKPOINTS_LIST})",
-            names.fix,
-        )
-    if location:
-        return fail(
-            f"{shown} does not exist in {store.describe()} ({_CHECKPOINTS_LIST})", names.fix
-        )
-    return fail(
-        f"{shown}: checkpoint {reference.checkpoint_id} is not in {store.describe()}: name one "
-        f"that exists ({_CHECKPOINTS_LIST})",
-        names.fix,
-    )

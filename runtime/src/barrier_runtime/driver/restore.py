@@ -1,0 +1,73 @@
+"""What an attempt starts from: the restore point, and re-committing its sink transactions.
+
+Step 1 of every attempt (see :class:`~barrier_runtime.driver.job_driver.JobDriver`):
+the first attempt restores what the user named (``restore_from``), later ones the
+newest usable checkpoint in the store; with none, the attempt starts from empty
+state only when the store holds no checkpoint of the job or the user allowed a
+fresh start. The restored checkpoint's pre-committed sink transactions are then
+committed again: the checkpoint completed, so its output must be visible, and
+sinks commit idempotently.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from barrier_runtime.api import dataflow
+from barrier_runtime.core import metadata
+from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.task import faults
+
+log = logging.getLogger("barrier_runtime.driver.job_driver")
+
+
+def restore_point(
+    store: checkpoint_store.CheckpointStore,
+    number: int,
+    *,
+    restore_from: int | str | None,
+    allow_fresh_start: bool,
+) -> metadata.CheckpointMetadata | None:
+    """Announced: what attempt ``number`` restores, or that it starts empty."""
+    if number == 0 and restore_from is not None:
+        chosen: metadata.CheckpointMetadata | None = store.load(restore_from)
+    else:
+        chosen = store.select_restore_point(allow_fresh_start=allow_fresh_start)
+    if chosen is not None:
+        log.info(
+            "attempt %d restores %s %d from %s",
+            number,
+            chosen.kind.value,
+            chosen.checkpoint_id,
+            store.describe(),
+        )
+    else:
+        log.info(
+            "attempt %d starts from empty state: no checkpoint of the job in %s",
+            number,
+            store.describe(),
+        )
+    return chosen
+
+
+def recommit(
+    flow: dataflow.Dataflow,
+    restore: metadata.CheckpointMetadata,
+    injector: faults.FaultInjector,
+    number: int,
+) -> None:
+    """Commit again every sink transaction ``restore`` recorded (idempotent in the sinks)."""
+    sinks = flow.transactional_sinks()
+    for step_id, txns in restore.sink_transactions.items():
+        sink = sinks.get(step_id)
+        if sink is None:
+            continue
+        for txn in txns:
+            injector.check(
+                faults.FaultPoint.COMMIT,
+                task="<restore>",
+                subtask=0,
+                attempt=number,
+                checkpoint_id=restore.checkpoint_id,
+            )
+            sink.commit(txn)
