@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pathlib
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -45,3 +48,23 @@ def die_with_parent() -> Callable[[], None] | None:
             os._exit(1)
 
     return arrange
+
+
+def signal_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
+    """Send ``signum`` to ``process``'s process group (gone already: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+def free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports that are free on ``host`` right now."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -30,15 +30,14 @@ at once.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from barrier_runtime.cli import failures, local_jobs, preflight, progress
+from barrier_runtime.cli import failures, local_jobs, preflight, progress, run_summary
 from barrier_runtime.core import types
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
@@ -280,13 +279,13 @@ def run(args: argparse.Namespace) -> int:
                 "summary",
                 status="failed",
                 reason=str(exc),
-                **_counts(driver.job.result),
+                **run_summary.counts(driver.job.result),
                 stopped_by=stopper.signal_name,
             )
         raise
     finally:
         publisher.withdraw()
-    _summary(out, driver, result, stopper.signal_name)
+    run_summary.summary(out, driver, result, stopper.signal_name)
     return 0
 
 
@@ -335,57 +334,6 @@ class _ControlPublisher:
     def withdraw(self) -> None:
         local_jobs.withdraw(self._record)
         self._record = None
-
-
-def _rejected_text(rejected: Mapping[str, int]) -> str:
-    """``; rejected: parse 3, lines 2`` (skipped or dead-lettered, per step), or nothing."""
-    shown = ", ".join(f"{step} {n:,}" for step, n in sorted(rejected.items()) if n)
-    return f"; records rejected (skipped or dead-lettered): {shown}" if shown else ""
-
-
-def _summary(
-    out: progress.Output,
-    driver: driver_mod.SparkDriver,
-    result: job_driver.JobResult,
-    stopped_by: str | None = None,
-) -> None:
-    metrics = driver.job.runtime_metrics()
-    status = "stopped" if result.stopped_with_savepoint else "finished"
-    fields = {
-        "status": status,
-        **_counts(result),
-        "final_checkpoint": result.final_checkpoint,
-        "savepoint": result.stopped_with_savepoint,
-        "savepoint_id": result.stopped_savepoint_id,
-        "stopped_by": stopped_by,
-        "records_out": dict(metrics.records_out),
-        "records_rejected": dict(metrics.records_rejected),
-        "wall_time_s": round(out.elapsed, 2),
-    }
-    if out.json_lines:
-        print(json.dumps({"event": "summary", **fields}, default=str), flush=True)
-        return
-    out.say(
-        f"job {status}: {len(result.completed_checkpoints)} checkpoint(s) completed, "
-        f"{result.restarts} restart(s), final checkpoint {result.final_checkpoint}"
-        + (
-            f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
-            if result.stopped_with_savepoint
-            else ""
-        )
-        + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
-        + _rejected_text(metrics.records_rejected)
-    )
-
-
-def _counts(result: job_driver.JobResult) -> dict[str, Any]:
-    return {
-        "attempts": result.attempts,
-        "restarts": result.restarts,
-        "checkpoints_completed": len(result.completed_checkpoints),
-        "restored_from": result.restored_from,
-        "failures": result.failures,
-    }
 
 
 def _conf(pairs: list[str]) -> dict[str, str]:

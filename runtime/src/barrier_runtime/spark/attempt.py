@@ -382,7 +382,7 @@ class RemoteAttemptRunner:
             worker_config=replace(
                 self.worker_config,
                 restore_point=restore_point,
-                crashes=crashes_for(self.worker_config.crashes, number),
+                crashes=faults.crashes_for(self.worker_config.crashes, number),
             ),
             launcher=self.launcher,
             server=self.server,
@@ -391,12 +391,3 @@ class RemoteAttemptRunner:
         )
         self.current = attempt
         return attempt
-
-
-def crashes_for(crashes: tuple[faults.Crash, ...], attempt: int) -> tuple[faults.Crash, ...]:
-    """The test crashes of attempt ``attempt``: those naming it (no attempt: the first).
-
-    Workers are new processes in every attempt and cannot remember which crashes
-    already fired, so a remote crash belongs to exactly one attempt.
-    """
-    return tuple(c for c in crashes if (c.attempt or 0) == attempt)

@@ -28,7 +28,6 @@ import pathlib
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -137,7 +136,7 @@ class EmbeddedS3Server:
         self._finalizer = weakref.finalize(self, resources.release)
         problem, log = "it did not start", ""
         for _ in range(_START_ATTEMPTS):
-            ports = _free_ports(self._host, len(_PORT_FLAGS))
+            ports = processes.free_ports(self._host, len(_PORT_FLAGS))
             if self._s3_port is not None:
                 ports[_PORT_FLAGS.index("s3.port")] = self._s3_port
             resources.process = self._spawn(weed, resources.runtime_dir, ports)
@@ -310,10 +309,10 @@ class _Resources:
         if process is None:
             return
         if self.graceful and process.poll() is None:
-            _signal_group(process, signal.SIGTERM)
+            processes.signal_group(process, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=_GRACEFUL_STOP_SECONDS)
-        _signal_group(process, signal.SIGKILL)
+        processes.signal_group(process, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
         for path in self.stray_files:
@@ -326,11 +325,6 @@ class _Resources:
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
 
-def _signal_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signum)
-
-
 def _grpc_socket_paths(ports: Sequence[int]) -> list[pathlib.Path]:
     """The unix sockets weed creates at fixed /tmp paths (no flag moves them)."""
     paths = []
@@ -339,20 +333,6 @@ def _grpc_socket_paths(ports: Sequence[int]) -> list[pathlib.Path]:
             service = flag.split(".", 1)[0]
             paths.append(pathlib.Path(f"/tmp/seaweedfs-{service}-grpc-{port}.sock"))
     return paths
-
-
-def _free_ports(host: str, count: int) -> list[int]:
-    """``count`` distinct ports that are free on ``host`` right now."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -109,3 +109,12 @@ class FaultInjector:
             else:
                 return
         raise InjectedFault(f"injected crash: {where}")
+
+
+def crashes_for(crashes: tuple[Crash, ...], attempt: int) -> tuple[Crash, ...]:
+    """The test crashes of attempt ``attempt``: those naming it (no attempt: the first).
+
+    Remote workers are new processes in every attempt and cannot remember which crashes
+    already fired, so a remote crash belongs to exactly one attempt.
+    """
+    return tuple(c for c in crashes if (c.attempt or 0) == attempt)

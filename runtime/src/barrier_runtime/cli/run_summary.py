@@ -1,0 +1,62 @@
+"""What ``cjob run`` prints when the job ends: a sentence, or one JSON ``summary`` event."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from barrier_runtime.cli import progress
+from barrier_runtime.driver import job_driver
+from barrier_runtime.spark import driver as driver_mod
+
+
+def rejected_text(rejected: Mapping[str, int]) -> str:
+    """``; rejected: parse 3, lines 2`` (skipped or dead-lettered, per step), or nothing."""
+    shown = ", ".join(f"{step} {n:,}" for step, n in sorted(rejected.items()) if n)
+    return f"; records rejected (skipped or dead-lettered): {shown}" if shown else ""
+
+
+def summary(
+    out: progress.Output,
+    driver: driver_mod.SparkDriver,
+    result: job_driver.JobResult,
+    stopped_by: str | None = None,
+) -> None:
+    metrics = driver.job.runtime_metrics()
+    status = "stopped" if result.stopped_with_savepoint else "finished"
+    fields = {
+        "status": status,
+        **counts(result),
+        "final_checkpoint": result.final_checkpoint,
+        "savepoint": result.stopped_with_savepoint,
+        "savepoint_id": result.stopped_savepoint_id,
+        "stopped_by": stopped_by,
+        "records_out": dict(metrics.records_out),
+        "records_rejected": dict(metrics.records_rejected),
+        "wall_time_s": round(out.elapsed, 2),
+    }
+    if out.json_lines:
+        print(json.dumps({"event": "summary", **fields}, default=str), flush=True)
+        return
+    out.say(
+        f"job {status}: {len(result.completed_checkpoints)} checkpoint(s) completed, "
+        f"{result.restarts} restart(s), final checkpoint {result.final_checkpoint}"
+        + (
+            f", savepoint {result.stopped_savepoint_id} at {result.stopped_with_savepoint}"
+            if result.stopped_with_savepoint
+            else ""
+        )
+        + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
+        + rejected_text(metrics.records_rejected)
+    )
+
+
+def counts(result: job_driver.JobResult) -> dict[str, Any]:
+    return {
+        "attempts": result.attempts,
+        "restarts": result.restarts,
+        "checkpoints_completed": len(result.completed_checkpoints),
+        "restored_from": result.restored_from,
+        "failures": result.failures,
+    }
