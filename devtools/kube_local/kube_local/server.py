@@ -9,13 +9,9 @@ and ``/apis/<group>/<version>/...``. Each resource request is authenticated
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import dataclasses
 import datetime
 import json
 import pathlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp.web
@@ -26,14 +22,15 @@ from kube_local import (
     controllers,
     errors,
     patches,
+    paths,
     protobuf,
     rbac,
-    resources,
     scale,
     selectors,
     store,
     tables,
     verbs,
+    watches,
 )
 from kube_local.node import deployments
 from kube_local.node import kubelet as kubelet_mod
@@ -50,27 +47,6 @@ VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Target:
-    """A parsed resource path."""
-
-    type: resources.ResourceType
-    version: str
-    namespace: str
-    name: str
-    subresource: str
-
-
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
-"""Sends one watch event to a client (a JSON line, or a WebSocket message)."""
-
-
-async def _close(response: aiohttp.web.StreamResponse) -> None:
-    if isinstance(response, aiohttp.web.WebSocketResponse):
-        with contextlib.suppress(ConnectionResetError):
-            await response.close()
 
 
 def _json(body: Any, status: int = 200) -> aiohttp.web.Response:
@@ -130,10 +106,10 @@ class ApiServer:
                     else aiohttp.web.Response(text="ok")
                 )
             user = self.tokens.authenticate(request.headers.get("Authorization"), self._sa_uid)
-            discovery = self._discovery(request.path)
+            discovery = paths.discovery(self.store, request.path)
             if discovery is not None:
                 return _json(discovery)
-            target = self._parse(request.path)
+            target = paths.parse(self.store, request.path)
             return await self._resource(request, user, target)
         except errors.ApiError as failure:
             return _json(failure.status(), failure.code)
@@ -152,7 +128,7 @@ class ApiServer:
                 f'account {namespace}/{account}: serviceaccount "{account}" not found',
             )
 
-    async def _log(self, target: Target, query: Any) -> str:
+    async def _log(self, target: paths.Target, query: Any) -> str:
         """``pods/log`` from the container engine, when a kubelet runs the pod."""
         pod = self.store.get(target.type, target.namespace, target.name)
         if self.kubelet is None:
@@ -166,77 +142,8 @@ class ApiServer:
         account = self.store.find(self.store.type_of("", "serviceaccounts"), namespace, name)
         return None if account is None else str(account["metadata"]["uid"])
 
-    def _discovery(self, path: str) -> dict[str, Any] | None:
-        parts = path.strip("/").split("/")
-        types = list(self.store.types.values())
-        if parts == ["api"]:
-            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
-        if parts == ["api", "v1"]:
-            return resources.resource_list("v1", [t for t in types if not t.group])
-        if parts == ["apis"]:
-            return resources.group_list(types)
-        if len(parts) == 2 and parts[0] == "apis":
-            versions = [v for t in types if t.group == parts[1] for v in t.versions]
-            if not versions:
-                raise errors.ApiError(
-                    404, "NotFound", "the server could not find the requested resource"
-                )
-            return resources.group_doc(parts[1], list(dict.fromkeys(versions)))
-        if len(parts) == 3 and parts[0] == "apis":
-            served = [t for t in types if t.group == parts[1] and parts[2] in t.versions]
-            if not served:
-                raise errors.ApiError(
-                    404, "NotFound", "the server could not find the requested resource"
-                )
-            return resources.resource_list(f"{parts[1]}/{parts[2]}", served)
-        if parts[:2] == ["openapi", "v3"]:
-            return self._openapi(parts[2:], types)
-        if parts[0] == "openapi":
-            raise errors.ApiError(404, "NotFound", "only /openapi/v3 is served")
-        return None
-
     @staticmethod
-    def _openapi(parts: list[str], types: list[resources.ResourceType]) -> dict[str, Any]:
-        if not parts:
-            return resources.openapi_root(types)
-        group, version = (
-            ("", parts[1])
-            if parts[0] == "api" and len(parts) == 2
-            else ((parts[1], parts[2]) if len(parts) == 3 else ("", ""))
-        )
-        served = [t for t in types if t.group == group and version in t.versions]
-        if not served:
-            raise errors.ApiError(404, "NotFound", "no OpenAPI document for this path")
-        return resources.openapi_group_version(group, version, served)
-
-    def _parse(self, path: str) -> Target:
-        parts = [p for p in path.strip("/").split("/") if p]
-        if parts[:2] == ["api", "v1"]:
-            group, version, rest = "", "v1", parts[2:]
-        elif len(parts) >= 3 and parts[0] == "apis":
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
-        namespace = ""
-        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-            namespace, rest = rest[1], rest[2:]
-        if not rest or len(rest) > 3:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
-        t = self.store.find_type(group, version, rest[0])
-        name = rest[1] if len(rest) > 1 else ""
-        sub = rest[2] if len(rest) > 2 else ""
-        if sub and sub not in t.subresources:
-            raise errors.ApiError(
-                404, "NotFound", "the server could not find the requested resource"
-            )
-        return Target(t, version, namespace if t.namespaced else "", name, sub)
-
-    @staticmethod
-    def _verb(request: aiohttp.web.Request, target: Target) -> str:
+    def _verb(request: aiohttp.web.Request, target: paths.Target) -> str:
         method = request.method
         if method == "GET":
             if target.name:
@@ -247,7 +154,7 @@ class ApiServer:
         return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
 
     async def _resource(
-        self, request: aiohttp.web.Request, user: auth.User, target: Target
+        self, request: aiohttp.web.Request, user: auth.User, target: paths.Target
     ) -> aiohttp.web.StreamResponse:
         verb = self._verb(request, target)
         t = target.type
@@ -263,7 +170,7 @@ class ApiServer:
         selector = selectors.Selector.parse(query.get("labelSelector"), query.get("fieldSelector"))
         scope = target.namespace or None
         if verb == "watch":
-            return await self._watch(request, target, selector)
+            return await watches.watch(self.store, request, target, selector)
         if verb == "list":
             return self._answer(
                 request, target, self.store.select(t, scope, selector), listing=True
@@ -356,7 +263,7 @@ class ApiServer:
     def _answer(
         self,
         request: aiohttp.web.Request,
-        target: Target,
+        target: paths.Target,
         objs: list[store.Obj],
         listing: bool = False,
         status: int = 200,
@@ -376,7 +283,7 @@ class ApiServer:
         return _json(objs[0], status)
 
     async def _scale(
-        self, request: aiohttp.web.Request, target: Target, verb: str
+        self, request: aiohttp.web.Request, target: paths.Target, verb: str
     ) -> aiohttp.web.Response:
         """``…/scale``: the object's replicas as a Scale; writes change only those."""
         t = target.type
@@ -396,7 +303,7 @@ class ApiServer:
         stored = verbs.write(self.store, t, current, scale.scaled(current, replicas), "")
         return _json(scale.view(stored))
 
-    def _token(self, target: Target, body: Any) -> dict[str, Any]:
+    def _token(self, target: paths.Target, body: Any) -> dict[str, Any]:
         account = self.store.get(target.type, target.namespace, target.name)
         token = self.tokens.issue(target.namespace, target.name, account["metadata"]["uid"])
         expiry = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=24)).strftime(
@@ -410,98 +317,3 @@ class ApiServer:
             "spec": spec,
             "status": {"token": token, "expirationTimestamp": expiry},
         }
-
-    # -- watches ------------------------------------------------------------------
-
-    async def _watch(
-        self, request: aiohttp.web.Request, target: Target, selector: selectors.Selector
-    ) -> aiohttp.web.StreamResponse:
-        """Stream events as newline-delimited JSON, or one per message over a WebSocket when
-        the client asks to upgrade (fabric8, the Java client inside Spark, does)."""
-        wanted = request.query.get("resourceVersion", "")
-        initial = request.query.get("sendInitialEvents") == "true"
-        since = None if wanted in ("", "0") or initial else int(wanted)
-        timeout = float(request.query.get("timeoutSeconds", "1800"))
-        response: aiohttp.web.StreamResponse
-        if request.headers.get("Upgrade", "").lower() == "websocket":
-            socket = aiohttp.web.WebSocketResponse(
-                protocols=[
-                    p.strip()
-                    for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
-                    if p.strip()
-                ]
-            )
-            response = socket
-
-            async def emit(event: dict[str, Any]) -> None:
-                await socket.send_str(json.dumps(event))
-        else:
-            stream = aiohttp.web.StreamResponse()
-            stream.content_type = "application/json"
-            response = stream
-
-            async def emit(event: dict[str, Any]) -> None:
-                await stream.write(json.dumps(event).encode() + b"\n")
-
-        try:
-            queue, backlog = self.store.subscribe(target.type, since)
-        except errors.ApiError as failure:
-            await response.prepare(request)
-            await emit({"type": "ERROR", "object": failure.status()})
-            await _close(response)
-            return response
-        await response.prepare(request)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        try:
-            for event in backlog:
-                await self._send(emit, target, selector, event)
-            if initial:
-                await self._bookmark(emit, target)
-            while loop.time() < deadline:
-                transport = request.transport
-                if transport is None or transport.is_closing():
-                    break
-                try:
-                    event = await asyncio.wait_for(queue.get(), min(1.0, deadline - loop.time()))
-                except TimeoutError:
-                    continue
-                await self._send(emit, target, selector, event)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
-            self.store.unsubscribe(target.type, queue)
-        await _close(response)
-        return response
-
-    async def _bookmark(self, emit: Emit, target: Target) -> None:
-        """The end of the initial events of a watch-list (``sendInitialEvents=true``)."""
-        t = target.type
-        marker = {
-            "kind": t.kind,
-            "apiVersion": t.api_version(target.version),
-            "metadata": {
-                "resourceVersion": str(self.store.version),
-                "annotations": {"k8s.io/initial-events-end": "true"},
-            },
-        }
-        await emit({"type": "BOOKMARK", "object": marker})
-
-    @staticmethod
-    async def _send(
-        emit: Emit, target: Target, selector: selectors.Selector, event: store.Event
-    ) -> None:
-        obj, previous = event.object, event.previous
-        if target.namespace and obj["metadata"].get("namespace") != target.namespace:
-            return
-        now_matches = selector.matches(obj)
-        before = previous is not None and selector.matches(previous)
-        kind = event.type
-        if kind == "MODIFIED" and now_matches != before:
-            kind = "ADDED" if now_matches else "DELETED"
-        elif kind == "DELETED":
-            now_matches = before or now_matches
-        if not (now_matches or (kind == "DELETED" and before)):
-            return
-        obj = dict(obj, apiVersion=target.type.api_version(target.version))
-        await emit({"type": kind, "object": obj})

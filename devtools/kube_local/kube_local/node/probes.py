@@ -12,7 +12,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kube_local.node.kubelet import PodWorker
+    from kube_local.node.pod_worker import PodWorker
 
 Obj = dict[str, Any]
 

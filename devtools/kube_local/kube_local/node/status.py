@@ -12,6 +12,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+NODE = "kube-local"
+"""The one node's name (``spec.nodeName`` of every pod)."""
+
 Obj = dict[str, Any]
 
 
