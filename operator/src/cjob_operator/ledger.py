@@ -20,7 +20,7 @@ accepted (written ahead with its intent); once the job runs, no intent is pendin
 checkpoints are healthy and one completed after the driver started, the spec is
 ``Stable`` and recorded as the last stable spec (also after ``Unstable``: late is
 better than never). ``RolledBack`` and ``Unstable`` are decided
-(:mod:`cjob_operator.decide_rollback`); ``RolledBack`` lasts until the spec changes
+(:mod:`cjob_operator.decide.rollback`); ``RolledBack`` lasts until the spec changes
 (the job then runs the last stable spec, never recorded as stable again).
 """
 

@@ -7,10 +7,12 @@ import sys
 
 PURE = [
     "cjob_operator.decide",
-    "cjob_operator.decide_lifecycle",
+    "cjob_operator.decide.lifecycle",
+    "cjob_operator.decide.running",
+    "cjob_operator.decide.health",
     "cjob_operator.status",
-    "cjob_operator.decide_rollback",
-    "cjob_operator.decide_savepoints",
+    "cjob_operator.decide.rollback",
+    "cjob_operator.decide.savepoints",
     "cjob_operator.ledger",
     "cjob_operator.manifests",
     "cjob_operator.validate",

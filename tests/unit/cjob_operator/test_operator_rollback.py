@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from cjob_operator import decide_rollback, ledger
+from cjob_operator import ledger
 from cjob_operator import status as status_mod
-from cjob_operator.decide import decide
+from cjob_operator.decide import decide, rollback
 from cjob_operator.model import intent, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase, RolloutState
@@ -172,7 +172,7 @@ def test_a_status_written_before_rollouts_existed_becomes_stable() -> None:
 
 def test_an_upgrade_that_never_proves_itself_is_rolled_back_from_the_latest_checkpoint() -> None:
     young = decide(observe(st=verifying(NOW - 299)))
-    assert young.reason != decide_rollback.REASON
+    assert young.reason != rollback.REASON
     obs = observe(st=verifying(NOW - 300))
     action = decide(obs)
     assert action.kind is ActionKind.SCHEDULE and action.reason == "RolledBack"

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from cjob_operator import decide_rollback
+from cjob_operator.decide import rollback
 from cjob_operator.model import enums, intent, observation, spec, times
 from cjob_operator.model.action import Action, ActionKind, RestorePoint
 from cjob_operator.model.durations import format_duration
@@ -31,7 +31,7 @@ _REASON_PHASE = {
     "Resumed": Phase.DEPLOYING,
     "RestoreRequested": Phase.DEPLOYING,
     "Upgrade": Phase.UPGRADING,
-    decide_rollback.REASON: Phase.UPGRADING,
+    rollback.REASON: Phase.UPGRADING,
 }
 
 
@@ -103,7 +103,7 @@ def _carry_on_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.
             until=it.not_before,
         )
     action = _resolve_and_deploy(obs, sp, it, phase)
-    stable = decide_rollback.deployed_spec(obs)
+    stable = rollback.deployed_spec(obs)
     if action.kind is ActionKind.DEPLOY and stable is not None:
         return dataclasses.replace(
             action, spec=stable, message=f"{action.message} with the last stable spec (rolled back)"
