@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import acks, changes, intent, observation, savepoints, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
@@ -40,7 +41,6 @@ from cjob_operator.model.enums import (
     RolloutState,
     SavepointKind,
     SavepointState,
-    SnapshotKind,
 )
 from cjob_operator.model.observation import EntryStatus
 
@@ -82,7 +82,7 @@ def savepoints_after(
 ) -> savepoints.SavepointsStatus:
     """``status.savepoints`` after this reconcile (steps 1 and 3)."""
     sps = obs.status.savepoints
-    if action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT:
+    if action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.SAVEPOINT:
         kind = action.savepoint_kind or SavepointKind.MANUAL
         sid = outcome.triggered_id
         if outcome.error is not None or sid is None:

@@ -200,7 +200,7 @@ def job_document(
             min_pause=cp.min_pause,
             max_concurrent=cp.max_concurrent,
             tolerable_failures=cp.tolerable_failures,
-            mode=cp.mode.value,
+            mode=cp.mode.resource_name,
             unaligned=cp.unaligned,
             aligned_timeout=cp.aligned_timeout,
             retained=cp.retained,

@@ -12,7 +12,6 @@ from pathlib import Path
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from cjob_operator.act import catalog
-from cjob_operator.model.enums import SnapshotKind
 
 FP = md.JobFingerprint((types.StepId("count"),), 128, 2)
 
@@ -92,7 +91,7 @@ def test_savepoint_newer_than_checkpoint_is_the_restore_candidate(tmp_path: Path
     commit(tmp_path, 4, kind="savepoint")
     v = view(tmp_path).view_sync()
     assert v.newest_usable is not None and v.newest_usable.id == 4
-    assert v.newest_usable.kind is SnapshotKind.SAVEPOINT
+    assert v.newest_usable.kind is types.CheckpointKind.SAVEPOINT
 
 
 def test_cleanup_keeps_retained_checkpoints_and_all_savepoints(tmp_path: Path) -> None:

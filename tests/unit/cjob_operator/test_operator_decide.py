@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from barrier_runtime.core import types
 from cjob_operator import manifests
 from cjob_operator.decide import backoff_delay, decide
 from cjob_operator.model import intent, spec, status
 from cjob_operator.model.action import Action, ActionKind
-from cjob_operator.model.enums import DriverState, Phase, SnapshotKind
+from cjob_operator.model.enums import DriverState, Phase
 from cjob_operator.model.observation import (
     CheckpointInfo,
     ControlView,
@@ -47,7 +48,9 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
 CHK40 = CheckpointInfo(40, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000040")
 CHK42 = CheckpointInfo(42, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000042")
 SP41 = CheckpointInfo(
-    41, kind=SnapshotKind.SAVEPOINT, path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041"
+    41,
+    kind=types.CheckpointKind.SAVEPOINT,
+    path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041",
 )
 
 STORES = {
@@ -56,8 +59,8 @@ STORES = {
     "corrupt-only": StoreView(
         readable=True,
         unusable=(
-            Unusable(43, SnapshotKind.CHECKPOINT, "_metadata does not parse"),
-            Unusable(42, SnapshotKind.CHECKPOINT, "state object missing"),
+            Unusable(43, types.CheckpointKind.CHECKPOINT, "_metadata does not parse"),
+            Unusable(42, types.CheckpointKind.CHECKPOINT, "state object missing"),
         ),
     ),
     "unreadable": StoreView.unreadable("connection refused"),
@@ -212,7 +215,7 @@ def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() ->
     fourth = decide(observe(spec_raw=new_spec, st=st, driver=DriverView.absent(), control=None))
     assert fourth.kind is ActionKind.DEPLOY and fourth.phase is Phase.UPGRADING
     assert fourth.restore is not None and fourth.restore.arg == sp_path
-    assert fourth.restore.kind is SnapshotKind.SAVEPOINT
+    assert fourth.restore.kind is types.CheckpointKind.SAVEPOINT
 
 
 def test_suspend_takes_a_savepoint_then_deletes_the_driver() -> None:
@@ -340,7 +343,7 @@ def test_periodic_checkpoints_are_left_to_the_driver() -> None:
 
 def test_savepoint_nonce_triggers_a_savepoint_once() -> None:
     action = decide(observe(spec_raw=raw_spec(savepointTriggerNonce="a")))
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT
+    assert action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.SAVEPOINT
     assert action.reconciled_spec is not None
     assert action.reconciled_spec["savepointTriggerNonce"] == "a"
     handled = running_status(last_reconciled_spec=action.reconciled_spec)
@@ -350,7 +353,7 @@ def test_savepoint_nonce_triggers_a_savepoint_once() -> None:
 
 def test_checkpoint_nonce_triggers_a_checkpoint() -> None:
     action = decide(observe(spec_raw=raw_spec(checkpointTriggerNonce="x")))
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.CHECKPOINT
+    assert action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.CHECKPOINT
     assert action.reason == "ManualCheckpointTriggered"
 
 

@@ -21,13 +21,7 @@ from typing import Protocol
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, errors, layout, object_store
-from cjob_operator.model import enums
 from cjob_operator.model.observation import CheckpointInfo, StoreView, Unusable
-
-_KINDS = {
-    types.CheckpointKind.CHECKPOINT: enums.SnapshotKind.CHECKPOINT,
-    types.CheckpointKind.SAVEPOINT: enums.SnapshotKind.SAVEPOINT,
-}
 
 
 class CheckpointCatalog(Protocol):
@@ -59,7 +53,7 @@ class Catalog:
         ref = layout.CheckpointRef.of(meta)
         return CheckpointInfo(
             id=int(meta.checkpoint_id),
-            kind=_KINDS[meta.kind],
+            kind=meta.kind,
             path=f"{self._location}/{ref.directory}",
             time=meta.completion_time,
             duration_seconds=meta.completion_time - meta.trigger_time,
@@ -75,7 +69,7 @@ class Catalog:
             choice = self._store.choose_restore_point(frozenset({kind}), inventory=inventory)
             found[kind] = None if choice.chosen is None else self._info(choice.chosen)
             unusable += [
-                Unusable(r.ref.checkpoint_id, _KINDS[r.ref.kind], r.reason) for r in choice.rejected
+                Unusable(r.ref.checkpoint_id, r.ref.kind, r.reason) for r in choice.rejected
             ]
         unusable.sort(key=lambda u: u.id, reverse=True)
         return StoreView(

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.decide import rollback
 from cjob_operator.model import enums, intent, observation, spec, times
 from cjob_operator.model.action import Action, ActionKind, RestorePoint
@@ -125,9 +126,9 @@ def _resolve_and_deploy(
             target.path,
             checkpoint_id=target.checkpoint_id,
             path=target.path,
-            kind=enums.SnapshotKind.SAVEPOINT
+            kind=types.CheckpointKind.SAVEPOINT
             if "/savepoints/" in target.path
-            else enums.SnapshotKind.CHECKPOINT,
+            else types.CheckpointKind.CHECKPOINT,
         )
         return Action.deploy(phase, point, f"restoring from {target.path}")
     return _deploy_latest(obs, sp, phase)
@@ -145,7 +146,7 @@ def _deploy_latest(obs: observation.Observation, sp: spec.JobSpec, phase: Phase)
         )
     newest = store.newest_usable
     if newest is not None:
-        if newest.kind is enums.SnapshotKind.SAVEPOINT and newest.path:
+        if newest.kind is types.CheckpointKind.SAVEPOINT and newest.path:
             point = RestorePoint(newest.path, newest.id, newest.path, newest.kind)
         else:
             point = RestorePoint(str(newest.id), newest.id, newest.path, newest.kind)

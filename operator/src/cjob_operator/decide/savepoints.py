@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.decide import lifecycle
-from cjob_operator.model import enums, observation, savepoints, spec
+from cjob_operator.model import observation, savepoints, spec
 from cjob_operator.model.action import Action
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import Phase, SavepointKind, SavepointState
@@ -96,7 +97,7 @@ def triggers(
     if lifecycle.changed(obs, "savepointTriggerNonce", sp.savepoint_trigger_nonce):
         last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
         return Action.trigger(
-            enums.SnapshotKind.SAVEPOINT,
+            types.CheckpointKind.SAVEPOINT,
             "SavepointTriggered",
             "savepoint requested (savepointTriggerNonce)",
             reconciled_spec=last,
@@ -105,7 +106,7 @@ def triggers(
     if lifecycle.changed(obs, "checkpointTriggerNonce", sp.checkpoint_trigger_nonce):
         last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
         return Action.trigger(
-            enums.SnapshotKind.CHECKPOINT,
+            types.CheckpointKind.CHECKPOINT,
             "ManualCheckpointTriggered",
             "checkpoint requested (checkpointTriggerNonce)",
             reconciled_spec=last,
@@ -129,7 +130,7 @@ def triggers(
     if periodic_due(obs, sp):
         every = format_duration(sp.savepoints.interval or 0.0)
         return Action.trigger(
-            enums.SnapshotKind.SAVEPOINT,
+            types.CheckpointKind.SAVEPOINT,
             "PeriodicSavepointTriggered",
             f"periodic savepoint (every {every})",
             reconciled_spec=accepted,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import enums, savepoints, status
 from cjob_operator.model import intent as intents
 from cjob_operator.model import spec as specs
@@ -54,7 +55,7 @@ class RestorePoint:
     arg: str
     checkpoint_id: int | None = None
     path: str | None = None
-    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class Action:
     intent: intents.Intent | None = None
     clear_intent: bool = False
     restore: RestorePoint | None = None
-    snapshot: enums.SnapshotKind | None = None
+    snapshot: types.CheckpointKind | None = None
     until: float | None = None
     restarts: status.RestartsStatus | None = None
     reconciled_spec: Mapping[str, Any] | None = None
@@ -169,7 +170,7 @@ class Action:
     @classmethod
     def trigger(
         cls,
-        kind: enums.SnapshotKind,
+        kind: types.CheckpointKind,
         reason: str,
         message: str,
         reconciled_spec: Mapping[str, Any] | None = None,
@@ -177,7 +178,7 @@ class Action:
         nonce: str | None = None,
         savepoint_kind: enums.SavepointKind | None = None,
     ) -> Action:
-        if kind is enums.SnapshotKind.SAVEPOINT and savepoint_kind is None:
+        if kind is types.CheckpointKind.SAVEPOINT and savepoint_kind is None:
             savepoint_kind = enums.SavepointKind.MANUAL
         return cls(
             ActionKind.TRIGGER,

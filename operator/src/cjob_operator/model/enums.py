@@ -74,18 +74,6 @@ class RestartType(enum.Enum):
     NEVER = "Never"
 
 
-class CheckpointingMode(enum.Enum):
-    EXACTLY_ONCE = "ExactlyOnce"
-    AT_LEAST_ONCE = "AtLeastOnce"
-
-
-class SnapshotKind(enum.Enum):
-    """What the control API is asked to take (``POST /v1/checkpoints``)."""
-
-    CHECKPOINT = "checkpoint"
-    SAVEPOINT = "savepoint"
-
-
 class DriverState(enum.Enum):
     """The observed state of the driver pod."""
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import durations, enums
 
 Raw = Mapping[str, Any]
@@ -36,7 +37,7 @@ def _enum(enum_cls: Any, raw: Raw, key: str, default: str, path: str) -> Any:
     try:
         return enum_cls(value)
     except ValueError as exc:
-        allowed = ", ".join(m.value for m in enum_cls)
+        allowed = ", ".join(getattr(m, "resource_name", m.value) for m in enum_cls)
         raise SpecError(f"spec.{path}{key}: {value!r} is not one of {allowed}") from exc
 
 
@@ -91,7 +92,7 @@ class CheckpointingSpec:
     min_pause: float = 0.0
     max_concurrent: int = 1
     tolerable_failures: int = 3
-    mode: enums.CheckpointingMode = enums.CheckpointingMode.EXACTLY_ONCE
+    mode: types.CheckpointingMode = types.CheckpointingMode.EXACTLY_ONCE
     unaligned: bool = False
     aligned_timeout: float = 0.0
     retained: int = 3
@@ -107,7 +108,7 @@ class CheckpointingSpec:
             min_pause=_dur(raw, "minPause", "0s", p),
             max_concurrent=int(raw.get("maxConcurrent", 1)),
             tolerable_failures=int(raw.get("tolerableFailures", 3)),
-            mode=_enum(enums.CheckpointingMode, raw, "mode", "ExactlyOnce", "checkpointing."),
+            mode=_enum(types.CheckpointingMode, raw, "mode", "ExactlyOnce", "checkpointing."),
             unaligned=bool(unaligned.get("enabled", False)),
             aligned_timeout=_dur(unaligned, "alignedTimeout", "0s", p + ".unaligned"),
             retained=int(raw.get("retained", 3)),
