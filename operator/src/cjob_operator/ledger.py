@@ -43,6 +43,7 @@ from cjob_operator.model.enums import (
     SavepointState,
 )
 from cjob_operator.model.observation import EntryStatus
+from cjob_operator.model.reasons import Reason
 
 if TYPE_CHECKING:
     from cjob_operator.status import Outcome
@@ -358,9 +359,9 @@ def _proven(obs: observation.Observation, new: status.JobStatus, healthy: bool |
 # -- what to announce -------------------------------------------------------------------
 
 
-def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str, str]]:
+def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, Reason, str]]:
     """``(warning, reason, message)`` of every savepoint and nonce that settled."""
-    found: list[tuple[bool, str, str]] = []
+    found: list[tuple[bool, Reason, str]] = []
     for rec in new.savepoints.history:
         before = old.savepoints.find(rec.id) if rec.id is not None else None
         if (
@@ -371,9 +372,9 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
             continue
         what = f"{rec.kind.value.lower()} savepoint {rec.id}"
         if rec.state is SavepointState.COMPLETED:
-            found.append((False, "SavepointCompleted", f"{what} completed at {rec.path}"))
+            found.append((False, Reason.SAVEPOINT_COMPLETED, f"{what} completed at {rec.path}"))
         else:
-            found.append((True, "SavepointFailed", f"{what} failed: {rec.message}"))
+            found.append((True, Reason.SAVEPOINT_FAILED, f"{what} failed: {rec.message}"))
     for field, ack in new.nonces.items():
         before_ack = old.nonces.get(field)
         if (
@@ -387,7 +388,7 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
         ):
             continue
         warning = ack.outcome in (NonceOutcome.FAILED, NonceOutcome.UNKNOWN)
-        found.append((warning, f"Nonce{ack.outcome.value}", f"{field} {ack.value}: {ack.message}"))
+        found.append((warning, Reason.nonce(ack.outcome), f"{field} {ack.value}: {ack.message}"))
     became_stable = (
         new.rollout is not None
         and new.rollout.state is RolloutState.STABLE
@@ -397,7 +398,7 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
         found.append(
             (
                 False,
-                "SpecStable",
+                Reason.SPEC_STABLE,
                 "the deployed spec ran with a completed checkpoint: "
                 "recorded as status.lastStableSpec",
             )

@@ -171,7 +171,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
             obs,
             "Progressing",
             phase in PROGRESSING,
-            (action.reason or phase.value) if phase in PROGRESSING else phase.value,
+            str(action.reason or phase.value) if phase in PROGRESSING else phase.value,
             (action.message or f"the job is {phase.value}")
             if phase in PROGRESSING
             else f"the job is {phase.value}",

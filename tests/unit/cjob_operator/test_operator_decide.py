@@ -21,6 +21,7 @@ from cjob_operator.model.observation import (
     StoreView,
     Unusable,
 )
+from cjob_operator.model.reasons import Reason
 
 NOW = 1_700_000_000.0
 
@@ -155,7 +156,7 @@ def test_failed_driver_with_only_corrupt_checkpoints_fails_instead_of_starting_e
 
 def test_corrupt_checkpoints_at_deploy_time_also_fail() -> None:
     it = intent.Intent.deploy(
-        "r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest(), not_before=NOW - 1
+        "r-1", Reason.DRIVER_FAILED, NOW - 20, intent.RestoreTarget.latest(), not_before=NOW - 1
     )
     action = decide(
         observe(
@@ -169,7 +170,7 @@ def test_corrupt_checkpoints_at_deploy_time_also_fail() -> None:
 
 
 def test_allow_fresh_start_accepts_losing_unusable_state() -> None:
-    it = intent.Intent.deploy("r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest())
+    it = intent.Intent.deploy("r-1", Reason.DRIVER_FAILED, NOW - 20, intent.RestoreTarget.latest())
     action = decide(
         observe(
             spec_raw=raw_spec(allowFreshStart=True),
@@ -382,7 +383,7 @@ def test_restore_from_path_with_restore_nonce() -> None:
 
 
 def test_deploy_intent_settles_when_its_pod_exists() -> None:
-    it = intent.Intent.deploy("d-9", "Created", NOW - 5, intent.RestoreTarget.latest())
+    it = intent.Intent.deploy("d-9", Reason.CREATED, NOW - 5, intent.RestoreTarget.latest())
     st = running_status(phase=Phase.DEPLOYING, intent=it)
     pending = DriverView(DriverState.PENDING, "job-driver", "d-9")
     action = decide(observe(st=st, driver=pending, control=None))

@@ -33,6 +33,7 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.reasons import Reason
 from cjob_operator.model.savepoints import SavepointRecord
 from cjob_operator.status import Outcome
 
@@ -290,7 +291,7 @@ def test_a_restart_that_ends_in_failure_fails_its_nonce() -> None:
     ack_st = running(nonces=status.JobStatus().nonces.with_ack("restoreNonce", _ack(2)))
     failed = after(
         observe(st=ack_st, now=NOW + 60),
-        Action.fail("NoUsableCheckpoint", "checkpoints exist but none can be restored"),
+        Action.fail(Reason.NO_USABLE_CHECKPOINT, "checkpoints exist but none can be restored"),
     )
     restore = failed.nonces.restore
     assert restore is not None and restore.outcome is NonceOutcome.FAILED

@@ -18,6 +18,7 @@ from cjob_operator.model import changes, enums, intent, observation, spec, statu
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.reasons import Reason
 
 
 def backoff_delay(policy: spec.RestartPolicySpec, attempt: int, jitter_sample: float) -> float:
@@ -37,24 +38,28 @@ def by_driver_state(
 ) -> Action:
     d = obs.driver
     if d.state is DriverState.ABSENT:
-        return _restart(obs, sp, "DriverDisappeared", "the driver pod disappeared")
+        return _restart(obs, sp, Reason.DRIVER_DISAPPEARED, "the driver pod disappeared")
     if d.state is DriverState.FAILED:
         detail = f": {d.message}" if d.message else ""
         what = f"the driver pod {d.pod_name} failed{detail}"
         if d.exit_code in exit_codes.FINAL:
             return _failed_for_good(what, d.exit_code)
-        return _restart(obs, sp, "DriverFailed", what)
+        return _restart(obs, sp, Reason.DRIVER_FAILED, what)
     if d.state is DriverState.SUCCEEDED:
         if sp.restart_policy.type is enums.RestartType.ALWAYS:
-            return _restart(obs, sp, "DriverExited", f"the driver pod {d.pod_name} exited")
-        return Action.nothing(Phase.FINISHED, "Finished", "the job finished", event=True)
+            return _restart(obs, sp, Reason.DRIVER_EXITED, f"the driver pod {d.pod_name} exited")
+        return Action.nothing(Phase.FINISHED, Reason.FINISHED, "the job finished", event=True)
     if d.state is DriverState.TERMINATING:
-        return Action.wait(obs.status.phase, "DriverTerminating", "the driver pod is terminating")
+        return Action.wait(
+            obs.status.phase, Reason.DRIVER_TERMINATING, "the driver pod is terminating"
+        )
     if d.state is DriverState.PENDING or obs.control is None or not obs.control.ready:
         return _counting_driver_restarts(
             obs,
             sp,
-            Action.wait(lifecycle.driver_phase(obs), "DriverStarting", "waiting for the driver"),
+            Action.wait(
+                lifecycle.driver_phase(obs), Reason.DRIVER_STARTING, "waiting for the driver"
+            ),
         )
     accepted = lifecycle.accepted(obs, sp) if diff.changed else None
     return _counting_driver_restarts(obs, sp, savepoints.triggers(obs, sp, accepted))
@@ -64,12 +69,12 @@ def _failed_for_good(what: str, code: int) -> Action:
     """The driver said (by its exit code) that starting it again cannot help."""
     if code == exit_codes.MISTAKE:
         return Action.fail(
-            "InvalidJob",
+            Reason.INVALID_JOB,
             f"{what}; not restarting: the job's pipeline or "
             "configuration must change first (then set spec.restartNonce)",
         )
     return Action.fail(
-        "JobFailed",
+        Reason.JOB_FAILED,
         f"{what}; not restarting: the driver already restarted "
         "the job as often as a restart could help. Fix the cause, then set "
         "spec.restartNonce",
@@ -107,14 +112,14 @@ def _counting_driver_restarts(
     restarts = status.RestartsStatus(
         count=prev.count + len(new),
         last_time=new[-1],
-        last_reason="JobRestarted",
+        last_reason=Reason.JOB_RESTARTED.value,
         recent=tuple(t for t in (*prev.recent, *new) if obs.now - t <= window),
     )
     after = f" after: {control.last_failure}" if control.last_failure else ""
     return dataclasses.replace(
         action,
         restarts=restarts,
-        reason="JobRestarted",
+        reason=Reason.JOB_RESTARTED,
         event=True,
         warning=False,
         message=f"the driver restarted the job from its latest checkpoint{after} "
@@ -123,7 +128,7 @@ def _counting_driver_restarts(
     )
 
 
-def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: str, what: str) -> Action:
+def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: Reason, what: str) -> Action:
     policy = sp.restart_policy
     if policy.type is enums.RestartType.NEVER:
         return Action.fail(reason, f"{what}; restartPolicy is Never")
@@ -139,7 +144,7 @@ def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: str, what: 
         recent = []
     if len(recent) >= policy.max_restarts:
         return Action.fail(
-            "RestartLimitReached",
+            Reason.RESTART_LIMIT_REACHED,
             f"{what}; it was restarted {len(recent)} times within "
             f"{format_duration(policy.window)} (restartPolicy.maxRestarts "
             f"{policy.max_restarts}): giving up. Fix the cause, then set spec.restartNonce",
@@ -148,7 +153,7 @@ def _restart(obs: observation.Observation, sp: spec.JobSpec, reason: str, what: 
     restarts = status.RestartsStatus(
         count=prev.count + 1,
         last_time=obs.now,
-        last_reason=reason,
+        last_reason=reason.value,
         next_attempt_time=obs.now + delay,
         recent=(*recent, obs.now),
     )

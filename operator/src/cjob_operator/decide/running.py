@@ -13,6 +13,7 @@ from cjob_operator.decide import health, lifecycle
 from cjob_operator.model import changes, enums, intent, observation, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.reasons import Reason
 
 
 def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
@@ -20,7 +21,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
     if st.last_reconciled_spec is None:
         target = _initial_target(sp)
         return Action.schedule(
-            intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Created", obs.now, target),
+            intent.Intent.deploy(lifecycle.intent_id(obs, "d"), Reason.CREATED, obs.now, target),
             Phase.DEPLOYING,
             "deploying the job",
             reconciled_spec=lifecycle.accepted(obs, sp),
@@ -30,7 +31,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         target = _initial_target(sp)
         return Action.schedule(
             intent.Intent.deploy(
-                lifecycle.intent_id(obs, "d"), "RestoreRequested", obs.now, target
+                lifecycle.intent_id(obs, "d"), Reason.RESTORE_REQUESTED, obs.now, target
             ),
             Phase.DEPLOYING,
             f"restoring the job from {_describe(target)} as requested",
@@ -42,7 +43,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         return Action.schedule(
             intent.Intent.deploy(
                 lifecycle.intent_id(obs, "d"),
-                "RestartRequested",
+                Reason.RESTART_REQUESTED,
                 obs.now,
                 intent.RestoreTarget.latest(),
             ),
@@ -62,7 +63,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         return Action.schedule(
             intent.Intent.deploy(
                 lifecycle.intent_id(obs, "d"),
-                "RestartRequested",
+                Reason.RESTART_REQUESTED,
                 obs.now,
                 intent.RestoreTarget.latest(),
             ),
@@ -112,7 +113,7 @@ def _resume(obs: observation.Observation, sp: spec.JobSpec) -> Action:
     else:
         target = intent.RestoreTarget.latest()
     return Action.schedule(
-        intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Resumed", obs.now, target),
+        intent.Intent.deploy(lifecycle.intent_id(obs, "d"), Reason.RESUMED, obs.now, target),
         Phase.DEPLOYING,
         f"resuming the job from {_describe(target)}",
         reconciled_spec=lifecycle.accepted(obs, sp),
@@ -125,7 +126,7 @@ def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecD
     running = obs.driver.state is DriverState.RUNNING
     if mode is enums.UpgradeMode.SAVEPOINT and running:
         stop = intent.Intent.stop(
-            lifecycle.intent_id(obs, "s"), "Upgrade", obs.now, intent.StopPurpose.UPGRADE
+            lifecycle.intent_id(obs, "s"), Reason.UPGRADE, obs.now, intent.StopPurpose.UPGRADE
         )
         return lifecycle.stop_not_done(obs, stop, Phase.UPGRADING)
     target = (
@@ -146,7 +147,7 @@ def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecD
             return Action(
                 ActionKind.REJECT,
                 obs.status.phase,
-                "UpgradeRefused",
+                Reason.UPGRADE_REFUSED,
                 f"not upgrading the running job: {refusal.message}",
                 warning=True,
             )
@@ -156,7 +157,7 @@ def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecD
         else "from the latest checkpoint"
     )
     return Action.schedule(
-        intent.Intent.deploy(lifecycle.intent_id(obs, "d"), "Upgrade", obs.now, target),
+        intent.Intent.deploy(lifecycle.intent_id(obs, "d"), Reason.UPGRADE, obs.now, target),
         Phase.UPGRADING,
         f"spec changed ({fields}): redeploying {how}",
         reconciled_spec=lifecycle.accepted(obs, sp),

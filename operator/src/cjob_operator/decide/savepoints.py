@@ -30,6 +30,7 @@ from cjob_operator.model import observation, savepoints, spec
 from cjob_operator.model.action import Action
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import Phase, SavepointKind, SavepointState
+from cjob_operator.model.reasons import Reason
 
 RETRY_AFTER = 60.0
 
@@ -98,7 +99,7 @@ def triggers(
         last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
         return Action.trigger(
             types.CheckpointKind.SAVEPOINT,
-            "SavepointTriggered",
+            Reason.SAVEPOINT_TRIGGERED,
             "savepoint requested (savepointTriggerNonce)",
             reconciled_spec=last,
             nonce="savepointTriggerNonce",
@@ -107,7 +108,7 @@ def triggers(
         last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
         return Action.trigger(
             types.CheckpointKind.CHECKPOINT,
-            "ManualCheckpointTriggered",
+            Reason.MANUAL_CHECKPOINT_TRIGGERED,
             "checkpoint requested (checkpointTriggerNonce)",
             reconciled_spec=last,
             nonce="checkpointTriggerNonce",
@@ -131,7 +132,7 @@ def triggers(
         every = format_duration(sp.savepoints.interval or 0.0)
         return Action.trigger(
             types.CheckpointKind.SAVEPOINT,
-            "PeriodicSavepointTriggered",
+            Reason.PERIODIC_SAVEPOINT_TRIGGERED,
             f"periodic savepoint (every {every})",
             reconciled_spec=accepted,
             savepoint_kind=SavepointKind.PERIODIC,

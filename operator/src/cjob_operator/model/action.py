@@ -19,6 +19,7 @@ from barrier_runtime.core import types
 from cjob_operator.model import enums, savepoints, status
 from cjob_operator.model import intent as intents
 from cjob_operator.model import spec as specs
+from cjob_operator.model.reasons import Reason
 
 
 class ActionKind(enum.Enum):
@@ -62,7 +63,7 @@ class RestorePoint:
 class Action:
     kind: ActionKind
     phase: enums.Phase | None
-    reason: str = ""
+    reason: Reason | None = None
     message: str = ""
     intent: intents.Intent | None = None
     clear_intent: bool = False
@@ -89,7 +90,7 @@ class Action:
     def nothing(
         cls,
         phase: enums.Phase | None,
-        reason: str = "",
+        reason: Reason | None = None,
         message: str = "",
         *,
         clear_intent: bool = False,
@@ -110,7 +111,7 @@ class Action:
     def wait(
         cls,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         until: float | None = None,
         warning: bool = False,
@@ -155,13 +156,15 @@ class Action:
         message: str,
         spec: specs.JobSpec | None = None,
     ) -> Action:
-        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore, spec=spec)
+        return cls(
+            ActionKind.DEPLOY, phase, Reason.DRIVER_CREATED, message, restore=restore, spec=spec
+        )
 
     @classmethod
     def delete_driver(
         cls,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         new_intent: intents.Intent | None = None,
     ) -> Action:
@@ -171,7 +174,7 @@ class Action:
     def trigger(
         cls,
         kind: types.CheckpointKind,
-        reason: str,
+        reason: Reason,
         message: str,
         reconciled_spec: Mapping[str, Any] | None = None,
         *,
@@ -187,7 +190,6 @@ class Action:
             message,
             snapshot=kind,
             reconciled_spec=reconciled_spec,
-            event=reason != "CheckpointTriggered",
             nonce=nonce,
             savepoint_kind=savepoint_kind,
         )
@@ -202,7 +204,7 @@ class Action:
         return cls(
             ActionKind.DISCARD,
             enums.Phase.RUNNING,
-            "SavepointsDiscarded",
+            Reason.SAVEPOINTS_DISCARDED,
             message,
             discard=records,
             reconciled_spec=reconciled_spec,
@@ -219,7 +221,7 @@ class Action:
         return cls(
             ActionKind.STOP,
             phase,
-            "StoppingWithSavepoint",
+            Reason.STOPPING_WITH_SAVEPOINT,
             message,
             intent=stop_intent,
             reconciled_spec=reconciled_spec,
@@ -230,7 +232,7 @@ class Action:
         cls,
         new_intent: intents.Intent,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         warning: bool = False,
         event: bool = True,
@@ -246,15 +248,17 @@ class Action:
         )
 
     @classmethod
-    def fail(cls, reason: str, message: str) -> Action:
+    def fail(cls, reason: Reason, message: str) -> Action:
         return cls(
             ActionKind.FAIL, enums.Phase.FAILED, reason, message, clear_intent=True, warning=True
         )
 
     @classmethod
     def reject(cls, phase: enums.Phase | None, message: str) -> Action:
-        return cls(ActionKind.REJECT, phase, "InvalidSpec", message, warning=True)
+        return cls(ActionKind.REJECT, phase, Reason.INVALID_SPEC, message, warning=True)
 
     @classmethod
     def release(cls, message: str) -> Action:
-        return cls(ActionKind.RELEASE, enums.Phase.DELETING, "Deleted", message, clear_intent=True)
+        return cls(
+            ActionKind.RELEASE, enums.Phase.DELETING, Reason.DELETED, message, clear_intent=True
+        )
