@@ -422,6 +422,24 @@ def test_incremental_checkpoints_are_refused_not_ignored() -> None:
     assert "spec.checkpointing.incremental is not implemented yet" in action.message
 
 
+def test_a_stop_carries_its_decided_retry_time_which_doubles_per_attempt() -> None:
+    """The acting layer writes ``action.retry_at`` into the intent when the final
+    savepoint fails; it computes no backoff of its own."""
+    sp = raw_spec(upgradeMode="Savepoint", checkpointing={"interval": "5s"})
+    first = decide(observe(spec_raw=sp, deleting=True))
+    assert first.kind is ActionKind.STOP and first.intent is not None
+    assert first.intent.attempts == 1 and first.retry_at == NOW + 5
+    failed = first.intent.evolve(error="409", retry_at=first.retry_at)
+    waiting = decide(observe(spec_raw=sp, st=running_status(intent=failed), deleting=True))
+    assert waiting.kind is ActionKind.WAIT and waiting.reason is Reason.SAVEPOINT_RETRY
+    later = NOW + 6
+    second = decide(
+        observe(spec_raw=sp, st=running_status(intent=failed), deleting=True, now=later)
+    )
+    assert second.kind is ActionKind.STOP and second.intent is not None
+    assert second.intent.attempts == 2 and second.retry_at == later + 10
+
+
 def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:
     sp = raw_spec(upgradeMode="Savepoint")
     first = decide(observe(spec_raw=sp, deleting=True))

@@ -23,6 +23,7 @@ from cjob_operator.model.enums import DriverState, Phase
 from cjob_operator.model.reasons import Reason
 
 MAX_STOP_ATTEMPTS = 3
+MAX_STOP_RETRY_DELAY = 300.0
 
 _STOP_PHASE = {
     intent.StopPurpose.SUSPEND: Phase.SUSPENDING,
@@ -267,11 +268,26 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
             "waiting for the driver to take a final savepoint",
             event=False,
         )
+    attempt = it.evolve(attempts=it.attempts + 1)
     return Action.stop(
-        it.evolve(attempts=it.attempts + 1),
+        attempt,
         phase,
         f"taking a final savepoint to {it.purpose.value if it.purpose else 'stop'}",
+        retry_at=obs.now + stop_retry_delay(obs.spec, attempt.attempts),
     )
+
+
+def stop_retry_delay(sp: spec.JobSpec | None, attempt: int) -> float:
+    """Seconds before the final savepoint is tried again after attempt ``attempt``
+    (1-based) failed: doubling from the checkpoint interval (kept within 1 to 10 s),
+    at most :data:`MAX_STOP_RETRY_DELAY`.
+
+    >>> [stop_retry_delay(None, n) for n in (1, 2, 3, 6, 7)]
+    [10.0, 20.0, 40.0, 300.0, 300.0]
+    """
+    interval = sp.checkpointing.interval if sp is not None else 10.0
+    base = min(10.0, max(1.0, interval))
+    return float(min(MAX_STOP_RETRY_DELAY, base * 2 ** max(0, attempt - 1)))
 
 
 def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:

@@ -83,6 +83,9 @@ class Action:
     spec: specs.JobSpec | None = None
     """What a deploy builds the driver from when not the current spec (a rollback)."""
     discard: tuple[savepoints.SavepointRecord, ...] = ()
+    retry_at: float | None = None
+    """A stop: when to try the final savepoint again should this attempt fail (the
+    backoff is decided, not improvised by the acting layer)."""
 
     # -- named constructors ---------------------------------------------------------
 
@@ -216,6 +219,8 @@ class Action:
         stop_intent: intents.Intent,
         phase: enums.Phase,
         message: str,
+        *,
+        retry_at: float,
         reconciled_spec: Mapping[str, Any] | None = None,
     ) -> Action:
         return cls(
@@ -225,6 +230,7 @@ class Action:
             message,
             intent=stop_intent,
             reconciled_spec=reconciled_spec,
+            retry_at=retry_at,
         )
 
     @classmethod
