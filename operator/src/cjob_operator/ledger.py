@@ -36,6 +36,7 @@ from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import (
     ChangeKind,
+    NonceField,
     NonceOutcome,
     Phase,
     RolloutState,
@@ -170,7 +171,7 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     acked = obs.status.nonces
     sp = obs.spec
     if action.nonce is not None and sp is not None:
-        value = sp.raw.get(action.nonce)
+        value = sp.nonces.get(action.nonce)
         if value is not None:
             if outcome.error is not None and action.kind is ActionKind.TRIGGER:
                 ack = acks.NonceAck(
@@ -189,9 +190,9 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     old, new = obs.status.last_reconciled_spec, action.reconciled_spec
     if old is None or new is None:
         return acked  # nonces set before the first deployment ask for nothing
-    for field in acks.NONCE_FIELDS:
-        value = new.get(field)
-        if field == action.nonce or value is None or str(value) == str(old.get(field)):
+    for field in NonceField:
+        value = new.get(field.value)
+        if field is action.nonce or value is None or str(value) == str(old.get(field.value)):
             continue
         acked = acked.with_ack(
             field,
@@ -206,8 +207,8 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     return acked
 
 
-def _ignored_because(obs: observation.Observation, action: Action, field: str) -> str:
-    if field == "restoreNonce" and obs.spec is not None and obs.spec.restore_from is None:
+def _ignored_because(obs: observation.Observation, action: Action, field: NonceField) -> str:
+    if field is NonceField.RESTORE and obs.spec is not None and obs.spec.restore_from is None:
         return "spec.restoreFrom is not set: there is nothing to restore"
     phase = action.phase or obs.status.phase or Phase.PENDING
     detail = f": {action.message}" if action.message else ""
@@ -226,9 +227,9 @@ def settle_nonces(
     for field, ack in list(acked.items()):
         if ack.outcome is not NonceOutcome.IN_PROGRESS:
             continue
-        if field == "checkpointTriggerNonce":
+        if field is NonceField.CHECKPOINT_TRIGGER:
             settled = _settle_checkpoint(obs, ack)
-        elif field == "savepointTriggerNonce":
+        elif field is NonceField.SAVEPOINT_TRIGGER:
             settled = _settle_savepoint_nonce(obs, ack, history)
         else:
             settled = _settle_deployment(obs, ack, phase, pending, error)

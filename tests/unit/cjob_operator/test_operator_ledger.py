@@ -19,6 +19,7 @@ from cjob_operator.model.acks import NonceAck
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import (
     DriverState,
+    NonceField,
     NonceOutcome,
     Phase,
     SavepointKind,
@@ -288,7 +289,7 @@ def test_a_restart_nonce_is_acknowledged_ahead_and_succeeds_once_the_job_runs_ag
 
 
 def test_a_restart_that_ends_in_failure_fails_its_nonce() -> None:
-    ack_st = running(nonces=status.JobStatus().nonces.with_ack("restoreNonce", _ack(2)))
+    ack_st = running(nonces=status.JobStatus().nonces.with_ack(NonceField.RESTORE, _ack(2)))
     failed = after(
         observe(st=ack_st, now=NOW + 60),
         Action.fail(Reason.NO_USABLE_CHECKPOINT, "checkpoints exist but none can be restored"),

@@ -43,22 +43,21 @@ def last(obs: observation.Observation) -> Mapping[str, Any]:
     return obs.status.last_reconciled_spec or {}
 
 
-def changed(obs: observation.Observation, key: str, value: spec.Nonce) -> bool:
-    """Whether nonce ``key`` is set to a value not handled yet."""
-    old = last(obs).get(key)
-    return value is not None and (old is None or str(old) != str(value))
+def changed(obs: observation.Observation, sp: spec.JobSpec, field: enums.NonceField) -> bool:
+    """Whether nonce ``field`` is set to a value not handled yet."""
+    return sp.nonces.changed_since(field, last(obs))
 
 
 def accepted(obs: observation.Observation, sp: spec.JobSpec) -> dict[str, Any]:
     """The spec to record as reconciled; on-demand trigger nonces stay pending."""
     doc = sp.for_storage()
     if obs.status.last_reconciled_spec is not None:
-        for key in ("checkpointTriggerNonce", "savepointTriggerNonce"):
-            old = last(obs).get(key)
+        for field in (f for f in enums.NonceField if f.on_demand):
+            old = last(obs).get(field.value)
             if old is None:
-                doc.pop(key, None)
+                doc.pop(field.value, None)
             else:
-                doc[key] = old
+                doc[field.value] = old
     return doc
 
 

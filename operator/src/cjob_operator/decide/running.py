@@ -12,7 +12,7 @@ from __future__ import annotations
 from cjob_operator.decide import health, lifecycle
 from cjob_operator.model import changes, enums, intent, observation, spec, status
 from cjob_operator.model.action import Action, ActionKind
-from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.enums import DriverState, NonceField, Phase
 from cjob_operator.model.reasons import Reason
 
 
@@ -27,7 +27,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             reconciled_spec=lifecycle.accepted(obs, sp),
         )
     diff = changes.classify(lifecycle.last(obs), sp.for_storage())
-    if lifecycle.changed(obs, "restoreNonce", sp.restore_nonce) and sp.restore_from is not None:
+    if lifecycle.changed(obs, sp, NonceField.RESTORE) and sp.restore_from is not None:
         target = _initial_target(sp)
         return Action.schedule(
             intent.Intent.deploy(
@@ -37,9 +37,9 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             f"restoring the job from {_describe(target)} as requested",
             reconciled_spec=lifecycle.accepted(obs, sp),
             restarts=_fresh_budget(st),
-            nonce="restoreNonce",
+            nonce=NonceField.RESTORE,
         )
-    if lifecycle.changed(obs, "restartNonce", sp.restart_nonce):
+    if lifecycle.changed(obs, sp, NonceField.RESTART):
         return Action.schedule(
             intent.Intent.deploy(
                 lifecycle.intent_id(obs, "d"),
@@ -51,7 +51,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             "restarting the job from the latest checkpoint as requested",
             reconciled_spec=lifecycle.accepted(obs, sp),
             restarts=_fresh_budget(st),
-            nonce="restartNonce",
+            nonce=NonceField.RESTART,
         )
     if diff.kind is enums.ChangeKind.UPGRADE:
         return _upgrade(obs, sp, diff)

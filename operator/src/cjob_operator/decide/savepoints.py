@@ -29,7 +29,7 @@ from cjob_operator.decide import lifecycle
 from cjob_operator.model import observation, savepoints, spec
 from cjob_operator.model.action import Action
 from cjob_operator.model.durations import format_duration
-from cjob_operator.model.enums import Phase, SavepointKind, SavepointState
+from cjob_operator.model.enums import NonceField, Phase, SavepointKind, SavepointState
 from cjob_operator.model.reasons import Reason
 
 RETRY_AFTER = 60.0
@@ -95,23 +95,23 @@ def triggers(
     obs: observation.Observation, sp: spec.JobSpec, accepted: Mapping[str, Any] | None
 ) -> Action:
     last = dict(lifecycle.last(obs))
-    if lifecycle.changed(obs, "savepointTriggerNonce", sp.savepoint_trigger_nonce):
-        last["savepointTriggerNonce"] = sp.raw.get("savepointTriggerNonce")
+    if lifecycle.changed(obs, sp, NonceField.SAVEPOINT_TRIGGER):
+        last[NonceField.SAVEPOINT_TRIGGER.value] = sp.nonces.savepoint_trigger
         return Action.trigger(
             types.CheckpointKind.SAVEPOINT,
             Reason.SAVEPOINT_TRIGGERED,
             "savepoint requested (savepointTriggerNonce)",
             reconciled_spec=last,
-            nonce="savepointTriggerNonce",
+            nonce=NonceField.SAVEPOINT_TRIGGER,
         )
-    if lifecycle.changed(obs, "checkpointTriggerNonce", sp.checkpoint_trigger_nonce):
-        last["checkpointTriggerNonce"] = sp.raw.get("checkpointTriggerNonce")
+    if lifecycle.changed(obs, sp, NonceField.CHECKPOINT_TRIGGER):
+        last[NonceField.CHECKPOINT_TRIGGER.value] = sp.nonces.checkpoint_trigger
         return Action.trigger(
             types.CheckpointKind.CHECKPOINT,
             Reason.MANUAL_CHECKPOINT_TRIGGERED,
             "checkpoint requested (checkpointTriggerNonce)",
             reconciled_spec=last,
-            nonce="checkpointTriggerNonce",
+            nonce=NonceField.CHECKPOINT_TRIGGER,
         )
     # Periodic checkpoints are the driver's: its coordinator paces them (interval,
     # minPause, maxConcurrent, timeout) from job.json, as Flink's JobManager does, to the

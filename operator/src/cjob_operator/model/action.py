@@ -74,7 +74,7 @@ class Action:
     reconciled_spec: Mapping[str, Any] | None = None
     warning: bool = False
     event: bool = True
-    nonce: str | None = None
+    nonce: enums.NonceField | None = None
     """The spec nonce (``restartNonce``, …) this action acts on: acknowledged in status."""
     savepoint_kind: enums.SavepointKind | None = None
     """Why a triggered savepoint is taken (its ``status.savepoints.history`` kind)."""
@@ -134,7 +134,7 @@ class Action:
         restarts: status.RestartsStatus | None = None,
         reconciled_spec: Mapping[str, Any] | None = None,
         warning: bool = False,
-        nonce: str | None = None,
+        nonce: enums.NonceField | None = None,
         rollout: status.RolloutStatus | None = None,
     ) -> Action:
         return cls(
@@ -181,7 +181,7 @@ class Action:
         message: str,
         reconciled_spec: Mapping[str, Any] | None = None,
         *,
-        nonce: str | None = None,
+        nonce: enums.NonceField | None = None,
         savepoint_kind: enums.SavepointKind | None = None,
     ) -> Action:
         if kind is types.CheckpointKind.SAVEPOINT and savepoint_kind is None:

@@ -119,6 +119,23 @@ class SavepointState(enum.Enum):
     """Deleted from storage by ``spec.savepoints.retained`` (periodic savepoints only)."""
 
 
+class NonceField(enum.StrEnum):
+    """A spec nonce: setting it to a new value asks the operator for something once.
+
+    The value is the spec field, also the key of ``status.nonces``.
+    """
+
+    CHECKPOINT_TRIGGER = "checkpointTriggerNonce"
+    SAVEPOINT_TRIGGER = "savepointTriggerNonce"
+    RESTART = "restartNonce"
+    RESTORE = "restoreNonce"
+
+    @property
+    def on_demand(self) -> bool:
+        """A trigger nonce: it stays pending in ``lastReconciledSpec`` until acted on."""
+        return self in (NonceField.CHECKPOINT_TRIGGER, NonceField.SAVEPOINT_TRIGGER)
+
+
 class NonceOutcome(enum.Enum):
     """What came of a nonce the operator acted on (``status.nonces``)."""
 
