@@ -15,6 +15,8 @@ PURE = [
     "cjob_operator.decide.savepoints",
     "cjob_operator.ledger",
     "cjob_operator.manifests",
+    "cjob_operator.manifests.config",
+    "cjob_operator.manifests.pods",
     "cjob_operator.validate",
     "cjob_operator.model.spec",
     "cjob_operator.model.status",
