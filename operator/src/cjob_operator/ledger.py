@@ -14,28 +14,20 @@ it with what one reconcile observed, decided and did, and
    checkpoint store show; what shows nothing within ``checkpointing.timeout`` (plus
    :data:`SETTLE_MARGIN`) is ``Failed`` (a savepoint) or ``Unknown`` (a nonce).
 
-The rollout (``status.rollout``, ``status.lastStableSpec``) follows the same pattern:
-a spec change that redeploys the driver is ``Verifying`` from the moment it is
-accepted (written ahead with its intent); once the job runs, no intent is pending,
-checkpoints are healthy and one completed after the driver started, the spec is
-``Stable`` and recorded as the last stable spec (also after ``Unstable``: late is
-better than never). ``RolledBack`` and ``Unstable`` are decided
-(:mod:`cjob_operator.decide.rollback`); ``RolledBack`` lasts until the spec changes
-(the job then runs the last stable spec, never recorded as stable again).
+The rollout (``status.rollout``, ``status.lastStableSpec``) is kept by
+:mod:`cjob_operator.rollout`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from barrier_runtime.core import types
-from cjob_operator.model import acks, changes, intent, observation, savepoints, status
+from cjob_operator.model import acks, intent, observation, savepoints, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import (
-    ChangeKind,
     NonceField,
     NonceOutcome,
     Phase,
@@ -305,56 +297,6 @@ def _settle_deployment(
     if phase is Phase.FAILED:
         return ack.settle(NonceOutcome.FAILED, obs.now, error or "the job failed")
     return None
-
-
-# -- the rollout -------------------------------------------------------------------------
-
-
-def rollout_accepting(obs: observation.Observation, action: Action) -> status.RolloutStatus | None:
-    """``status.rollout`` once ``action`` is recorded: a decided one, ``Verifying`` when the
-    reconciled spec changes what the driver runs, otherwise unchanged."""
-    if action.rollout is not None:
-        return action.rollout
-    old, new = obs.status.last_reconciled_spec, action.reconciled_spec
-    if new is not None and (old is None or changes.classify(old, new).kind is ChangeKind.UPGRADE):
-        return status.RolloutStatus(
-            RolloutState.VERIFYING,
-            obs.now,
-            "deployed; stable once it runs with a completed checkpoint",
-        )
-    return obs.status.rollout
-
-
-def rollout_after(
-    obs: observation.Observation, action: Action, new: status.JobStatus, healthy: bool | None
-) -> tuple[status.RolloutStatus | None, Mapping[str, Any] | None]:
-    """``(status.rollout, status.lastStableSpec)`` after this reconcile."""
-    rollout = rollout_accepting(obs, action)
-    unproven = rollout is None or rollout.state in (RolloutState.VERIFYING, RolloutState.UNSTABLE)
-    if unproven and _proven(obs, new, healthy) and new.last_reconciled_spec is not None:
-        return (
-            status.RolloutStatus(
-                RolloutState.STABLE,
-                obs.now,
-                "ran with a completed checkpoint: recorded as lastStableSpec",
-            ),
-            new.last_reconciled_spec,
-        )
-    return rollout, obs.status.last_stable_spec
-
-
-def _proven(obs: observation.Observation, new: status.JobStatus, healthy: bool | None) -> bool:
-    started = obs.driver.started_at
-    done = new.checkpoints.last_completed
-    return (
-        new.phase is Phase.RUNNING
-        and new.intent is None
-        and healthy is True
-        and started is not None
-        and done is not None
-        and done.time is not None
-        and done.time >= started
-    )
 
 
 # -- what to announce -------------------------------------------------------------------

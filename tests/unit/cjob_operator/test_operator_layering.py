@@ -14,6 +14,7 @@ PURE = [
     "cjob_operator.decide.rollback",
     "cjob_operator.decide.savepoints",
     "cjob_operator.ledger",
+    "cjob_operator.rollout",
     "cjob_operator.manifests",
     "cjob_operator.manifests.config",
     "cjob_operator.manifests.pods",

@@ -2,7 +2,7 @@
 
 A spec change that redeploys the driver is ``Verifying`` (``status.rollout``) until the
 job runs with a completed checkpoint, then ``Stable`` and recorded as
-``status.lastStableSpec`` (:mod:`cjob_operator.ledger`). With ``spec.rollback.enabled``,
+``status.lastStableSpec`` (:mod:`cjob_operator.rollout`). With ``spec.rollback.enabled``,
 a spec still ``Verifying`` after ``spec.rollback.timeout`` is rolled back, as the Flink
 operator does:
 
