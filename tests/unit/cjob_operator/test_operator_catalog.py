@@ -148,7 +148,7 @@ def test_a_storage_failure_stops_the_discard_and_is_reported(tmp_path: Path) -> 
     cat = view(tmp_path)
 
     def broken(path_or_id: int | str) -> None:
-        if path_or_id == "sp-3":
+        if path_or_id == "savepoints/sp-0000000003":
             raise OSError("disk on fire")
         original(path_or_id)
 

@@ -99,7 +99,7 @@ class Catalog:
         return await asyncio.to_thread(self.cleanup_sync, retained)
 
     def discard_savepoints_sync(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
-        """Delete savepoints ``ids`` (``sp-{id}``: never a checkpoint of the same id).
+        """Delete savepoints ``ids`` (never a checkpoint of the same id).
 
         Returns the ids that are gone (deleted now, or already missing) and the first
         error, if any; a failure leaves the rest for the next attempt.
@@ -107,7 +107,8 @@ class Catalog:
         gone: list[int] = []
         for sid in ids:
             try:
-                self._store.delete_checkpoint(f"sp-{sid}")
+                savepoint = layout.CheckpointRef(sid, types.CheckpointKind.SAVEPOINT)
+                self._store.delete_checkpoint(savepoint.directory)
             except errors.CheckpointNotFoundError:
                 pass  # deleted before (e.g. by a reconcile whose status patch was lost)
             except Exception as exc:  # storage failures are reported, never raised
