@@ -39,3 +39,19 @@ def test_pure_modules_import_no_kopf_no_kubernetes_no_io_clients() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_whole_operator_imports_no_spark_and_no_data_plane_libraries() -> None:
+    """The operator image installs no pyspark; the running operator (every handler and
+    what it reaches) must not need pyspark, py4j, pyarrow or numpy either."""
+    code = (
+        "import sys\n"
+        "import cjob_operator.main, cjob_operator.reconcile, cjob_operator.act.perform\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'pyspark', 'py4j', 'pyarrow', 'numpy'})\n"
+        "assert not bad, bad\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
