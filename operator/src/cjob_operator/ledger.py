@@ -14,35 +14,29 @@ it with what one reconcile observed, decided and did, and
    checkpoint store show; what shows nothing within ``checkpointing.timeout`` (plus
    :data:`SETTLE_MARGIN`) is ``Failed`` (a savepoint) or ``Unknown`` (a nonce).
 
-The rollout (``status.rollout``, ``status.lastStableSpec``) follows the same pattern:
-a spec change that redeploys the driver is ``Verifying`` from the moment it is
-accepted (written ahead with its intent); once the job runs, no intent is pending,
-checkpoints are healthy and one completed after the driver started, the spec is
-``Stable`` and recorded as the last stable spec (also after ``Unstable``: late is
-better than never). ``RolledBack`` and ``Unstable`` are decided
-(:mod:`cjob_operator.decide_rollback`); ``RolledBack`` lasts until the spec changes
-(the job then runs the last stable spec, never recorded as stable again).
+The rollout (``status.rollout``, ``status.lastStableSpec``) is kept by
+:mod:`cjob_operator.rollout`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from cjob_operator.model import acks, changes, intent, observation, savepoints, status
+from barrier_runtime.core import types
+from cjob_operator.model import acks, intent, observation, savepoints, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import (
-    ChangeKind,
+    NonceField,
     NonceOutcome,
     Phase,
     RolloutState,
     SavepointKind,
     SavepointState,
-    SnapshotKind,
 )
 from cjob_operator.model.observation import EntryStatus
+from cjob_operator.model.reasons import Reason
 
 if TYPE_CHECKING:
     from cjob_operator.status import Outcome
@@ -82,7 +76,7 @@ def savepoints_after(
 ) -> savepoints.SavepointsStatus:
     """``status.savepoints`` after this reconcile (steps 1 and 3)."""
     sps = obs.status.savepoints
-    if action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT:
+    if action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.SAVEPOINT:
         kind = action.savepoint_kind or SavepointKind.MANUAL
         sid = outcome.triggered_id
         if outcome.error is not None or sid is None:
@@ -169,7 +163,7 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     acked = obs.status.nonces
     sp = obs.spec
     if action.nonce is not None and sp is not None:
-        value = sp.raw.get(action.nonce)
+        value = sp.nonces.get(action.nonce)
         if value is not None:
             if outcome.error is not None and action.kind is ActionKind.TRIGGER:
                 ack = acks.NonceAck(
@@ -188,9 +182,9 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     old, new = obs.status.last_reconciled_spec, action.reconciled_spec
     if old is None or new is None:
         return acked  # nonces set before the first deployment ask for nothing
-    for field in acks.NONCE_FIELDS:
-        value = new.get(field)
-        if field == action.nonce or value is None or str(value) == str(old.get(field)):
+    for field in NonceField:
+        value = new.get(field.value)
+        if field is action.nonce or value is None or str(value) == str(old.get(field.value)):
             continue
         acked = acked.with_ack(
             field,
@@ -205,8 +199,8 @@ def acknowledge(obs: observation.Observation, action: Action, outcome: Outcome) 
     return acked
 
 
-def _ignored_because(obs: observation.Observation, action: Action, field: str) -> str:
-    if field == "restoreNonce" and obs.spec is not None and obs.spec.restore_from is None:
+def _ignored_because(obs: observation.Observation, action: Action, field: NonceField) -> str:
+    if field is NonceField.RESTORE and obs.spec is not None and obs.spec.restore_from is None:
         return "spec.restoreFrom is not set: there is nothing to restore"
     phase = action.phase or obs.status.phase or Phase.PENDING
     detail = f": {action.message}" if action.message else ""
@@ -225,9 +219,9 @@ def settle_nonces(
     for field, ack in list(acked.items()):
         if ack.outcome is not NonceOutcome.IN_PROGRESS:
             continue
-        if field == "checkpointTriggerNonce":
+        if field is NonceField.CHECKPOINT_TRIGGER:
             settled = _settle_checkpoint(obs, ack)
-        elif field == "savepointTriggerNonce":
+        elif field is NonceField.SAVEPOINT_TRIGGER:
             settled = _settle_savepoint_nonce(obs, ack, history)
         else:
             settled = _settle_deployment(obs, ack, phase, pending, error)
@@ -305,62 +299,12 @@ def _settle_deployment(
     return None
 
 
-# -- the rollout -------------------------------------------------------------------------
-
-
-def rollout_accepting(obs: observation.Observation, action: Action) -> status.RolloutStatus | None:
-    """``status.rollout`` once ``action`` is recorded: a decided one, ``Verifying`` when the
-    reconciled spec changes what the driver runs, otherwise unchanged."""
-    if action.rollout is not None:
-        return action.rollout
-    old, new = obs.status.last_reconciled_spec, action.reconciled_spec
-    if new is not None and (old is None or changes.classify(old, new).kind is ChangeKind.UPGRADE):
-        return status.RolloutStatus(
-            RolloutState.VERIFYING,
-            obs.now,
-            "deployed; stable once it runs with a completed checkpoint",
-        )
-    return obs.status.rollout
-
-
-def rollout_after(
-    obs: observation.Observation, action: Action, new: status.JobStatus, healthy: bool | None
-) -> tuple[status.RolloutStatus | None, Mapping[str, Any] | None]:
-    """``(status.rollout, status.lastStableSpec)`` after this reconcile."""
-    rollout = rollout_accepting(obs, action)
-    unproven = rollout is None or rollout.state in (RolloutState.VERIFYING, RolloutState.UNSTABLE)
-    if unproven and _proven(obs, new, healthy) and new.last_reconciled_spec is not None:
-        return (
-            status.RolloutStatus(
-                RolloutState.STABLE,
-                obs.now,
-                "ran with a completed checkpoint: recorded as lastStableSpec",
-            ),
-            new.last_reconciled_spec,
-        )
-    return rollout, obs.status.last_stable_spec
-
-
-def _proven(obs: observation.Observation, new: status.JobStatus, healthy: bool | None) -> bool:
-    started = obs.driver.started_at
-    done = new.checkpoints.last_completed
-    return (
-        new.phase is Phase.RUNNING
-        and new.intent is None
-        and healthy is True
-        and started is not None
-        and done is not None
-        and done.time is not None
-        and done.time >= started
-    )
-
-
 # -- what to announce -------------------------------------------------------------------
 
 
-def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str, str]]:
+def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, Reason, str]]:
     """``(warning, reason, message)`` of every savepoint and nonce that settled."""
-    found: list[tuple[bool, str, str]] = []
+    found: list[tuple[bool, Reason, str]] = []
     for rec in new.savepoints.history:
         before = old.savepoints.find(rec.id) if rec.id is not None else None
         if (
@@ -371,9 +315,9 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
             continue
         what = f"{rec.kind.value.lower()} savepoint {rec.id}"
         if rec.state is SavepointState.COMPLETED:
-            found.append((False, "SavepointCompleted", f"{what} completed at {rec.path}"))
+            found.append((False, Reason.SAVEPOINT_COMPLETED, f"{what} completed at {rec.path}"))
         else:
-            found.append((True, "SavepointFailed", f"{what} failed: {rec.message}"))
+            found.append((True, Reason.SAVEPOINT_FAILED, f"{what} failed: {rec.message}"))
     for field, ack in new.nonces.items():
         before_ack = old.nonces.get(field)
         if (
@@ -387,7 +331,7 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
         ):
             continue
         warning = ack.outcome in (NonceOutcome.FAILED, NonceOutcome.UNKNOWN)
-        found.append((warning, f"Nonce{ack.outcome.value}", f"{field} {ack.value}: {ack.message}"))
+        found.append((warning, Reason.nonce(ack.outcome), f"{field} {ack.value}: {ack.message}"))
     became_stable = (
         new.rollout is not None
         and new.rollout.state is RolloutState.STABLE
@@ -397,7 +341,7 @@ def events(old: status.JobStatus, new: status.JobStatus) -> list[tuple[bool, str
         found.append(
             (
                 False,
-                "SpecStable",
+                Reason.SPEC_STABLE,
                 "the deployed spec ran with a completed checkpoint: "
                 "recorded as status.lastStableSpec",
             )

@@ -20,6 +20,7 @@ from cjob_operator.act import control, events, kube, perform
 from cjob_operator.decide import decide
 from cjob_operator.model import observation, status
 from cjob_operator.model.action import Action, ActionKind
+from cjob_operator.model.reasons import Reason
 
 logger = logging.getLogger(__name__)
 
@@ -84,20 +85,26 @@ async def _announce(
     new: status.JobStatus,
 ) -> None:
     async def post(warning: bool, reason: str, message: str) -> None:
-        await events.post(tools.kube, obs.namespace, obs.name, obs.uid, warning, reason, message)
+        await events.post(
+            tools.kube, obs.namespace, obs.name, obs.uid, warning, str(reason), message
+        )
 
     repeated_rejection = action.kind is ActionKind.REJECT and action.message == obs.status.error
     if action.event and action.reason and not repeated_rejection:
         await post(action.warning, action.reason, action.message)
     if outcome.error:
-        await post(True, "ActionFailed", outcome.error)
+        await post(True, Reason.ACTION_FAILED, outcome.error)
     if outcome.savepoint is not None:
-        await post(False, "SavepointCompleted", f"savepoint written to {outcome.savepoint.path}")
+        await post(
+            False, Reason.SAVEPOINT_COMPLETED, f"savepoint written to {outcome.savepoint.path}"
+        )
     if new.phase is not obs.status.phase and new.phase is not None:
         before = obs.status.phase.value if obs.status.phase else "None"
         await post(False, new.phase.value, f"phase {before} -> {new.phase.value}")
     failed = new.checkpoints.last_failed
     if failed is not None and failed != obs.status.checkpoints.last_failed:
-        await post(True, "CheckpointFailed", f"checkpoint {failed.id} failed: {failed.reason}")
+        await post(
+            True, Reason.CHECKPOINT_FAILED, f"checkpoint {failed.id} failed: {failed.reason}"
+        )
     for warning, reason, message in ledger.events(obs.status, new):
         await post(warning, reason, message)

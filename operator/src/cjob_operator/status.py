@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cjob_operator import ledger
+from cjob_operator import rollout as rollout_mod
 from cjob_operator.model import intent, observation, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import Phase
@@ -131,7 +132,7 @@ def write_ahead(obs: observation.Observation, action: Action) -> status.JobStatu
         else old.last_reconciled_spec,
         phase=action.phase or old.phase,
         nonces=ledger.acknowledge(obs, action, Outcome()),
-        rollout=ledger.rollout_accepting(obs, action),
+        rollout=rollout_mod.accepting(obs, action),
     )
 
 
@@ -171,7 +172,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
             obs,
             "Progressing",
             phase in PROGRESSING,
-            (action.reason or phase.value) if phase in PROGRESSING else phase.value,
+            str(action.reason or phase.value) if phase in PROGRESSING else phase.value,
             (action.message or f"the job is {phase.value}")
             if phase in PROGRESSING
             else f"the job is {phase.value}",
@@ -197,7 +198,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         savepoints=history,
         nonces=nonces,
     )
-    rollout, stable = ledger.rollout_after(obs, action, new, health[0])
+    rollout, stable = rollout_mod.after(obs, action, new, health[0])
     return new.evolve(rollout=rollout, last_stable_spec=stable)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import spec as spec_model
 
 DENIED_EXACT: Mapping[str, str] = {
@@ -155,7 +156,7 @@ def _checkpointing_problems(cp: spec_model.CheckpointingSpec) -> list[str]:
         problems.append("spec.checkpointing.maxConcurrent must be at least 1")
     if cp.retained < 1:
         problems.append("spec.checkpointing.retained must be at least 1")
-    if cp.unaligned and cp.mode.value == "AtLeastOnce":
+    if cp.unaligned and cp.mode is types.CheckpointingMode.AT_LEAST_ONCE:
         problems.append("spec.checkpointing.unaligned needs mode ExactlyOnce")
     if cp.incremental:
         problems.append(

@@ -12,7 +12,6 @@ from pathlib import Path
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from cjob_operator.act import catalog
-from cjob_operator.model.enums import SnapshotKind
 
 FP = md.JobFingerprint((types.StepId("count"),), 128, 2)
 
@@ -92,7 +91,7 @@ def test_savepoint_newer_than_checkpoint_is_the_restore_candidate(tmp_path: Path
     commit(tmp_path, 4, kind="savepoint")
     v = view(tmp_path).view_sync()
     assert v.newest_usable is not None and v.newest_usable.id == 4
-    assert v.newest_usable.kind is SnapshotKind.SAVEPOINT
+    assert v.newest_usable.kind is types.CheckpointKind.SAVEPOINT
 
 
 def test_cleanup_keeps_retained_checkpoints_and_all_savepoints(tmp_path: Path) -> None:
@@ -149,7 +148,7 @@ def test_a_storage_failure_stops_the_discard_and_is_reported(tmp_path: Path) -> 
     cat = view(tmp_path)
 
     def broken(path_or_id: int | str) -> None:
-        if path_or_id == "sp-3":
+        if path_or_id == "savepoints/sp-0000000003":
             raise OSError("disk on fire")
         original(path_or_id)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from barrier_runtime.core import types
 from cjob_operator.act import control
-from cjob_operator.model.enums import SnapshotKind
 from cjob_operator.model.observation import EntryStatus
 
 
@@ -41,7 +41,7 @@ def test_camel_case_and_savepoints() -> None:
     info = control.parse_completed(
         {"checkpointId": 4, "kind": "savepoint", "completionTimestamp": 5.0, "durationSeconds": 0.2}
     )
-    assert info is not None and info.id == 4 and info.kind is SnapshotKind.SAVEPOINT
+    assert info is not None and info.id == 4 and info.kind is types.CheckpointKind.SAVEPOINT
     assert info.duration_seconds == 0.2
 
 
@@ -78,7 +78,7 @@ def test_history_entries_are_parsed_for_their_outcome() -> None:
         (6, EntryStatus.IN_PROGRESS),
     ]
     four = view.entry(4)
-    assert four is not None and four.kind is SnapshotKind.SAVEPOINT
+    assert four is not None and four.kind is types.CheckpointKind.SAVEPOINT
     assert four.path == "cjob/ns/j/savepoints/sp-0000000004" and four.completion_time == 11.0
     five = view.entry(5)
     assert five is not None and five.failure_reason == "TIMEOUT"

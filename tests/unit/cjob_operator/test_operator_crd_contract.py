@@ -19,6 +19,7 @@ from cjob_operator.model.enums import (
     SavepointKind,
     SavepointState,
 )
+from cjob_operator.model.reasons import Reason
 from cjob_operator.model.savepoints import SavepointRecord, SavepointsStatus
 
 CRD = Path(__file__).parents[3] / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
@@ -61,7 +62,7 @@ def full_status() -> dict[str, Any]:
         ),
         restarts=status.RestartsStatus(1, 1.0, "DriverFailed", 2.0, (1.0,)),
         last_reconciled_spec={"image": "x"},
-        intent=intent.Intent.deploy("d", "Created", 1.0, intent.RestoreTarget.latest(), 2.0),
+        intent=intent.Intent.deploy("d", Reason.CREATED, 1.0, intent.RestoreTarget.latest(), 2.0),
         error="e",
         job_state="RUNNING",
         savepoints=SavepointsStatus(

@@ -92,10 +92,10 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "checkpointTriggerNonce": ((DECIDE, "manual checkpoint"),),
     "savepointTriggerNonce": ((DECIDE, "manual savepoint"),),
     "allowFreshStart": ((JOB_JSON, "allowFreshStart"), (DECIDE, "fresh_start_refusal")),
-    "savepoints.interval": ((DECIDE, "decide_savepoints.periodic_due"),),
-    "savepoints.retained": ((DECIDE, "decide_savepoints.beyond_retention"),),
-    "rollback.enabled": ((DECIDE, "decide_rollback.check"),),
-    "rollback.timeout": ((DECIDE, "decide_rollback.check"),),
+    "savepoints.interval": ((DECIDE, "decide.savepoints.periodic_due"),),
+    "savepoints.retained": ((DECIDE, "decide.savepoints.beyond_retention"),),
+    "rollback.enabled": ((DECIDE, "decide.rollback.check"),),
+    "rollback.timeout": ((DECIDE, "decide.rollback.check"),),
 }
 
 

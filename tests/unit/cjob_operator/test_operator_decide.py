@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from barrier_runtime.core import types
 from cjob_operator import manifests
 from cjob_operator.decide import backoff_delay, decide
 from cjob_operator.model import intent, spec, status
 from cjob_operator.model.action import Action, ActionKind
-from cjob_operator.model.enums import DriverState, Phase, SnapshotKind
+from cjob_operator.model.enums import DriverState, Phase
 from cjob_operator.model.observation import (
     CheckpointInfo,
     ControlView,
@@ -20,6 +21,7 @@ from cjob_operator.model.observation import (
     StoreView,
     Unusable,
 )
+from cjob_operator.model.reasons import Reason
 
 NOW = 1_700_000_000.0
 
@@ -47,7 +49,9 @@ def raw_spec(**overrides: Any) -> dict[str, Any]:
 CHK40 = CheckpointInfo(40, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000040")
 CHK42 = CheckpointInfo(42, path="file:///tmp/store/ckpt/ns/job/checkpoints/chk-0000000042")
 SP41 = CheckpointInfo(
-    41, kind=SnapshotKind.SAVEPOINT, path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041"
+    41,
+    kind=types.CheckpointKind.SAVEPOINT,
+    path="file:///tmp/store/ckpt/ns/job/savepoints/sp-0000000041",
 )
 
 STORES = {
@@ -56,8 +60,8 @@ STORES = {
     "corrupt-only": StoreView(
         readable=True,
         unusable=(
-            Unusable(43, SnapshotKind.CHECKPOINT, "_metadata does not parse"),
-            Unusable(42, SnapshotKind.CHECKPOINT, "state object missing"),
+            Unusable(43, types.CheckpointKind.CHECKPOINT, "_metadata does not parse"),
+            Unusable(42, types.CheckpointKind.CHECKPOINT, "state object missing"),
         ),
     ),
     "unreadable": StoreView.unreadable("connection refused"),
@@ -152,7 +156,7 @@ def test_failed_driver_with_only_corrupt_checkpoints_fails_instead_of_starting_e
 
 def test_corrupt_checkpoints_at_deploy_time_also_fail() -> None:
     it = intent.Intent.deploy(
-        "r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest(), not_before=NOW - 1
+        "r-1", Reason.DRIVER_FAILED, NOW - 20, intent.RestoreTarget.latest(), not_before=NOW - 1
     )
     action = decide(
         observe(
@@ -166,7 +170,7 @@ def test_corrupt_checkpoints_at_deploy_time_also_fail() -> None:
 
 
 def test_allow_fresh_start_accepts_losing_unusable_state() -> None:
-    it = intent.Intent.deploy("r-1", "DriverFailed", NOW - 20, intent.RestoreTarget.latest())
+    it = intent.Intent.deploy("r-1", Reason.DRIVER_FAILED, NOW - 20, intent.RestoreTarget.latest())
     action = decide(
         observe(
             spec_raw=raw_spec(allowFreshStart=True),
@@ -212,7 +216,7 @@ def test_upgrade_in_savepoint_mode_takes_a_savepoint_then_redeploys_from_it() ->
     fourth = decide(observe(spec_raw=new_spec, st=st, driver=DriverView.absent(), control=None))
     assert fourth.kind is ActionKind.DEPLOY and fourth.phase is Phase.UPGRADING
     assert fourth.restore is not None and fourth.restore.arg == sp_path
-    assert fourth.restore.kind is SnapshotKind.SAVEPOINT
+    assert fourth.restore.kind is types.CheckpointKind.SAVEPOINT
 
 
 def test_suspend_takes_a_savepoint_then_deletes_the_driver() -> None:
@@ -340,7 +344,7 @@ def test_periodic_checkpoints_are_left_to_the_driver() -> None:
 
 def test_savepoint_nonce_triggers_a_savepoint_once() -> None:
     action = decide(observe(spec_raw=raw_spec(savepointTriggerNonce="a")))
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT
+    assert action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.SAVEPOINT
     assert action.reconciled_spec is not None
     assert action.reconciled_spec["savepointTriggerNonce"] == "a"
     handled = running_status(last_reconciled_spec=action.reconciled_spec)
@@ -350,7 +354,7 @@ def test_savepoint_nonce_triggers_a_savepoint_once() -> None:
 
 def test_checkpoint_nonce_triggers_a_checkpoint() -> None:
     action = decide(observe(spec_raw=raw_spec(checkpointTriggerNonce="x")))
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.CHECKPOINT
+    assert action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.CHECKPOINT
     assert action.reason == "ManualCheckpointTriggered"
 
 
@@ -379,7 +383,7 @@ def test_restore_from_path_with_restore_nonce() -> None:
 
 
 def test_deploy_intent_settles_when_its_pod_exists() -> None:
-    it = intent.Intent.deploy("d-9", "Created", NOW - 5, intent.RestoreTarget.latest())
+    it = intent.Intent.deploy("d-9", Reason.CREATED, NOW - 5, intent.RestoreTarget.latest())
     st = running_status(phase=Phase.DEPLOYING, intent=it)
     pending = DriverView(DriverState.PENDING, "job-driver", "d-9")
     action = decide(observe(st=st, driver=pending, control=None))
@@ -416,6 +420,24 @@ def test_incremental_checkpoints_are_refused_not_ignored() -> None:
     assert action.kind is ActionKind.REJECT and action.reason == "InvalidSpec"
     assert action.warning  # a warning Event, and status.error carries the message
     assert "spec.checkpointing.incremental is not implemented yet" in action.message
+
+
+def test_a_stop_carries_its_decided_retry_time_which_doubles_per_attempt() -> None:
+    """The acting layer writes ``action.retry_at`` into the intent when the final
+    savepoint fails; it computes no backoff of its own."""
+    sp = raw_spec(upgradeMode="Savepoint", checkpointing={"interval": "5s"})
+    first = decide(observe(spec_raw=sp, deleting=True))
+    assert first.kind is ActionKind.STOP and first.intent is not None
+    assert first.intent.attempts == 1 and first.retry_at == NOW + 5
+    failed = first.intent.evolve(error="409", retry_at=first.retry_at)
+    waiting = decide(observe(spec_raw=sp, st=running_status(intent=failed), deleting=True))
+    assert waiting.kind is ActionKind.WAIT and waiting.reason is Reason.SAVEPOINT_RETRY
+    later = NOW + 6
+    second = decide(
+        observe(spec_raw=sp, st=running_status(intent=failed), deleting=True, now=later)
+    )
+    assert second.kind is ActionKind.STOP and second.intent is not None
+    assert second.intent.attempts == 2 and second.retry_at == later + 10
 
 
 def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:

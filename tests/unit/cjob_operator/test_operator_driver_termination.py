@@ -9,6 +9,7 @@ from cjob_operator.model import spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase
 from cjob_operator.model.observation import DriverView, Observation, StoreView
+from cjob_operator.model.reasons import Reason
 
 
 def _failed_pod(terminated: dict[str, object]) -> dict[str, object]:
@@ -117,7 +118,7 @@ def test_why_a_job_restarts_stays_in_status_error_until_it_runs_again() -> None:
             store=StoreView.empty(),
             now=1000.0,
         )
-        action = Action.wait(action_phase, "BackingOff", "restarting after the backoff")
+        action = Action.wait(action_phase, Reason.BACKING_OFF, "restarting after the backoff")
         return status_mod.next_status(obs, action, status_mod.Outcome())
 
     backing_off = after(Phase.RESTARTING, DriverView.absent())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator import ledger
 from cjob_operator import status as status_mod
 from cjob_operator.decide import decide
@@ -18,11 +19,11 @@ from cjob_operator.model.acks import NonceAck
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import (
     DriverState,
+    NonceField,
     NonceOutcome,
     Phase,
     SavepointKind,
     SavepointState,
-    SnapshotKind,
 )
 from cjob_operator.model.observation import (
     CheckpointInfo,
@@ -33,6 +34,7 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.reasons import Reason
 from cjob_operator.model.savepoints import SavepointRecord
 from cjob_operator.status import Outcome
 
@@ -108,7 +110,9 @@ def test_a_manual_savepoint_is_recorded_then_settled_from_the_drivers_history() 
     assert ack is not None and ack.value == 7 and ack.snapshot_id == 44
     assert ack.outcome is NonceOutcome.IN_PROGRESS and ack.time == NOW
 
-    done = HistoryEntry(44, EntryStatus.COMPLETED, SnapshotKind.SAVEPOINT, SP_PATH, NOW, NOW + 3)
+    done = HistoryEntry(
+        44, EntryStatus.COMPLETED, types.CheckpointKind.SAVEPOINT, SP_PATH, NOW, NOW + 3
+    )
     second = observe(raw_spec(savepointTriggerNonce=7), st=st, control=ready(done), now=NOW + 5)
     assert decide(second).kind is ActionKind.NOTHING  # the nonce is handled
     settled = after(second, decide(second))
@@ -135,7 +139,7 @@ def test_the_store_settles_a_savepoint_the_driver_forgot() -> None:
     stored = StoreView(
         readable=True,
         latest_savepoint=CheckpointInfo(
-            44, SnapshotKind.SAVEPOINT, "s3://ckpt/ns/job/savepoints/sp-0000000044", NOW + 2
+            44, types.CheckpointKind.SAVEPOINT, "s3://ckpt/ns/job/savepoints/sp-0000000044", NOW + 2
         ),
     )
     st = after(
@@ -162,7 +166,9 @@ def test_a_refused_trigger_is_failed_at_once() -> None:
 def test_a_savepoint_the_driver_reports_failed_fails_its_nonce() -> None:
     obs = observe(raw_spec(savepointTriggerNonce=9))
     st = after(obs, decide(obs), Outcome(triggered_id=45))
-    failed = HistoryEntry(45, EntryStatus.FAILED, SnapshotKind.SAVEPOINT, failure_reason="TIMEOUT")
+    failed = HistoryEntry(
+        45, EntryStatus.FAILED, types.CheckpointKind.SAVEPOINT, failure_reason="TIMEOUT"
+    )
     later = after(
         observe(raw_spec(savepointTriggerNonce=9), st=st, control=ready(failed), now=NOW + 9),
         Action.nothing(Phase.RUNNING),
@@ -283,10 +289,10 @@ def test_a_restart_nonce_is_acknowledged_ahead_and_succeeds_once_the_job_runs_ag
 
 
 def test_a_restart_that_ends_in_failure_fails_its_nonce() -> None:
-    ack_st = running(nonces=status.JobStatus().nonces.with_ack("restoreNonce", _ack(2)))
+    ack_st = running(nonces=status.JobStatus().nonces.with_ack(NonceField.RESTORE, _ack(2)))
     failed = after(
         observe(st=ack_st, now=NOW + 60),
-        Action.fail("NoUsableCheckpoint", "checkpoints exist but none can be restored"),
+        Action.fail(Reason.NO_USABLE_CHECKPOINT, "checkpoints exist but none can be restored"),
     )
     restore = failed.nonces.restore
     assert restore is not None and restore.outcome is NonceOutcome.FAILED

@@ -6,10 +6,10 @@ import json
 import re
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator import manifests, quantities, validate
 from cjob_operator.model import spec
 from cjob_operator.model.action import RestorePoint
-from cjob_operator.model.enums import SnapshotKind
 
 JOB = manifests.JobRef("team-a", "orders", "uid-7")
 
@@ -57,7 +57,7 @@ def test_driver_pod_runs_cjob_driver_restoring_and_restricted() -> None:
         "s3://b/x/savepoints/sp-0000000009",
         9,
         "s3://b/x/savepoints/sp-0000000009",
-        SnapshotKind.SAVEPOINT,
+        types.CheckpointKind.SAVEPOINT,
     )
     pod = manifests.driver_pod(JOB, make_spec(), "d-1", restore)
     c = pod["spec"]["containers"][0]

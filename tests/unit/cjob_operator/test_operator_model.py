@@ -19,6 +19,7 @@ from cjob_operator.model.enums import (
     SavepointState,
     UpgradeMode,
 )
+from cjob_operator.model.reasons import Reason
 from cjob_operator.model.savepoints import HISTORY_LIMIT, SavepointRecord, SavepointsStatus
 
 
@@ -107,7 +108,7 @@ def test_status_round_trips_through_storage() -> None:
         restarts=status.RestartsStatus(2, 999.0, "DriverFailed", 1009.0, (990.0, 999.0)),
         last_reconciled_spec={"image": "x", "restartNonce": 3},
         intent=intent.Intent.deploy(
-            "r-1", "DriverFailed", 999.0, intent.RestoreTarget.latest(), not_before=1009.0
+            "r-1", Reason.DRIVER_FAILED, 999.0, intent.RestoreTarget.latest(), not_before=1009.0
         ),
         error=None,
         savepoints=SavepointsStatus(
@@ -245,3 +246,21 @@ def test_validation_explains_each_problem() -> None:
         "task slots",
     ):
         assert fragment in problems
+
+
+def test_intent_reasons_are_stored_as_plain_text_and_read_back_as_reasons() -> None:
+    it = intent.Intent.deploy("r-1", Reason.DRIVER_FAILED, 999.0, intent.RestoreTarget.latest())
+    stored = it.for_storage()
+    assert type(stored["reason"]) is str and stored["reason"] == "DriverFailed"
+    back = intent.Intent.from_storage(stored)
+    assert back is not None and back.reason is Reason.DRIVER_FAILED
+
+
+def test_an_intent_with_a_reason_this_version_does_not_know_is_kept_as_a_restart() -> None:
+    stored = {
+        **intent.Intent.stop("s-1", Reason.SUSPEND, 5.0, intent.StopPurpose.SUSPEND).for_storage(),
+        "reason": "SomethingNewer",
+    }
+    back = intent.Intent.from_storage(stored)
+    assert back is not None and back.purpose is intent.StopPurpose.SUSPEND
+    assert back.reason is Reason.RESTART_REQUESTED

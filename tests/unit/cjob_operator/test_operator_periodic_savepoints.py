@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from barrier_runtime.core import types
 from cjob_operator import status as status_mod
 from cjob_operator import validate
 from cjob_operator.decide import decide
@@ -17,7 +18,6 @@ from cjob_operator.model.enums import (
     Phase,
     SavepointKind,
     SavepointState,
-    SnapshotKind,
 )
 from cjob_operator.model.observation import ControlView, DriverView, Observation, StoreView
 from cjob_operator.model.savepoints import SavepointRecord, SavepointsStatus
@@ -100,7 +100,7 @@ def test_the_first_periodic_savepoint_counts_from_the_drivers_start() -> None:
     young = DriverView(DriverState.RUNNING, "job-driver", "d-1", NOW - 59 * 60)
     assert decide(observe(driver=young)).kind is ActionKind.NOTHING
     action = decide(observe())
-    assert action.kind is ActionKind.TRIGGER and action.snapshot is SnapshotKind.SAVEPOINT
+    assert action.kind is ActionKind.TRIGGER and action.snapshot is types.CheckpointKind.SAVEPOINT
     assert action.savepoint_kind is SavepointKind.PERIODIC and action.nonce is None
     assert action.reason == "PeriodicSavepointTriggered"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from cjob_operator import decide_rollback, ledger
+from cjob_operator import ledger
 from cjob_operator import status as status_mod
-from cjob_operator.decide import decide
+from cjob_operator.decide import decide, rollback
 from cjob_operator.model import intent, spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase, RolloutState
@@ -21,6 +21,7 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.reasons import Reason
 from cjob_operator.status import Outcome
 
 NOW = 1_700_000_000.0
@@ -143,10 +144,12 @@ def test_a_spec_becomes_stable_once_it_runs_with_a_completed_checkpoint(
         control = fresh_checkpoint(NOW - 55)
     if situation == "an intent pending":
         st = st.evolve(
-            intent=intent.Intent.deploy("r-1", "DriverFailed", NOW, intent.RestoreTarget.latest())
+            intent=intent.Intent.deploy(
+                "r-1", Reason.DRIVER_FAILED, NOW, intent.RestoreTarget.latest()
+            )
         )
     if situation == "not running":
-        action = Action.wait(Phase.RESTARTING, "BackingOff", "backing off")
+        action = Action.wait(Phase.RESTARTING, Reason.BACKING_OFF, "backing off")
     if situation.startswith("too many"):
         control = replace(control, consecutive_failures=9)
     obs = observe(S2, st, driver=running_driver(started), control=control)
@@ -172,7 +175,7 @@ def test_a_status_written_before_rollouts_existed_becomes_stable() -> None:
 
 def test_an_upgrade_that_never_proves_itself_is_rolled_back_from_the_latest_checkpoint() -> None:
     young = decide(observe(st=verifying(NOW - 299)))
-    assert young.reason != decide_rollback.REASON
+    assert young.reason != rollback.REASON
     obs = observe(st=verifying(NOW - 300))
     action = decide(obs)
     assert action.kind is ActionKind.SCHEDULE and action.reason == "RolledBack"
@@ -238,7 +241,7 @@ def test_a_new_spec_change_after_a_rollback_is_deployed_and_verified_again() -> 
 
 def test_a_rollback_replaces_a_restart_that_is_backing_off() -> None:
     backing_off = intent.Intent.deploy(
-        "r-1", "DriverFailed", NOW - 5, intent.RestoreTarget.latest(), not_before=NOW + 200
+        "r-1", Reason.DRIVER_FAILED, NOW - 5, intent.RestoreTarget.latest(), not_before=NOW + 200
     )
     st = verifying(NOW - 400, intent=backing_off, phase=Phase.RESTARTING)
     action = decide(observe(st=st, driver=DriverView.absent(), control=ControlView(False)))
@@ -254,7 +257,7 @@ def test_a_failed_upgrade_is_rolled_back_too() -> None:
 
 
 def test_no_rollback_while_a_final_savepoint_is_taken_or_when_suspended() -> None:
-    stopping = intent.Intent.stop("s-1", "Upgrade", NOW - 10, intent.StopPurpose.UPGRADE)
+    stopping = intent.Intent.stop("s-1", Reason.UPGRADE, NOW - 10, intent.StopPurpose.UPGRADE)
     assert decide(observe(st=verifying(NOW - 400, intent=stopping))).reason != "RolledBack"
     suspended = {**S2, "state": "Suspended"}
     assert (
@@ -316,12 +319,12 @@ STABLE_SPECS = {"none": None, "older": S1, "same": S2}
 INTENTS = {
     "none": None,
     "deploy": intent.Intent.deploy(
-        "r-1", "DriverFailed", NOW - 5, intent.RestoreTarget.latest(), not_before=NOW + 100
+        "r-1", Reason.DRIVER_FAILED, NOW - 5, intent.RestoreTarget.latest(), not_before=NOW + 100
     ),
     "deploy-due": intent.Intent.deploy(
-        "r-2", "DriverFailed", NOW - 50, intent.RestoreTarget.latest(), not_before=NOW - 1
+        "r-2", Reason.DRIVER_FAILED, NOW - 50, intent.RestoreTarget.latest(), not_before=NOW - 1
     ),
-    "stop": intent.Intent.stop("s-1", "Upgrade", NOW - 5, intent.StopPurpose.UPGRADE),
+    "stop": intent.Intent.stop("s-1", Reason.UPGRADE, NOW - 5, intent.StopPurpose.UPGRADE),
 }
 DRIVERS = {
     "running": running_driver(),

@@ -16,6 +16,7 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.reasons import Reason
 
 NOW = 10_000.0
 
@@ -135,7 +136,9 @@ def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
         "the driver pod j-driver failed: cjob: job failed: malformed record in a.jsonl "
         "line 3: not valid JSON (Error, exit code 1); not restarting"
     )
-    first = status_mod.next_status(obs(None), Action.fail("JobFailed", why), status_mod.Outcome())
+    first = status_mod.next_status(
+        obs(None), Action.fail(Reason.JOB_FAILED, why), status_mod.Outcome()
+    )
     assert first.error == why
     ready = conditions(first)["Ready"]
     assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)

@@ -21,13 +21,7 @@ from typing import Protocol
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, errors, layout, object_store
-from cjob_operator.model import enums
 from cjob_operator.model.observation import CheckpointInfo, StoreView, Unusable
-
-_KINDS = {
-    types.CheckpointKind.CHECKPOINT: enums.SnapshotKind.CHECKPOINT,
-    types.CheckpointKind.SAVEPOINT: enums.SnapshotKind.SAVEPOINT,
-}
 
 
 class CheckpointCatalog(Protocol):
@@ -59,7 +53,7 @@ class Catalog:
         ref = layout.CheckpointRef.of(meta)
         return CheckpointInfo(
             id=int(meta.checkpoint_id),
-            kind=_KINDS[meta.kind],
+            kind=meta.kind,
             path=f"{self._location}/{ref.directory}",
             time=meta.completion_time,
             duration_seconds=meta.completion_time - meta.trigger_time,
@@ -75,7 +69,7 @@ class Catalog:
             choice = self._store.choose_restore_point(frozenset({kind}), inventory=inventory)
             found[kind] = None if choice.chosen is None else self._info(choice.chosen)
             unusable += [
-                Unusable(r.ref.checkpoint_id, _KINDS[r.ref.kind], r.reason) for r in choice.rejected
+                Unusable(r.ref.checkpoint_id, r.ref.kind, r.reason) for r in choice.rejected
             ]
         unusable.sort(key=lambda u: u.id, reverse=True)
         return StoreView(
@@ -105,7 +99,7 @@ class Catalog:
         return await asyncio.to_thread(self.cleanup_sync, retained)
 
     def discard_savepoints_sync(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
-        """Delete savepoints ``ids`` (``sp-{id}``: never a checkpoint of the same id).
+        """Delete savepoints ``ids`` (never a checkpoint of the same id).
 
         Returns the ids that are gone (deleted now, or already missing) and the first
         error, if any; a failure leaves the rest for the next attempt.
@@ -113,7 +107,8 @@ class Catalog:
         gone: list[int] = []
         for sid in ids:
             try:
-                self._store.delete_checkpoint(f"sp-{sid}")
+                savepoint = layout.CheckpointRef(sid, types.CheckpointKind.SAVEPOINT)
+                self._store.delete_checkpoint(savepoint.directory)
             except errors.CheckpointNotFoundError:
                 pass  # deleted before (e.g. by a reconcile whose status patch was lost)
             except Exception as exc:  # storage failures are reported, never raised

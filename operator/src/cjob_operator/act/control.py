@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from cjob_operator.model import enums
+from barrier_runtime.core import types
 from cjob_operator.model.observation import (
     CheckpointInfo,
     ControlView,
@@ -71,7 +71,7 @@ def parse_completed(doc: Mapping[str, Any] | None) -> CheckpointInfo | None:
     size = pick(doc, "size", "size_bytes", "sizeBytes", "state_size")
     return CheckpointInfo(
         id=int(pick(doc, "id", "checkpoint_id", "checkpointId")),
-        kind=enums.SnapshotKind.SAVEPOINT if kind == "savepoint" else enums.SnapshotKind.CHECKPOINT,
+        kind=_kind(kind),
         path=pick(doc, "path", "external_path", "externalPath"),
         time=done,
         duration_seconds=duration,
@@ -103,6 +103,13 @@ _STATUSES = {
 }
 
 
+def _kind(name: str) -> types.CheckpointKind:
+    """The runtime's kind for the control API's spelling (anything else is a checkpoint)."""
+    return (
+        types.CheckpointKind.SAVEPOINT if name == "savepoint" else types.CheckpointKind.CHECKPOINT
+    )
+
+
 def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
     """One ``history[]`` entry; ``None`` when it has no id or an unknown status."""
     cid = pick(doc, "id", "checkpoint_id", "checkpointId")
@@ -113,7 +120,7 @@ def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
     return HistoryEntry(
         id=int(cid),
         status=status,
-        kind=enums.SnapshotKind.SAVEPOINT if kind == "savepoint" else enums.SnapshotKind.CHECKPOINT,
+        kind=_kind(kind),
         path=pick(doc, "path", "external_path", "externalPath"),
         trigger_time=_float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time")),
         completion_time=_float(pick(doc, "completion_timestamp", "completionTimestamp")),
@@ -208,7 +215,7 @@ class ControlClient:
             checkpoints, job if job_status == 200 else None, ready=ready_status == 200
         )
 
-    async def trigger(self, kind: enums.SnapshotKind) -> int | None:
+    async def trigger(self, kind: types.CheckpointKind) -> int | None:
         status, body = await self._call("POST", "/v1/checkpoints", {"kind": kind.value})
         if status not in (200, 201, 202):
             raise ControlApiError(f"POST /v1/checkpoints answered {status}: {body}")

@@ -101,10 +101,8 @@ async def _stop(tools: Tools, obs: observation.Observation, action: Action) -> O
     try:
         path, sid = await client.stop_with_savepoint(timeout)
     except control.ControlApiError as exc:
-        base = min(10.0, max(1.0, obs.spec.checkpointing.interval if obs.spec else 10.0))
-        retry = obs.now + min(300.0, base * 2 ** max(0, it.attempts - 1))
         return Outcome(
-            intent=it.evolve(error=str(exc)[:300], retry_at=retry),
+            intent=it.evolve(error=str(exc)[:300], retry_at=action.retry_at),
             error=f"final savepoint failed: {exc}",
         )
     saved = status.SavepointRef(sid, path, obs.now) if path else None

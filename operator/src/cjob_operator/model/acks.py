@@ -7,7 +7,8 @@ or savepoint completes (``snapshotId`` names it) or the restarted job runs again
 then ``Succeeded``, ``Failed``, ``Ignored`` (accepted without action, the message
 says why) or ``Unknown`` (the outcome was not seen in time).
 
->>> acks = NonceAcks().with_ack("restartNonce", NonceAck(3, NonceOutcome.IN_PROGRESS, 5.0))
+>>> ack = NonceAck(3, NonceOutcome.IN_PROGRESS, 5.0)
+>>> acks = NonceAcks().with_ack(NonceField.RESTART, ack)
 >>> NonceAcks.from_storage(acks.for_storage()) == acks
 True
 """
@@ -19,21 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cjob_operator.model import times
-from cjob_operator.model.enums import NonceOutcome
+from cjob_operator.model.enums import NonceField, NonceOutcome
 
-NONCE_FIELDS: tuple[str, ...] = (
-    "checkpointTriggerNonce",
-    "savepointTriggerNonce",
-    "restartNonce",
-    "restoreNonce",
-)
+NONCE_FIELDS: tuple[NonceField, ...] = tuple(NonceField)
 """The spec fields acknowledged, also the keys of ``status.nonces``."""
-
-_ATTRS = dict(
-    zip(
-        NONCE_FIELDS, ("checkpoint_trigger", "savepoint_trigger", "restart", "restore"), strict=True
-    )
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,28 +79,28 @@ class NonceAcks:
     restart: NonceAck | None = None
     restore: NonceAck | None = None
 
-    def get(self, field: str) -> NonceAck | None:
-        found: NonceAck | None = getattr(self, _ATTRS[field])
+    def get(self, field: NonceField) -> NonceAck | None:
+        found: NonceAck | None = getattr(self, field.name.lower())
         return found
 
-    def with_ack(self, field: str, ack: NonceAck) -> NonceAcks:
-        return replace(self, **{_ATTRS[field]: ack})
+    def with_ack(self, field: NonceField, ack: NonceAck) -> NonceAcks:
+        return replace(self, **{field.name.lower(): ack})
 
-    def items(self) -> Iterator[tuple[str, NonceAck]]:
+    def items(self) -> Iterator[tuple[NonceField, NonceAck]]:
         for field in NONCE_FIELDS:
             ack = self.get(field)
             if ack is not None:
                 yield field, ack
 
     def for_storage(self) -> dict[str, Any]:
-        return {field: ack.for_storage() for field, ack in self.items()}
+        return {field.value: ack.for_storage() for field, ack in self.items()}
 
     @classmethod
     def from_storage(cls, raw: Mapping[str, Any] | None) -> NonceAcks:
         raw = raw or {}
         acks = cls()
         for field in NONCE_FIELDS:
-            ack = NonceAck.from_storage(raw.get(field))
+            ack = NonceAck.from_storage(raw.get(field.value))
             if ack is not None:
                 acks = acks.with_ack(field, ack)
         return acks

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import enums, savepoints, status
 from cjob_operator.model import intent as intents
 from cjob_operator.model import spec as specs
+from cjob_operator.model.reasons import Reason
 
 
 class ActionKind(enum.Enum):
@@ -54,25 +56,25 @@ class RestorePoint:
     arg: str
     checkpoint_id: int | None = None
     path: str | None = None
-    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
     kind: ActionKind
     phase: enums.Phase | None
-    reason: str = ""
+    reason: Reason | None = None
     message: str = ""
     intent: intents.Intent | None = None
     clear_intent: bool = False
     restore: RestorePoint | None = None
-    snapshot: enums.SnapshotKind | None = None
+    snapshot: types.CheckpointKind | None = None
     until: float | None = None
     restarts: status.RestartsStatus | None = None
     reconciled_spec: Mapping[str, Any] | None = None
     warning: bool = False
     event: bool = True
-    nonce: str | None = None
+    nonce: enums.NonceField | None = None
     """The spec nonce (``restartNonce``, …) this action acts on: acknowledged in status."""
     savepoint_kind: enums.SavepointKind | None = None
     """Why a triggered savepoint is taken (its ``status.savepoints.history`` kind)."""
@@ -81,6 +83,9 @@ class Action:
     spec: specs.JobSpec | None = None
     """What a deploy builds the driver from when not the current spec (a rollback)."""
     discard: tuple[savepoints.SavepointRecord, ...] = ()
+    retry_at: float | None = None
+    """A stop: when to try the final savepoint again should this attempt fail (the
+    backoff is decided, not improvised by the acting layer)."""
 
     # -- named constructors ---------------------------------------------------------
 
@@ -88,7 +93,7 @@ class Action:
     def nothing(
         cls,
         phase: enums.Phase | None,
-        reason: str = "",
+        reason: Reason | None = None,
         message: str = "",
         *,
         clear_intent: bool = False,
@@ -109,7 +114,7 @@ class Action:
     def wait(
         cls,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         until: float | None = None,
         warning: bool = False,
@@ -129,7 +134,7 @@ class Action:
         restarts: status.RestartsStatus | None = None,
         reconciled_spec: Mapping[str, Any] | None = None,
         warning: bool = False,
-        nonce: str | None = None,
+        nonce: enums.NonceField | None = None,
         rollout: status.RolloutStatus | None = None,
     ) -> Action:
         return cls(
@@ -154,13 +159,15 @@ class Action:
         message: str,
         spec: specs.JobSpec | None = None,
     ) -> Action:
-        return cls(ActionKind.DEPLOY, phase, "DriverCreated", message, restore=restore, spec=spec)
+        return cls(
+            ActionKind.DEPLOY, phase, Reason.DRIVER_CREATED, message, restore=restore, spec=spec
+        )
 
     @classmethod
     def delete_driver(
         cls,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         new_intent: intents.Intent | None = None,
     ) -> Action:
@@ -169,15 +176,15 @@ class Action:
     @classmethod
     def trigger(
         cls,
-        kind: enums.SnapshotKind,
-        reason: str,
+        kind: types.CheckpointKind,
+        reason: Reason,
         message: str,
         reconciled_spec: Mapping[str, Any] | None = None,
         *,
-        nonce: str | None = None,
+        nonce: enums.NonceField | None = None,
         savepoint_kind: enums.SavepointKind | None = None,
     ) -> Action:
-        if kind is enums.SnapshotKind.SAVEPOINT and savepoint_kind is None:
+        if kind is types.CheckpointKind.SAVEPOINT and savepoint_kind is None:
             savepoint_kind = enums.SavepointKind.MANUAL
         return cls(
             ActionKind.TRIGGER,
@@ -186,7 +193,6 @@ class Action:
             message,
             snapshot=kind,
             reconciled_spec=reconciled_spec,
-            event=reason != "CheckpointTriggered",
             nonce=nonce,
             savepoint_kind=savepoint_kind,
         )
@@ -201,7 +207,7 @@ class Action:
         return cls(
             ActionKind.DISCARD,
             enums.Phase.RUNNING,
-            "SavepointsDiscarded",
+            Reason.SAVEPOINTS_DISCARDED,
             message,
             discard=records,
             reconciled_spec=reconciled_spec,
@@ -213,15 +219,18 @@ class Action:
         stop_intent: intents.Intent,
         phase: enums.Phase,
         message: str,
+        *,
+        retry_at: float,
         reconciled_spec: Mapping[str, Any] | None = None,
     ) -> Action:
         return cls(
             ActionKind.STOP,
             phase,
-            "StoppingWithSavepoint",
+            Reason.STOPPING_WITH_SAVEPOINT,
             message,
             intent=stop_intent,
             reconciled_spec=reconciled_spec,
+            retry_at=retry_at,
         )
 
     @classmethod
@@ -229,7 +238,7 @@ class Action:
         cls,
         new_intent: intents.Intent,
         phase: enums.Phase | None,
-        reason: str,
+        reason: Reason,
         message: str,
         warning: bool = False,
         event: bool = True,
@@ -245,15 +254,17 @@ class Action:
         )
 
     @classmethod
-    def fail(cls, reason: str, message: str) -> Action:
+    def fail(cls, reason: Reason, message: str) -> Action:
         return cls(
             ActionKind.FAIL, enums.Phase.FAILED, reason, message, clear_intent=True, warning=True
         )
 
     @classmethod
     def reject(cls, phase: enums.Phase | None, message: str) -> Action:
-        return cls(ActionKind.REJECT, phase, "InvalidSpec", message, warning=True)
+        return cls(ActionKind.REJECT, phase, Reason.INVALID_SPEC, message, warning=True)
 
     @classmethod
     def release(cls, message: str) -> Action:
-        return cls(ActionKind.RELEASE, enums.Phase.DELETING, "Deleted", message, clear_intent=True)
+        return cls(
+            ActionKind.RELEASE, enums.Phase.DELETING, Reason.DELETED, message, clear_intent=True
+        )

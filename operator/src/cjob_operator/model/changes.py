@@ -17,17 +17,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cjob_operator.model.enums import ChangeKind
+from cjob_operator.model.enums import ChangeKind, NonceField
 
 IGNORED_PATHS: tuple[str, ...] = (
     "restartPolicy",
     "state",
     "upgradeMode",
     "restoreFrom",
-    "restoreNonce",
-    "restartNonce",
-    "checkpointTriggerNonce",
-    "savepointTriggerNonce",
+    *(field.value for field in NonceField),
     "allowFreshStart",
     "checkpointing.interval",
     "savepoints",

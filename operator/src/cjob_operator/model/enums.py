@@ -74,18 +74,6 @@ class RestartType(enum.Enum):
     NEVER = "Never"
 
 
-class CheckpointingMode(enum.Enum):
-    EXACTLY_ONCE = "ExactlyOnce"
-    AT_LEAST_ONCE = "AtLeastOnce"
-
-
-class SnapshotKind(enum.Enum):
-    """What the control API is asked to take (``POST /v1/checkpoints``)."""
-
-    CHECKPOINT = "checkpoint"
-    SAVEPOINT = "savepoint"
-
-
 class DriverState(enum.Enum):
     """The observed state of the driver pod."""
 
@@ -129,6 +117,23 @@ class SavepointState(enum.Enum):
     FAILED = "Failed"
     DISCARDED = "Discarded"
     """Deleted from storage by ``spec.savepoints.retained`` (periodic savepoints only)."""
+
+
+class NonceField(enum.StrEnum):
+    """A spec nonce: setting it to a new value asks the operator for something once.
+
+    The value is the spec field, also the key of ``status.nonces``.
+    """
+
+    CHECKPOINT_TRIGGER = "checkpointTriggerNonce"
+    SAVEPOINT_TRIGGER = "savepointTriggerNonce"
+    RESTART = "restartNonce"
+    RESTORE = "restoreNonce"
+
+    @property
+    def on_demand(self) -> bool:
+        """A trigger nonce: it stays pending in ``lastReconciledSpec`` until acted on."""
+        return self in (NonceField.CHECKPOINT_TRIGGER, NonceField.SAVEPOINT_TRIGGER)
 
 
 class NonceOutcome(enum.Enum):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cjob_operator.model import times
+from cjob_operator.model.reasons import Reason
 
 
 class IntentOp(enum.Enum):
@@ -96,7 +97,7 @@ class RestoreTarget:
 class Intent:
     op: IntentOp
     id: str
-    reason: str
+    reason: Reason
     since: float
     restore: RestoreTarget = RestoreTarget(RestoreMode.LATEST)
     not_before: float | None = None
@@ -112,7 +113,7 @@ class Intent:
     def deploy(
         cls,
         id: str,
-        reason: str,
+        reason: Reason,
         now: float,
         restore: RestoreTarget,
         not_before: float | None = None,
@@ -120,7 +121,7 @@ class Intent:
         return cls(IntentOp.DEPLOY, id, reason, now, restore=restore, not_before=not_before)
 
     @classmethod
-    def stop(cls, id: str, reason: str, now: float, purpose: StopPurpose) -> Intent:
+    def stop(cls, id: str, reason: Reason, now: float, purpose: StopPurpose) -> Intent:
         return cls(IntentOp.STOP, id, reason, now, purpose=purpose)
 
     def evolve(self, **changes: Any) -> Intent:
@@ -130,7 +131,7 @@ class Intent:
         doc: dict[str, Any] = {
             "op": self.op.value,
             "id": self.id,
-            "reason": self.reason,
+            "reason": self.reason.value,
             "since": times.to_rfc3339(self.since),
         }
         if self.op is IntentOp.DEPLOY:
@@ -161,7 +162,7 @@ class Intent:
             return cls(
                 op=IntentOp(raw["op"]),
                 id=str(raw.get("id", "")),
-                reason=str(raw.get("reason", "")),
+                reason=Reason.of_intent(raw.get("reason")),
                 since=times.from_rfc3339(raw.get("since")) or 0.0,
                 restore=RestoreTarget.from_storage(raw.get("restore")),
                 not_before=times.from_rfc3339(raw.get("notBefore")),

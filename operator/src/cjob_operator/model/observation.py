@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from barrier_runtime.core import types
 from cjob_operator.model import enums, spec, status
 
 
@@ -32,7 +33,7 @@ class CheckpointInfo:
     """A completed checkpoint or savepoint, from the control API or the store."""
 
     id: int
-    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
     path: str | None = None
     time: float | None = None
     duration_seconds: float | None = None
@@ -59,7 +60,7 @@ class HistoryEntry:
 
     id: int
     status: EntryStatus
-    kind: enums.SnapshotKind = enums.SnapshotKind.CHECKPOINT
+    kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT
     path: str | None = None
     trigger_time: float | None = None
     completion_time: float | None = None
@@ -109,7 +110,7 @@ class ControlView:
 @dataclass(frozen=True, slots=True)
 class Unusable:
     id: int
-    kind: enums.SnapshotKind
+    kind: types.CheckpointKind
     reason: str
 
 

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from barrier_runtime.core import types
 from cjob_operator.model import durations, enums
 
 Raw = Mapping[str, Any]
-Nonce = int | str | None
-"""A nonce as stored (the CRD makes them integers); only its changes matter."""
+NonceValue = int | str
+"""A nonce as written (the CRD makes them integers); only its changes matter."""
 
 
 class SpecError(ValueError):
@@ -36,7 +37,7 @@ def _enum(enum_cls: Any, raw: Raw, key: str, default: str, path: str) -> Any:
     try:
         return enum_cls(value)
     except ValueError as exc:
-        allowed = ", ".join(m.value for m in enum_cls)
+        allowed = ", ".join(getattr(m, "resource_name", m.value) for m in enum_cls)
         raise SpecError(f"spec.{path}{key}: {value!r} is not one of {allowed}") from exc
 
 
@@ -91,7 +92,7 @@ class CheckpointingSpec:
     min_pause: float = 0.0
     max_concurrent: int = 1
     tolerable_failures: int = 3
-    mode: enums.CheckpointingMode = enums.CheckpointingMode.EXACTLY_ONCE
+    mode: types.CheckpointingMode = types.CheckpointingMode.EXACTLY_ONCE
     unaligned: bool = False
     aligned_timeout: float = 0.0
     retained: int = 3
@@ -107,7 +108,7 @@ class CheckpointingSpec:
             min_pause=_dur(raw, "minPause", "0s", p),
             max_concurrent=int(raw.get("maxConcurrent", 1)),
             tolerable_failures=int(raw.get("tolerableFailures", 3)),
-            mode=_enum(enums.CheckpointingMode, raw, "mode", "ExactlyOnce", "checkpointing."),
+            mode=_enum(types.CheckpointingMode, raw, "mode", "ExactlyOnce", "checkpointing."),
             unaligned=bool(unaligned.get("enabled", False)),
             aligned_timeout=_dur(unaligned, "alignedTimeout", "0s", p + ".unaligned"),
             retained=int(raw.get("retained", 3)),
@@ -235,6 +236,36 @@ class RestoreFromSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Nonces:
+    """The spec's nonces (:class:`~cjob_operator.model.enums.NonceField`); unset is ``None``.
+
+    >>> n = Nonces.from_storage({"restartNonce": 3, "restoreNonce": ""})
+    >>> n.get(enums.NonceField.RESTART), n.get(enums.NonceField.RESTORE)
+    (3, None)
+    >>> n.changed_since(enums.NonceField.RESTART, {"restartNonce": "3"})
+    False
+    """
+
+    checkpoint_trigger: NonceValue | None = None
+    savepoint_trigger: NonceValue | None = None
+    restart: NonceValue | None = None
+    restore: NonceValue | None = None
+
+    def get(self, field: enums.NonceField) -> NonceValue | None:
+        value: NonceValue | None = getattr(self, field.name.lower())
+        return value
+
+    def changed_since(self, field: enums.NonceField, reconciled: Raw) -> bool:
+        """Whether ``field`` holds a value the ``reconciled`` spec has not handled yet."""
+        value, old = self.get(field), reconciled.get(field.value)
+        return value is not None and (old is None or str(old) != str(value))
+
+    @classmethod
+    def from_storage(cls, raw: Raw) -> Nonces:
+        return cls(**{f.name.lower(): _opt_nonce(raw.get(f.value)) for f in enums.NonceField})
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """The whole ``spec``; ``raw`` keeps the stored form for diffs and ``lastReconciledSpec``."""
 
@@ -254,10 +285,7 @@ class JobSpec:
     state: enums.DesiredState
     upgrade_mode: enums.UpgradeMode
     restore_from: RestoreFromSpec | None
-    restore_nonce: Nonce
-    restart_nonce: Nonce
-    checkpoint_trigger_nonce: Nonce
-    savepoint_trigger_nonce: Nonce
+    nonces: Nonces
     allow_fresh_start: bool
     savepoints: SavepointsSpec = SavepointsSpec()
     rollback: RollbackSpec = RollbackSpec()
@@ -286,10 +314,7 @@ class JobSpec:
                 state=_enum(enums.DesiredState, raw, "state", "Running", ""),
                 upgrade_mode=_enum(enums.UpgradeMode, raw, "upgradeMode", "LastCheckpoint", ""),
                 restore_from=RestoreFromSpec.from_storage(raw.get("restoreFrom")),
-                restore_nonce=_opt_str(raw.get("restoreNonce")),
-                restart_nonce=_opt_str(raw.get("restartNonce")),
-                checkpoint_trigger_nonce=_opt_str(raw.get("checkpointTriggerNonce")),
-                savepoint_trigger_nonce=_opt_str(raw.get("savepointTriggerNonce")),
+                nonces=Nonces.from_storage(raw),
                 allow_fresh_start=bool(raw.get("allowFreshStart", False)),
                 savepoints=SavepointsSpec.from_storage(raw.get("savepoints") or {}),
                 rollback=RollbackSpec.from_storage(raw.get("rollback") or {}),
@@ -305,7 +330,7 @@ class JobSpec:
         return thawed
 
 
-def _opt_str(value: Any) -> Nonce:
+def _opt_nonce(value: Any) -> NonceValue | None:
     return None if value is None or value == "" else value
 
 

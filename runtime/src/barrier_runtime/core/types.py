@@ -26,10 +26,29 @@ class CheckpointKind(enum.Enum):
 
 
 class CheckpointingMode(enum.Enum):
-    """The consistency guarantee of the job's snapshots."""
+    """The consistency guarantee of the job's snapshots.
+
+    The value is the runtime's spelling (``cjob run --mode``); :attr:`resource_name` is
+    the CheckpointedJob's (``spec.checkpointing.mode``, ``job.json``), which the
+    constructor accepts too, so the operator and the runtime share this one enum:
+
+    >>> CheckpointingMode("AtLeastOnce") is CheckpointingMode.AT_LEAST_ONCE
+    True
+    >>> CheckpointingMode.EXACTLY_ONCE.resource_name
+    'ExactlyOnce'
+    """
 
     EXACTLY_ONCE = "exactly-once"
     AT_LEAST_ONCE = "at-least-once"
+
+    @property
+    def resource_name(self) -> str:
+        """The UpperCamelCase spelling of the Kubernetes resource (``ExactlyOnce``)."""
+        return "".join(word.title() for word in self.value.split("-"))
+
+    @classmethod
+    def _missing_(cls, value: object) -> CheckpointingMode | None:
+        return next((m for m in cls if m.resource_name == value), None)
 
 
 class FailureReason(enum.Enum):

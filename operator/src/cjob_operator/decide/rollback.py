@@ -2,7 +2,7 @@
 
 A spec change that redeploys the driver is ``Verifying`` (``status.rollout``) until the
 job runs with a completed checkpoint, then ``Stable`` and recorded as
-``status.lastStableSpec`` (:mod:`cjob_operator.ledger`). With ``spec.rollback.enabled``,
+``status.lastStableSpec`` (:mod:`cjob_operator.rollout`). With ``spec.rollback.enabled``,
 a spec still ``Verifying`` after ``spec.rollback.timeout`` is rolled back, as the Flink
 operator does:
 
@@ -29,8 +29,9 @@ from cjob_operator.model import changes, enums, intent, observation, spec, statu
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import ChangeKind, Phase, RolloutState
+from cjob_operator.model.reasons import Reason
 
-REASON = "RolledBack"
+REASON = Reason.ROLLED_BACK
 
 
 def check(obs: observation.Observation, sp: spec.JobSpec) -> Action | None:
@@ -86,7 +87,7 @@ def _unstable(obs: observation.Observation, message: str) -> Action:
     return Action(
         ActionKind.NOTHING,
         obs.status.phase,
-        "RollbackImpossible",
+        Reason.ROLLBACK_IMPOSSIBLE,
         message,
         warning=True,
         event=True,

@@ -14,24 +14,27 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from cjob_operator import decide_rollback
+from barrier_runtime.core import types
+from cjob_operator.decide import rollback
 from cjob_operator.model import enums, intent, observation, spec, times
 from cjob_operator.model.action import Action, ActionKind, RestorePoint
 from cjob_operator.model.durations import format_duration
 from cjob_operator.model.enums import DriverState, Phase
+from cjob_operator.model.reasons import Reason
 
 MAX_STOP_ATTEMPTS = 3
+MAX_STOP_RETRY_DELAY = 300.0
 
 _STOP_PHASE = {
     intent.StopPurpose.SUSPEND: Phase.SUSPENDING,
     intent.StopPurpose.UPGRADE: Phase.UPGRADING,
 }
 _REASON_PHASE = {
-    "Created": Phase.DEPLOYING,
-    "Resumed": Phase.DEPLOYING,
-    "RestoreRequested": Phase.DEPLOYING,
-    "Upgrade": Phase.UPGRADING,
-    decide_rollback.REASON: Phase.UPGRADING,
+    Reason.CREATED: Phase.DEPLOYING,
+    Reason.RESUMED: Phase.DEPLOYING,
+    Reason.RESTORE_REQUESTED: Phase.DEPLOYING,
+    Reason.UPGRADE: Phase.UPGRADING,
+    rollback.REASON: Phase.UPGRADING,
 }
 
 
@@ -40,22 +43,21 @@ def last(obs: observation.Observation) -> Mapping[str, Any]:
     return obs.status.last_reconciled_spec or {}
 
 
-def changed(obs: observation.Observation, key: str, value: spec.Nonce) -> bool:
-    """Whether nonce ``key`` is set to a value not handled yet."""
-    old = last(obs).get(key)
-    return value is not None and (old is None or str(old) != str(value))
+def changed(obs: observation.Observation, sp: spec.JobSpec, field: enums.NonceField) -> bool:
+    """Whether nonce ``field`` is set to a value not handled yet."""
+    return sp.nonces.changed_since(field, last(obs))
 
 
 def accepted(obs: observation.Observation, sp: spec.JobSpec) -> dict[str, Any]:
     """The spec to record as reconciled; on-demand trigger nonces stay pending."""
     doc = sp.for_storage()
     if obs.status.last_reconciled_spec is not None:
-        for key in ("checkpointTriggerNonce", "savepointTriggerNonce"):
-            old = last(obs).get(key)
+        for field in (f for f in enums.NonceField if f.on_demand):
+            old = last(obs).get(field.value)
             if old is None:
-                doc.pop(key, None)
+                doc.pop(field.value, None)
             else:
-                doc[key] = old
+                doc[field.value] = old
     return doc
 
 
@@ -88,22 +90,24 @@ def _carry_on_deploy(obs: observation.Observation, sp: spec.JobSpec, it: intent.
     phase = _deploy_phase(it)
     if d.state is not DriverState.ABSENT and d.deployment_id == it.id:
         settled = Phase.RUNNING if driver_phase(obs) is Phase.RUNNING else phase
-        return Action.nothing(settled, "DeploymentSettled", clear_intent=True)
+        return Action.nothing(settled, Reason.DEPLOYMENT_SETTLED, clear_intent=True)
     if d.state is DriverState.TERMINATING:
-        return Action.wait(phase, "DriverTerminating", "waiting for the old driver pod to go")
+        return Action.wait(phase, Reason.DRIVER_TERMINATING, "waiting for the old driver pod to go")
     if d.state is not DriverState.ABSENT:
         return Action.delete_driver(
-            phase, "ReplacingDriver", f"deleting driver pod {d.pod_name} of an older deployment"
+            phase,
+            Reason.REPLACING_DRIVER,
+            f"deleting driver pod {d.pod_name} of an older deployment",
         )
     if it.not_before is not None and obs.now < it.not_before:
         return Action.wait(
             phase,
-            "BackingOff",
+            Reason.BACKING_OFF,
             f"restarting after the backoff, at {times.to_rfc3339(it.not_before)}",
             until=it.not_before,
         )
     action = _resolve_and_deploy(obs, sp, it, phase)
-    stable = decide_rollback.deployed_spec(obs)
+    stable = rollback.deployed_spec(obs)
     if action.kind is ActionKind.DEPLOY and stable is not None:
         return dataclasses.replace(
             action, spec=stable, message=f"{action.message} with the last stable spec (rolled back)"
@@ -125,9 +129,9 @@ def _resolve_and_deploy(
             target.path,
             checkpoint_id=target.checkpoint_id,
             path=target.path,
-            kind=enums.SnapshotKind.SAVEPOINT
+            kind=types.CheckpointKind.SAVEPOINT
             if "/savepoints/" in target.path
-            else enums.SnapshotKind.CHECKPOINT,
+            else types.CheckpointKind.CHECKPOINT,
         )
         return Action.deploy(phase, point, f"restoring from {target.path}")
     return _deploy_latest(obs, sp, phase)
@@ -139,13 +143,13 @@ def _deploy_latest(obs: observation.Observation, sp: spec.JobSpec, phase: Phase)
         why = store.error if store else "it was not read"
         return Action.wait(
             phase,
-            "StorageUnavailable",
+            Reason.STORAGE_UNAVAILABLE,
             f"cannot read the checkpoint store to choose a restore point: {why}",
             warning=True,
         )
     newest = store.newest_usable
     if newest is not None:
-        if newest.kind is enums.SnapshotKind.SAVEPOINT and newest.path:
+        if newest.kind is types.CheckpointKind.SAVEPOINT and newest.path:
             point = RestorePoint(newest.path, newest.id, newest.path, newest.kind)
         else:
             point = RestorePoint(str(newest.id), newest.id, newest.path, newest.kind)
@@ -165,7 +169,7 @@ def fresh_start_refusal(
     if store.unusable:
         ids = ", ".join(f"{u.kind.value} {u.id} ({u.reason})" for u in store.unusable[:5])
         return Action.fail(
-            "NoUsableCheckpoint",
+            Reason.NO_USABLE_CHECKPOINT,
             f"checkpoints exist but none can be restored: {ids}; refusing to start from "
             "empty state (set spec.allowFreshStart: true to accept losing the state, or "
             "restore a chosen one with spec.restoreFrom and spec.restoreNonce)",
@@ -173,7 +177,7 @@ def fresh_start_refusal(
     recorded = obs.status.checkpoints.last_completed
     if recorded is not None:
         return Action.fail(
-            "CheckpointsMissing",
+            Reason.CHECKPOINTS_MISSING,
             f"status records completed checkpoint {recorded.id} but the checkpoint store has "
             "none; refusing to start from empty state (check spec.storage, or set "
             "spec.allowFreshStart: true)",
@@ -192,7 +196,7 @@ def _carry_on_stop(obs: observation.Observation, sp: spec.JobSpec, it: intent.In
             if it.savepoint_path
             else intent.RestoreTarget.latest()
         )
-        deploy = intent.Intent.deploy(intent_id(obs, "d"), "Upgrade", obs.now, target)
+        deploy = intent.Intent.deploy(intent_id(obs, "d"), Reason.UPGRADE, obs.now, target)
         return Action.schedule(
             deploy,
             Phase.UPGRADING,
@@ -202,14 +206,16 @@ def _carry_on_stop(obs: observation.Observation, sp: spec.JobSpec, it: intent.In
             reconciled_spec=accepted(obs, sp),
         )
     if d.state is DriverState.TERMINATING:
-        return Action.wait(phase, "DriverTerminating", "waiting for the driver pod to go")
+        return Action.wait(phase, Reason.DRIVER_TERMINATING, "waiting for the driver pod to go")
     if d.state is not DriverState.ABSENT:
-        return Action.delete_driver(phase, "DeletingDriver", f"deleting driver pod {d.pod_name}")
+        return Action.delete_driver(
+            phase, Reason.DELETING_DRIVER, f"deleting driver pod {d.pod_name}"
+        )
     if it.purpose is intent.StopPurpose.SUSPEND:
         where = f" at {it.savepoint_path}" if it.savepoint_path else ""
         return Action.nothing(
             Phase.SUSPENDED,
-            "Suspended",
+            Reason.SUSPENDED,
             f"job suspended{where}",
             clear_intent=True,
             reconciled_spec=accepted(obs, sp),
@@ -225,7 +231,7 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
         return Action.record(
             it.evolve(done=True),
             phase,
-            "NoSavepoint",
+            Reason.NO_SAVEPOINT,
             "the driver is not running, so no final savepoint can be taken; "
             "the latest checkpoint will be used",
             warning=True,
@@ -234,14 +240,14 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
         return Action.record(
             it.evolve(done=True),
             phase,
-            "SavepointFailed",
+            Reason.SAVEPOINT_FAILED,
             f"the final savepoint failed {it.attempts} times ({it.error}); "
             "stopping without it, the latest checkpoint will be used",
             warning=True,
         )
     if it.retry_at is not None and obs.now < it.retry_at:
         return Action.wait(
-            phase, "SavepointRetry", f"final savepoint failed: {it.error}", until=it.retry_at
+            phase, Reason.SAVEPOINT_RETRY, f"final savepoint failed: {it.error}", until=it.retry_at
         )
     if not ready:
         patience = obs.spec.checkpointing.timeout if obs.spec else 600.0
@@ -249,7 +255,7 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
             return Action.record(
                 it.evolve(done=True),
                 phase,
-                "NoSavepoint",
+                Reason.NO_SAVEPOINT,
                 "the driver did not become ready for a final savepoint within "
                 f"{format_duration(patience)}; the latest checkpoint will be used",
                 warning=True,
@@ -257,15 +263,30 @@ def stop_not_done(obs: observation.Observation, it: intent.Intent, phase: Phase)
         return Action.record(
             it,
             phase,
-            "DriverNotReady",
+            Reason.DRIVER_NOT_READY,
             "waiting for the driver to take a final savepoint",
             event=False,
         )
+    attempt = it.evolve(attempts=it.attempts + 1)
     return Action.stop(
-        it.evolve(attempts=it.attempts + 1),
+        attempt,
         phase,
         f"taking a final savepoint to {it.purpose.value if it.purpose else 'stop'}",
+        retry_at=obs.now + stop_retry_delay(obs.spec, attempt.attempts),
     )
+
+
+def stop_retry_delay(sp: spec.JobSpec | None, attempt: int) -> float:
+    """Seconds before the final savepoint is tried again after attempt ``attempt``
+    (1-based) failed: doubling from the checkpoint interval (kept within 1 to 10 s),
+    at most :data:`MAX_STOP_RETRY_DELAY`.
+
+    >>> [stop_retry_delay(None, n) for n in (1, 2, 3, 6, 7)]
+    [10.0, 20.0, 40.0, 300.0, 300.0]
+    """
+    interval = sp.checkpointing.interval if sp is not None else 10.0
+    base = min(10.0, max(1.0, interval))
+    return float(min(MAX_STOP_RETRY_DELAY, base * 2 ** max(0, attempt - 1)))
 
 
 def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:
@@ -279,14 +300,16 @@ def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         )
     if d.state is DriverState.RUNNING:
         stop = intent.Intent.stop(
-            intent_id(obs, "s"), "Suspend", obs.now, intent.StopPurpose.SUSPEND
+            intent_id(obs, "s"), Reason.SUSPEND, obs.now, intent.StopPurpose.SUSPEND
         )
         return _carry_on_stop(obs, sp, stop)
     if d.state is DriverState.TERMINATING:
-        return Action.wait(Phase.SUSPENDING, "DriverTerminating", "waiting for the driver to go")
+        return Action.wait(
+            Phase.SUSPENDING, Reason.DRIVER_TERMINATING, "waiting for the driver to go"
+        )
     return Action.delete_driver(
         Phase.SUSPENDING,
-        "DeletingDriver",
+        Reason.DELETING_DRIVER,
         f"suspending: deleting driver pod {d.pod_name} "
         f"({d.state.value.lower()}, no savepoint possible)",
     )
@@ -301,12 +324,16 @@ def deleting(obs: observation.Observation) -> Action:
     wants_savepoint = sp is not None and sp.upgrade_mode is enums.UpgradeMode.SAVEPOINT
     stopped = it is not None and it.op is intent.IntentOp.STOP and it.done
     if wants_savepoint and not stopped and d.state is DriverState.RUNNING:
-        stop = intent.Intent.stop(intent_id(obs, "x"), "Delete", obs.now, intent.StopPurpose.DELETE)
+        stop = intent.Intent.stop(
+            intent_id(obs, "x"), Reason.DELETE, obs.now, intent.StopPurpose.DELETE
+        )
         return stop_not_done(obs, stop, Phase.DELETING)
     if d.state is DriverState.TERMINATING:
-        return Action.wait(Phase.DELETING, "DriverTerminating", "waiting for the driver to go")
+        return Action.wait(
+            Phase.DELETING, Reason.DRIVER_TERMINATING, "waiting for the driver to go"
+        )
     if d.state is not DriverState.ABSENT:
         return Action.delete_driver(
-            Phase.DELETING, "DeletingDriver", f"deleting driver pod {d.pod_name}"
+            Phase.DELETING, Reason.DELETING_DRIVER, f"deleting driver pod {d.pod_name}"
         )
     return Action.release("driver deleted; checkpoints kept per retention")
