@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from cjob_operator import validate as operator_validate
-from cjob_operator.model import acks, enums, savepoints
+from cjob_operator.model import acks, enums, reasons, savepoints
 from cjob_operator.model import intent as intents
 from cjob_operator.model import spec as spec_model
 from cjob_operator.model import status as status_model
@@ -99,7 +99,7 @@ def _full_status() -> status_model.JobStatus:
         ),
         restarts=status_model.RestartsStatus(2, T, "DriverFailed", T + 10, (T - 60, T)),
         last_reconciled_spec={"parallelism": 2, "state": "Running"},
-        intent=intents.Intent.stop("i-1", "suspend requested", T, intents.StopPurpose.SUSPEND),
+        intent=intents.Intent.stop("i-1", reasons.Reason.SUSPEND, T, intents.StopPurpose.SUSPEND),
         error="checkpoint 43 timed out",
         savepoints=savepoints.SavepointsStatus(
             (
@@ -141,7 +141,11 @@ def _without_nulls(value: Any) -> Any:
         status_model.JobStatus(),
         _full_status().evolve(
             intent=intents.Intent.deploy(
-                "i-2", "restart", T, intents.RestoreTarget.checkpoint(42), not_before=T + 5
+                "i-2",
+                reasons.Reason.RESTART_REQUESTED,
+                T,
+                intents.RestoreTarget.checkpoint(42),
+                not_before=T + 5,
             )
         ),
     ],

@@ -18,9 +18,9 @@ import asyncio
 from pathlib import Path
 from typing import Protocol
 
+from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.core import types
-from barrier_runtime.storage import checkpoint_store, errors, layout, object_store
+from barrier_runtime.storage import checkpoint_store, errors, object_store
 from cjob_operator.model.observation import CheckpointInfo, StoreView, Unusable
 
 

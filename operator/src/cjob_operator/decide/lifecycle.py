@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from barrier_runtime.core import types
+from barrier_runtime.core import layout, types
 from cjob_operator.decide import rollback
 from cjob_operator.model import enums, intent, observation, spec, times
 from cjob_operator.model.action import Action, ActionKind, RestorePoint
@@ -129,9 +129,7 @@ def _resolve_and_deploy(
             target.path,
             checkpoint_id=target.checkpoint_id,
             path=target.path,
-            kind=types.CheckpointKind.SAVEPOINT
-            if "/savepoints/" in target.path
-            else types.CheckpointKind.CHECKPOINT,
+            kind=_kind_of(target.path),
         )
         return Action.deploy(phase, point, f"restoring from {target.path}")
     return _deploy_latest(obs, sp, phase)
@@ -337,3 +335,11 @@ def deleting(obs: observation.Observation) -> Action:
             Phase.DELETING, Reason.DELETING_DRIVER, f"deleting driver pod {d.pod_name}"
         )
     return Action.release("driver deleted; checkpoints kept per retention")
+
+
+def _kind_of(path: str) -> types.CheckpointKind:
+    """What a restore path names, as the runtime's layout reads it (checkpoint if unclear)."""
+    reference = layout.parse_reference(path)
+    if reference is None or reference.kind is None:
+        return types.CheckpointKind.CHECKPOINT
+    return reference.kind

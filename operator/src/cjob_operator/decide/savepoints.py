@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from barrier_runtime.core import types
+from barrier_runtime.core import layout, types
 from cjob_operator.decide import lifecycle
 from cjob_operator.model import observation, savepoints, spec
 from cjob_operator.model.action import Action
@@ -87,7 +87,7 @@ def _needed(
     return (
         rec.id in ids
         or (rec.path is not None and rec.path.rstrip("/") in named)
-        or any(p.rstrip("/").endswith(f"/sp-{rec.id:010d}") for p in named)
+        or any(_names_savepoint(p, rec.id) for p in named)
     )
 
 
@@ -138,3 +138,13 @@ def triggers(
             savepoint_kind=SavepointKind.PERIODIC,
         )
     return Action.nothing(Phase.RUNNING, reconciled_spec=accepted)
+
+
+def _names_savepoint(path: str, savepoint_id: int | None) -> bool:
+    reference = layout.parse_reference(path)
+    return (
+        savepoint_id is not None
+        and reference is not None
+        and reference.kind is types.CheckpointKind.SAVEPOINT
+        and reference.checkpoint_id == savepoint_id
+    )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.core import types
-from barrier_runtime.storage import layout
 from cjob_operator.act import catalog
 
 FINGERPRINT = md.JobFingerprint((types.StepId("inp"),), 128, 2)

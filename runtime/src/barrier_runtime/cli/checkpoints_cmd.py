@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from barrier_runtime.cli import failures
-from barrier_runtime.core import metadata, types
-from barrier_runtime.storage import checkpoint_store, errors, layout, object_store, preflight
+from barrier_runtime.core import layout, metadata, types
+from barrier_runtime.storage import checkpoint_store, errors, object_store, preflight
 
 
 def add_parser(sub: Any) -> None:

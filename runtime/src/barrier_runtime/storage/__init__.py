@@ -9,6 +9,7 @@ layout of docs/architecture.md, 'Checkpoint storage', the named storage errors, 
 Nothing here knows about barriers, operators or Spark.
 """
 
+from barrier_runtime.core.layout import CheckpointRef, Inventory, RejectedCheckpoint
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.embedded import EmbeddedS3Server, find_weed_binary
 from barrier_runtime.storage.errors import (
@@ -24,7 +25,6 @@ from barrier_runtime.storage.errors import (
     StorageError,
     StorageUnavailableError,
 )
-from barrier_runtime.storage.layout import CheckpointRef, Inventory, RejectedCheckpoint
 from barrier_runtime.storage.local import LocalObjectStore
 from barrier_runtime.storage.object_store import ObjectInfo, ObjectStore, open_object_store
 from barrier_runtime.storage.s3 import S3ObjectStore

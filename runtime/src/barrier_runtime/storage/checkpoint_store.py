@@ -1,6 +1,6 @@
 """Checkpoints of one job in an object store: write, commit, find, verify, restore, retain.
 
-The layout is in :mod:`~barrier_runtime.storage.layout`. The life of a checkpoint:
+The layout is in :mod:`~barrier_runtime.core.layout`. The life of a checkpoint:
 
 1. subtasks upload state objects (:meth:`CheckpointStore.write_state`), each
    returning a :class:`StateHandle` with its size and sha256;
@@ -30,9 +30,9 @@ from __future__ import annotations
 import hashlib
 import logging
 
+from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.core import types
-from barrier_runtime.storage import errors, integrity, layout, object_store, retention
+from barrier_runtime.storage import errors, integrity, object_store, retention
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from barrier_runtime.core import types
-from barrier_runtime.storage import layout
+from barrier_runtime.core import layout, types
 
 
 @dataclass(frozen=True, slots=True)

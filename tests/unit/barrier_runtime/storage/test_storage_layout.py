@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from barrier_runtime.core import types
-from barrier_runtime.storage import layout
+from barrier_runtime.core import layout
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from barrier_runtime.core import metadata, types
-from barrier_runtime.storage import layout, retention
+from barrier_runtime.core import layout
+from barrier_runtime.storage import retention
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT
 FINGERPRINT = metadata.JobFingerprint((types.StepId("s"),), 8, 1)

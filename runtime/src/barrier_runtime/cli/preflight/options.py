@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from barrier_runtime import job_document
 from barrier_runtime.cli import failures
-from barrier_runtime.core import types
-from barrier_runtime.storage import layout, object_store
+from barrier_runtime.core import layout, types
+from barrier_runtime.storage import object_store
 
 PROBE_TIMEOUTS = object_store.Timeouts(connect=3.0, read=4.0, retries=0)
 """How long the store check waits for an S3 server (the job itself waits longer)."""

@@ -15,11 +15,11 @@ from barrier_runtime.cli.preflight.options import (
     fail,
     restore_reference,
 )
+from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.core import types
 from barrier_runtime.spark import driver as driver_mod
 from barrier_runtime.spark import session
-from barrier_runtime.storage import checkpoint_store, errors, layout, local
+from barrier_runtime.storage import checkpoint_store, errors, local
 from barrier_runtime.storage import preflight as storage_preflight
 
 
