@@ -1,6 +1,6 @@
 """Benchmark: worker memory under back-pressure on real Spark, with unaligned checkpoints to S3.
 
-Runs the throttled running count of :mod:`barrier_runtime.spark.probe` on
+Runs the throttled running count of :mod:`cjob_bench.probe` on
 local Spark (P = 3 worker processes) against the embedded SeaweedFS S3
 server: source at R events/s, the sink side paced at exactly R/10, 4 KiB of
 payload on every event between the source and the count, unaligned
@@ -28,9 +28,11 @@ import sys
 import uuid
 from typing import Any
 
+from cjob_bench import probe
+
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.core.types import CheckpointConfig
-from barrier_runtime.spark import config, driver, pipeline, probe, session
+from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage import embedded
 from barrier_runtime.testing import check_exactly_once
 

@@ -21,6 +21,7 @@
 #      bundle goes to pip as the build secret `ca-bundle`);
 #   5. smoke-tests the images in containers with no network, a read-only root, only
 #      /tmp writable, UID 10001 and no capabilities: no build tools in either image,
+#      no test or benchmark scaffolding among the installed package files,
 #      `cjob --help`, `cjob demo` (a checkpointed job on local Spark with a worker
 #      process killed, a restore and an exactly-once check), Spark on the JRE, the Spark executor entry point, and the
 #      operator failing clearly without a cluster (healthcheck answering, clean stop);
@@ -155,6 +156,35 @@ for image in "$operator_image" "$runtime_image"; do
     ok=0
     [ "$user" = "10001:10001" ] && [ -z "$found" ] && ok=1
     check "$name" "$t0" "$ok" "user=$user; build tools or caches found: ${found:-none}"
+done
+
+# Shipped files: the installed distribution (its RECORD) and the import system agree
+# that no test or benchmark scaffolding is in the image (issue 12): no
+# cjob_operator.testing, no probe, no testing module but the public barrier_runtime.testing.
+for image in "$operator_image" "$runtime_image"; do
+    name="shipped_files_${image%%:*}"
+    t0=$(now)
+    out=$(timeout 60 "$DOCKER" run --rm "${locked[@]}" --tmpfs /tmp:rw,nosuid,nodev,size=64m \
+        --entrypoint python "$image" -c '
+import importlib.metadata, importlib.util
+files = [str(f) for f in importlib.metadata.files("checkpointed-jobs")]
+def scaffolding(path):
+    parts = path.split("/")
+    if parts[0] not in ("barrier_runtime", "cjob_operator"):
+        return False
+    in_public = parts[:2] == ["barrier_runtime", "testing"]
+    testing = "testing" in parts or parts[-1] == "testing.py"
+    return "probe" in parts or (testing and not in_public)
+bad = ",".join(sorted(f for f in files if scaffolding(f))) or "none"
+modules = sum(f.startswith("cjob_operator/") and f.endswith(".py") for f in files)
+found = "yes" if importlib.util.find_spec("cjob_operator.testing") else "no"
+print(f"files={len(files)} cjob_operator_modules={modules} scaffolding={bad}",
+      f"cjob_operator.testing importable={found}")
+' 2>&1) || out="docker run failed: $out"
+    ok=0
+    grep -q 'scaffolding=none cjob_operator.testing importable=no$' <<<"$out" &&
+        ! grep -q 'cjob_operator_modules=0 ' <<<"$out" && ok=1
+    check "$name" "$t0" "$ok" "$(tail -n 1 <<<"$out")"
 done
 
 # runtime: cjob --help

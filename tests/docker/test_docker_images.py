@@ -55,6 +55,24 @@ def test_image_runs_as_uid_10001_without_build_tools(
     assert "user=10001:10001" in step["detail"]
 
 
+@pytest.mark.parametrize("image", ["cjob-operator", "cjob-runtime"])
+def test_image_ships_no_test_or_benchmark_scaffolding(
+    smoke: docker_harness.ScriptRun, image: str
+) -> None:
+    """The installed package files hold no ``cjob_operator/testing``, no probe, no fakes.
+
+    ``scripts/docker-smoke.sh`` lists the files of the installed distribution (its
+    RECORD) inside the image and asks the import system for ``cjob_operator.testing``.
+    """
+    detail = smoke.step(f"shipped_files_{image}")["detail"]
+    fields = dict(
+        item.split("=", 1) for item in detail.replace(" importable", "_importable").split()
+    )
+    assert int(fields["cjob_operator_modules"]) > 0, detail  # the listing is real
+    assert fields["scaffolding"] == "none", detail
+    assert fields["cjob_operator.testing_importable"] == "no", detail
+
+
 def test_runtime_image_cjob_help(smoke: docker_harness.ScriptRun) -> None:
     assert smoke.step("runtime_help")["detail"].startswith("usage: cjob")
 

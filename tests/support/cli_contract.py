@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 OK_PIPELINE = """
 from barrier_runtime.api import Dataflow
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
+from barrier_runtime.testing import TestingSink, TestingSource
 flow = Dataflow("p")
 flow.source("in", TestingSource([{"x": 1}])).sink("out", TestingSink())
 """

@@ -10,7 +10,7 @@ seam for selectors, RBAC or TLS. Everything issue 10 asks for (ordered watches w
 410 Gone, selectors on list and watch, GC, RBAC, Tables, apply) would have meant
 overriding nearly all of it, so this package owns storage and routing (~1,900 lines)
 and keeps the same shapes as kmock's ``KubernetesEmulator`` where they meet (objects
-by resource/namespace/name). The kmock adapter in ``cjob_operator.testing.fake_kube``
+by resource/namespace/name). The kmock adapter in ``cjob_operator_testing.fake_kube``
 keeps serving today's operator tests.
 
 Layers (each module's docstring says what belongs there):

@@ -5,7 +5,7 @@ key's output has ``seq`` 0, 1, 2, … in order and ``count == seq + 1``, which
 makes lost, duplicated and re-ordered results easy to count
 (:func:`expected_output`).
 
->>> from barrier_runtime.connectors.testing import TestingSink
+>>> from barrier_runtime.testing import TestingSink
 >>> flow = running_count_flow(TestingSink(), keys=3, events_per_key=2)
 >>> flow.step_ids
 ('events', 'by-key', 'count', 'out')

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cjob_operator_testing.endpoint import OperatorEndpoint
 
 from barrier_runtime.control.server import ControlServer
 from barrier_runtime.core.types import CheckpointConfig
@@ -37,7 +38,6 @@ from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import LocalExecutor, TestingSink
-from cjob_operator.testing.endpoint import OperatorEndpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "charts" / "checkpointed-operator" / "files" / "prometheus-rules.yaml"

@@ -21,7 +21,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[3]
 DIVIDE = """
 from barrier_runtime.api import Dataflow
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
+from barrier_runtime.testing import TestingSink, TestingSource
 
 
 def divide(record):

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from cjob_operator.testing.harness import OperatorHarness
+from cjob_operator_testing.harness import OperatorHarness
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cjob_operator_testing.harness import OperatorHarness
 
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.testing import check_exactly_once
-from cjob_operator.testing.harness import OperatorHarness
 
 ROOT = Path(__file__).resolve().parents[3]
 PIPELINE = (

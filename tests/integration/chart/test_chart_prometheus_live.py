@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 import yaml
+from cjob_operator_testing.endpoint import OperatorEndpoint
 
 from cjob_operator import metrics
 from cjob_operator.model.enums import Phase
-from cjob_operator.testing.endpoint import OperatorEndpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "charts" / "checkpointed-operator" / "files" / "prometheus-rules.yaml"

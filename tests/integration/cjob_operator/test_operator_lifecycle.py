@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from cjob_operator.testing.harness import OperatorHarness
+from cjob_operator_testing.harness import OperatorHarness
 
 Manifest = Callable[..., dict[str, Any]]
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from cjob_operator_testing.harness import OperatorHarness
 
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from barrier_runtime.storage import checkpoint_store, embedded
 from cjob_operator.act import catalog
-from cjob_operator.testing.harness import OperatorHarness
 
 pytestmark = pytest.mark.s3
 BUCKET = "cjob-operator-tests"

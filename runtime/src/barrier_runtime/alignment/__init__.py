@@ -6,7 +6,8 @@ a call per data batch) and the handler answers through a narrow controller
 (block a channel, resume all, snapshot, channel state complete, abort).
 Explicit state machines, one small class per state (``states``), with the
 cross-cutting rules in :class:`BarrierHandler` (``handler``, which opens with
-the protocol essay). ``testing`` holds a recording controller for tests.
+the protocol essay). A recording controller for tests lives in
+``tests/support`` (``barrier_runtime_testing.alignment``), not here.
 """
 
 from barrier_runtime.alignment.controller import (

@@ -55,7 +55,7 @@ Threading
     must fail: the handler may be mid-transition and is not reused.
 
 >>> from barrier_runtime.core import clock
->>> from barrier_runtime.alignment import testing
+>>> from barrier_runtime_testing import alignment as testing  # tests/support
 >>> task = testing.RecordingController()
 >>> handler = create_barrier_handler(types.CheckpointConfig(), 2, task, clock.ManualClock())
 >>> barrier = types.Barrier(types.CheckpointId(1), timestamp=0.0)

@@ -4,7 +4,7 @@ A pipeline module builds a :class:`Dataflow` and wires steps through
 :class:`Stream` objects. Every step takes a stable ``step_id`` first: it names
 the step's persisted state, so renaming a step is a breaking change.
 
->>> from barrier_runtime.connectors.testing import TestingSink, TestingSource
+>>> from barrier_runtime.testing import TestingSink, TestingSource
 >>> flow = Dataflow("doubler")
 >>> out = TestingSink()
 >>> flow.source("numbers", TestingSource([{"n": 1}, {"n": 2}])) \\
@@ -339,7 +339,7 @@ class KeyedStream(Stream):
         batches. Sums are 64-bit and wrap on overflow. The stream must be keyed
         by a column.
 
-        >>> from barrier_runtime.connectors.testing import TestingSink, TestingSource
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
         >>> flow = Dataflow("sums")
         >>> rows = [{"k": 1, "v": 5}, {"k": 2, "v": 1}, {"k": 1, "v": 2}]
         >>> flow.source("in", TestingSource(rows)).key_by("by-k", "k") \\

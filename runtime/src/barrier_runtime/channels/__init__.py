@@ -6,10 +6,11 @@ batches as Arrow IPC or pickled rows; ``wire``: socket reading and writing),
 the credit-based endpoints that are drop-in for the in-process
 ``LocalChannel`` (``endpoints``), the per-worker-pair connections and their
 threads (``connection``), and the per-worker :class:`WorkerNetwork` that
-listens, rendezvouses and hands out endpoints (``network``); test helpers
-(``testing``). The endpoints satisfy the ``InputChannel``/``OutputChannel``
-protocols of ``barrier_runtime.task.channel``, like the in-process channels.
-In-process channels live in ``barrier_runtime.task.channel``.
+listens, rendezvouses and hands out endpoints (``network``). Test helpers live
+in ``tests/support`` (``barrier_runtime_testing.channels``). The endpoints
+satisfy the ``InputChannel``/``OutputChannel`` protocols of
+``barrier_runtime.task.channel``, like the in-process channels. In-process
+channels live in ``barrier_runtime.task.channel``.
 """
 
 from barrier_runtime.channels.endpoints import (

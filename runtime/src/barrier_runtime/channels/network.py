@@ -20,7 +20,7 @@ Life of a worker's network (one per worker process and job attempt):
    and closes everything; :meth:`abort` closes at once.
 
 >>> from barrier_runtime.api.batch import Batch
->>> from barrier_runtime.channels.testing import wait_until
+>>> from barrier_runtime_testing.channels import wait_until  # tests/support
 >>> from barrier_runtime.task import channel as local_channel
 >>> a = WorkerNetwork(0, 2, "attempt-1")
 >>> b = WorkerNetwork(1, 2, "attempt-1")

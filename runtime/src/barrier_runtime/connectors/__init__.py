@@ -4,9 +4,10 @@ What belongs here, one module per system:
 
 * :mod:`~barrier_runtime.connectors.generator`,
   :mod:`~barrier_runtime.connectors.columnar_generator` (Arrow batches, the
-  fast path), :mod:`~barrier_runtime.connectors.discard` and
-  :mod:`~barrier_runtime.connectors.testing`: deterministic, discarding and
-  in-memory connectors for tests and benchmarks;
+  fast path) and :mod:`~barrier_runtime.connectors.discard`: deterministic
+  and discarding connectors for tests and benchmarks (the in-memory
+  ``TestingSource``/``TestingSink`` with crash injection are in
+  :mod:`barrier_runtime.testing`);
 * :mod:`~barrier_runtime.connectors.file_source` (JSON lines, CSV, Parquet)
   and :mod:`~barrier_runtime.connectors.files` (transactional JSON-lines
   sink) on a local directory or an S3 prefix;

@@ -8,8 +8,8 @@ driver↔worker transport (:mod:`~.wire`, :mod:`~.messages`,
 (:mod:`~.worker`), loading pipelines by reference (:mod:`~.pipeline`), and
 the Spark glue proper — building the session (:mod:`~.session`) and
 submitting each attempt as a barrier stage (:mod:`~.stage`). Only those two
-import pyspark, lazily, so the rest runs (and is tested) without Java:
-:mod:`~.testing` launches workers on threads instead, and :mod:`~.probe`
-measures a running job's workers (memory under back-pressure) for tests and
-benchmarks.
+import pyspark, lazily, so the rest runs (and is tested) without Java: the
+tests' ``barrier_runtime_testing.spark`` (``tests/support``) launches workers
+on threads instead. The probe that measures a running job's workers (memory
+under back-pressure) is benchmark code, ``cjob_bench.probe`` in ``bench/``.
 """

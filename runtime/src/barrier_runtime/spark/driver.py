@@ -18,7 +18,8 @@
 The Spark session is created lazily from :attr:`SparkJobSpec.master` unless
 one is passed in (tests share one per module), and a different
 :class:`~barrier_runtime.spark.attempt.StageLauncher` can replace Spark
-entirely (:class:`~barrier_runtime.spark.testing.ThreadStageLauncher`).
+entirely (the tests' ``barrier_runtime_testing.spark.ThreadStageLauncher`` runs workers on
+threads; it lives in ``tests/support``).
 """
 
 from __future__ import annotations

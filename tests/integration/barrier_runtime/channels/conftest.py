@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from barrier_runtime_testing import channels as testing
 
-from barrier_runtime.channels import network, testing
+from barrier_runtime.channels import network
 
 TOKEN = testing.TOKEN
 

@@ -9,9 +9,10 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pytest
+from barrier_runtime_testing import channels as testing
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import errors, frames, messages, network, testing, wire
+from barrier_runtime.channels import errors, frames, messages, network, wire
 from barrier_runtime.core import types
 from barrier_runtime.task import channel as local_channel
 

@@ -10,9 +10,10 @@ import time
 from typing import Any
 
 import pytest
+from barrier_runtime_testing import channels as testing
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import errors, network, testing
+from barrier_runtime.channels import errors, network
 
 TOKEN = testing.TOKEN
 pytestmark = pytest.mark.timeout(60)

@@ -12,10 +12,11 @@ what each sender emitted before its barrier, in order, with nothing twice.
 from __future__ import annotations
 
 import pytest
+from barrier_runtime_testing import channels as testing
 
 from barrier_runtime import alignment
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import endpoints, network, testing
+from barrier_runtime.channels import endpoints, network
 from barrier_runtime.core import clock, types
 
 pytestmark = pytest.mark.timeout(60)

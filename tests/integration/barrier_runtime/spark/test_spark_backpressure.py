@@ -2,7 +2,7 @@
 
 The acceptance criterion: with a sink throttled to 1/10 of the source rate,
 the resident memory of every worker stays bounded and unaligned checkpoints
-still complete. The workload (:mod:`barrier_runtime.spark.probe`): the keyed
+still complete. The workload (:mod:`cjob_bench.probe`, in ``bench/``): the keyed
 running count, the source paced at R = 12 000 events/s, a 4 KiB payload on
 every event until the count, the sink side paced at exactly R/10; 36 000
 events, so the run lasts ~30 s while the source alone would be done in 3 s.
@@ -13,7 +13,7 @@ the job's record counters — and the tests check what it shows:
   most of its time waiting for channel credit, and never more records are
   between source and sink than the channels can hold;
 * each worker's RSS grows above its baseline by less than
-  :func:`~barrier_runtime.spark.probe.in_flight_bound` (channels · capacity ·
+  :func:`~cjob_bench.probe.in_flight_bound` (channels · capacity ·
   batch size · record size, channel state, read buffers, sink staging,
   allocator slack), and is flat in the second half of the run;
 * periodic unaligned checkpoints complete and persist channel state;
@@ -31,10 +31,11 @@ import time
 import uuid
 
 import pytest
+from cjob_bench import probe
 
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.core.types import CheckpointConfig
-from barrier_runtime.spark import config, driver, pipeline, probe
+from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.testing import check_exactly_once
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow, pytest.mark.timeout(480)]

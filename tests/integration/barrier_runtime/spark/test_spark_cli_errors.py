@@ -30,7 +30,7 @@ def test_run_refuses_too_few_local_slots(capsys, tmp_path) -> None:
     pipeline = tmp_path / "p.py"
     pipeline.write_text(
         "from barrier_runtime.api import Dataflow\n"
-        "from barrier_runtime.connectors.testing import TestingSink, TestingSource\n"
+        "from barrier_runtime.testing import TestingSink, TestingSource\n"
         "flow = Dataflow('p')\n"
         "flow.source('in', TestingSource([{'x': 1}])).sink('out', TestingSink())\n"
     )

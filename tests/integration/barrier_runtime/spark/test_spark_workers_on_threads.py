@@ -14,12 +14,13 @@ import socket
 import threading
 
 import pytest
+from barrier_runtime_testing import spark as testing
 
 from barrier_runtime.api import Dataflow
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import config, driver, messages, pipeline, testing, wire
+from barrier_runtime.spark import config, driver, messages, pipeline, wire
 from barrier_runtime.testing import (
     Crash,
     FaultPoint,

@@ -3,17 +3,27 @@
 ``build_flow(["--out", URL, "--rate", "12000", "--slowdown", "10", ...])``: the
 Spark driver and every worker load this file by path. The flow and the exact
 meaning of every argument are in
-:func:`barrier_runtime.spark.probe.throttled_count_flow`;
-:meth:`barrier_runtime.spark.probe.ThrottledJob.pipeline_args` writes these
-arguments.
+:func:`cjob_bench.probe.throttled_count_flow`;
+:meth:`cjob_bench.probe.ThrottledJob.pipeline_args` writes these
+arguments. The probe is benchmark code in ``bench/``, not in the runtime
+wheel: pytest puts ``bench/`` on the driver's ``sys.path`` but Spark's Python
+workers start with only their ``PYTHONPATH``, so this file puts ``bench/`` on
+``sys.path`` itself before importing it.
 """
 
 from __future__ import annotations
 
 import argparse
+import pathlib
+import sys
 
 from barrier_runtime.connectors.files import FileSink
-from barrier_runtime.spark import probe
+
+BENCH = pathlib.Path(__file__).resolve().parents[4] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from cjob_bench import probe  # noqa: E402
 
 
 def build_flow(args):

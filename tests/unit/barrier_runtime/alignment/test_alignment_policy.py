@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from barrier_runtime_testing import alignment as testing
 
 from barrier_runtime import alignment
-from barrier_runtime.alignment import policy, testing
+from barrier_runtime.alignment import policy
 from barrier_runtime.core import clock, types
 
 Mode = alignment.AlignmentMode

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from barrier_runtime_testing import alignment as testing
 
 from barrier_runtime import alignment
-from barrier_runtime.alignment import testing
 from barrier_runtime.core import clock, types
 
 START = 100.0

@@ -12,9 +12,9 @@ import dataclasses
 from typing import Any
 
 import pytest
+from barrier_runtime_testing import alignment as testing
 
 from barrier_runtime import alignment
-from barrier_runtime.alignment import testing
 from barrier_runtime.core import clock, types
 
 START = 100.0

@@ -4,8 +4,8 @@ import pyarrow as pa
 import pytest
 
 from barrier_runtime.api import Dataflow, InvalidDataflowError, steps
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
 from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.testing import TestingSink, TestingSource
 
 
 def _src() -> TestingSource:

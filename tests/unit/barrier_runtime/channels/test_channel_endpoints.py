@@ -6,9 +6,10 @@ import threading
 from collections.abc import Sequence
 
 import pytest
+from barrier_runtime_testing import channels as testing
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import connection, endpoints, errors, frames, messages, testing
+from barrier_runtime.channels import connection, endpoints, errors, frames, messages
 from barrier_runtime.core import types
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import effects, testing
+from barrier_runtime_testing import checkpoint as testing
+
+from barrier_runtime.checkpoint import effects
 from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId

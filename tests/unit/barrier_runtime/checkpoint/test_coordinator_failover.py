@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import testing
+from barrier_runtime_testing import checkpoint as testing
+
 from barrier_runtime.core import types
 from barrier_runtime.storage import errors
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from barrier_runtime.checkpoint import pending, stats, testing
+from barrier_runtime_testing import checkpoint as testing
+
+from barrier_runtime.checkpoint import pending, stats
 from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import errors
 

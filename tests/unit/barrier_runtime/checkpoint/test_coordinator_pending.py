@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from barrier_runtime_testing import checkpoint as testing
 
-from barrier_runtime.checkpoint import outcomes, pending, registry, testing
+from barrier_runtime.checkpoint import outcomes, pending, registry
 from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId

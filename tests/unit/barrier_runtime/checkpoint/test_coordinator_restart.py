@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from barrier_runtime_testing import checkpoint as testing
 
-from barrier_runtime.checkpoint import pending, testing
+from barrier_runtime.checkpoint import pending
 from barrier_runtime.core import types
 
 ID = types.CheckpointId

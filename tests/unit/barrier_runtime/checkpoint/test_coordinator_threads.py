@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from barrier_runtime_testing import checkpoint as testing
 
-from barrier_runtime.checkpoint import outcomes, pending, stats, testing
+from barrier_runtime.checkpoint import outcomes, pending, stats
 from barrier_runtime.core import metadata, types
 
 ID = types.CheckpointId

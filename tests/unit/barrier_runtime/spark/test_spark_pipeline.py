@@ -8,14 +8,14 @@ from barrier_runtime.api import Dataflow
 from barrier_runtime.spark import pipeline, session, stage
 
 FLOW = """
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
+from barrier_runtime.testing import TestingSink, TestingSource
 from barrier_runtime.api import Dataflow
 flow = Dataflow("static")
 flow.source("in", TestingSource([{"x": 1}])).sink("out", TestingSink())
 """
 
 BUILD = """
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
+from barrier_runtime.testing import TestingSink, TestingSource
 from barrier_runtime.api import Dataflow
 def build_flow(args):
     flow = Dataflow("built-" + "-".join(args))

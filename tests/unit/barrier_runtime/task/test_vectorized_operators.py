@@ -9,14 +9,13 @@ from hypothesis import strategies as st
 
 from barrier_runtime.api import Batch, Dataflow, InvalidDataflowError, steps
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
-from barrier_runtime.connectors.testing import TestingSink, TestingSource
 from barrier_runtime.core import types
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.state import key_groups
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.task import batch_operators, operators, routing
-from barrier_runtime.testing import LocalExecutor
+from barrier_runtime.testing import LocalExecutor, TestingSink, TestingSource
 
 
 def _key_fn(record):

@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 import kmock
 from aiohttp import web
 
-from cjob_operator.testing import kubelet
-from cjob_operator.testing.fake_driver import FakeDriver
-from cjob_operator.testing.fake_kube import FakeKubernetes
-from cjob_operator.testing.loop import LoopThread, free_port
+from cjob_operator_testing import kubelet
+from cjob_operator_testing.fake_driver import FakeDriver
+from cjob_operator_testing.fake_kube import FakeKubernetes
+from cjob_operator_testing.loop import LoopThread, free_port
 
 T = TypeVar("T")
 

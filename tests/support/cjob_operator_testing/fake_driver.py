@@ -27,8 +27,8 @@ from typing import Any
 
 from aiohttp import web
 
-from cjob_operator.testing import snapshots
-from cjob_operator.testing.fake_kube import FakeKubernetes
+from cjob_operator_testing import snapshots
+from cjob_operator_testing.fake_kube import FakeKubernetes
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Shared by ``tests/integration/barrier_runtime/spark/test_spark_backpressure.py``
 and ``bench/spark_backpressure.py``, so the test asserts exactly what the
-benchmark reports. What belongs here:
+benchmark reports; benchmark code, not shipped in the runtime wheel. What belongs here:
 
 * :mod:`~.workload`: :class:`ThrottledJob` and :func:`throttled_count_flow`,
   the keyed running count with a ``payload_bytes`` string on every event, the
@@ -34,15 +34,15 @@ sink stages at most a checkpoint interval or two of (small) output rows.
 :class:`MemoryBound` adds these up from the configuration.
 """
 
-from barrier_runtime.spark.probe.bound import (
+from cjob_bench.probe.bound import (
     MemoryBound,
     MiB,
     in_flight_bound,
     records_in_flight_bound,
 )
-from barrier_runtime.spark.probe.figures import WorkerMemory, summarise
-from barrier_runtime.spark.probe.sampling import JobProbe, ProbeResult, Sample, read_rss
-from barrier_runtime.spark.probe.workload import SinkPacer, ThrottledJob, throttled_count_flow
+from cjob_bench.probe.figures import WorkerMemory, summarise
+from cjob_bench.probe.sampling import JobProbe, ProbeResult, Sample, read_rss
+from cjob_bench.probe.workload import SinkPacer, ThrottledJob, throttled_count_flow
 
 __all__ = [
     "JobProbe",

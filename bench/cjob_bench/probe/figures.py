@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrier_runtime.core import metadata
-from barrier_runtime.spark.probe import bound as bound_mod
-from barrier_runtime.spark.probe import sampling, workload
+from cjob_bench.probe import bound as bound_mod
+from cjob_bench.probe import sampling, workload
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,8 @@
-"""Test doubles and harness for the operator (public, like ``kopf.testing``).
+"""Test doubles and harness for the operator's own tests (test support, not shipped).
+
+They live in ``tests/support`` (on pytest's ``pythonpath``), outside
+``operator/src``, so neither the wheel nor the operator image contains them;
+``scripts/test.sh`` type-checks them with mypy strict.
 
 - :class:`~.fake_kube.FakeKubernetes` — kmock's Kubernetes emulator made faithful
   enough for kopf 1.45 (resource versions, generations, 201 on create, status

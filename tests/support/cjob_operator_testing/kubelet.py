@@ -28,10 +28,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from cjob_operator.testing.fake_kube import FakeKubernetes
-from cjob_operator.testing.loop import free_port
+from cjob_operator_testing.fake_kube import FakeKubernetes
+from cjob_operator_testing.loop import free_port
 
 CommandMap = Callable[[list[str]], list[str]]
+SUPPORT = Path(__file__).resolve().parents[1]
+"""``tests/support``: pod processes get it on ``PYTHONPATH`` so ``python -m
+cjob_operator_testing.standin_driver`` imports (pytest's ``pythonpath`` reaches only
+the test process, not its subprocesses)."""
 IMAGE_ENTRYPOINT = ["cjob"]
 """What the runtime image runs when a container sets no ``command``: ``cjob ARGS`` (under tini)."""
 
@@ -39,7 +43,7 @@ IMAGE_ENTRYPOINT = ["cjob"]
 def standin_command(command: list[str]) -> list[str]:
     """Run ``cjob …`` as the stand-in driver of :mod:`.standin_driver`."""
     if command[:1] == ["cjob"]:
-        return [sys.executable, "-m", "cjob_operator.testing.standin_driver", *command[1:]]
+        return [sys.executable, "-m", "cjob_operator_testing.standin_driver", *command[1:]]
     return command
 
 
@@ -126,6 +130,7 @@ class LocalKubelet:
 
     def _env(self, namespace: str, container: dict[str, Any]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CJOB_")}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SUPPORT), env.get("PYTHONPATH")]))
         for var in container.get("env", []):
             source = var.get("valueFrom") or {}
             if "value" in var:

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from barrier_runtime.api import Record
-from barrier_runtime.spark.probe import workload
+from cjob_bench.probe import workload
 
 MiB = 1 << 20
 _READ_BUFFER = 256 * 1024
@@ -19,7 +19,7 @@ _READ_BUFFER = 256 * 1024
 
 @dataclass(frozen=True, slots=True)
 class MemoryBound:
-    """What one worker may hold, by cause; bytes (the essay in ``barrier_runtime.spark.probe``)."""
+    """What one worker may hold, by cause; bytes (the essay in ``cjob_bench.probe``)."""
 
     batches: int
     """``(2P-1)·C`` batches in channels plus 2 in hand."""

@@ -7,7 +7,7 @@
 >>> part.next_batch()
 Traceback (most recent call last):
 ...
-barrier_runtime.connectors.testing.InjectedAbort: ABORT sentinel reached at item 1
+barrier_runtime.testing.connectors.InjectedAbort: ABORT sentinel reached at item 1
 >>> src.open("items", 1).next_batch()  # after a restore, the sentinel has fired already
 [{'n': 2}]
 """

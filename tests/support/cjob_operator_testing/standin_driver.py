@@ -1,6 +1,6 @@
 """A stand-in for ``cjob driver`` as a real process, until the Spark driver exists.
 
-``python -m cjob_operator.testing.standin_driver driver --config job.json
+``python -m cjob_operator_testing.standin_driver driver --config job.json
 [--restore-from X]`` reads the job configuration the operator wrote, serves the
 control API (docs/architecture.md, 'Control API') on ``control.port`` with the bearer token from
 ``control.tokenEnv``, commits checkpoints into the ``file://`` store, and appends
@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from cjob_operator.testing import snapshots
+from cjob_operator_testing import snapshots
 
 
 def job_root(config: dict[str, Any]) -> Path:

@@ -6,11 +6,11 @@ import os
 
 import pyarrow as pa
 import pytest
+from cjob_bench import probe
+from cjob_bench.probe import workload
 
 from barrier_runtime.core import metadata, types
 from barrier_runtime.driver.job_driver import JobResult
-from barrier_runtime.spark import probe
-from barrier_runtime.spark.probe import workload
 
 JOB = probe.ThrottledJob(keys=12, events_per_key=100, source_rate=1000.0, slowdown=10.0)
 

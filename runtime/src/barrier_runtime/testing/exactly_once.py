@@ -1,17 +1,15 @@
-"""Public test helpers: run dataflows in-process with faults, and check exactly-once.
+"""The exactly-once checker: count lost, duplicated and re-ordered records against a crash-free run.
 
-* :class:`~barrier_runtime.local.executor.LocalExecutor` runs a dataflow with P
-  slices on threads, with the real barrier handlers, coordinator and store.
-* :class:`~barrier_runtime.task.faults.FaultInjector` and
-  :class:`~barrier_runtime.task.faults.Crash` crash it at chosen points.
-* :class:`~barrier_runtime.connectors.testing.TestingSource` takes ``ABORT()``
-  sentinels as data; :class:`~barrier_runtime.connectors.testing.TestingSink`
-  keeps committed output in memory.
-* :func:`check_exactly_once` compares an output against a crash-free run.
+Flink's way of proving exactly-once: a deterministic source with per-key
+sequence numbers, a run with faults, and a run without; :func:`check_exactly_once`
+compares the two outputs and all three counts must be zero.
 
 >>> expected = [{"key": "a", "seq": 0}, {"key": "a", "seq": 1}]
->>> check_exactly_once(expected, [expected[1], expected[0], expected[1]])
+>>> report = check_exactly_once(expected, [expected[1], expected[0], expected[1]])
+>>> report
 CheckReport(expected=2, actual=3, lost=0, duplicated=1, out_of_order=2)
+>>> report.exactly_once, check_exactly_once(expected, expected).exactly_once
+(False, True)
 """
 
 from __future__ import annotations
@@ -22,24 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from barrier_runtime.api.batch import Record
-from barrier_runtime.connectors.testing import InjectedAbort, TestingSink, TestingSource
-from barrier_runtime.local.executor import JobFailedError, JobResult, LocalExecutor
-from barrier_runtime.task.faults import Crash, FaultInjector, FaultPoint, InjectedFault
-
-__all__ = [
-    "CheckReport",
-    "Crash",
-    "FaultInjector",
-    "FaultPoint",
-    "InjectedAbort",
-    "InjectedFault",
-    "JobFailedError",
-    "JobResult",
-    "LocalExecutor",
-    "TestingSink",
-    "TestingSource",
-    "check_exactly_once",
-]
 
 
 @dataclass(frozen=True, slots=True)

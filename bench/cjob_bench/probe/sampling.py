@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from barrier_runtime.spark.probe import workload
+from cjob_bench.probe import workload
 
 if TYPE_CHECKING:  # the pipeline file imports this package on every worker: keep it light
     from barrier_runtime.core import metadata
