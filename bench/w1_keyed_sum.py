@@ -211,7 +211,9 @@ class Bench:
                 "failure_detected_by_driver": w1_report.rounded(
                     w1_report.minus(monitor.failure_seen_at, k)
                 ),
-                "new_attempt_created": w1_report.rounded(w1_report.minus(monitor.new_attempt_at, k)),
+                "new_attempt_created": w1_report.rounded(
+                    w1_report.minus(monitor.new_attempt_at, k)
+                ),
                 "new_workers_running": w1_report.rounded(w1_report.minus(monitor.new_ready_at, k)),
                 "first_record_at_sink": round(resumed - k, 3),
             },
@@ -360,9 +362,7 @@ def spark_ss(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
         log(f"spark-ss-{i}: {json.dumps({k: v for k, v in run.items() if 'loadavg' not in k})}")
         runs.append(run)
     warmup, runs = runs[0], runs[1:]
-    cpu = statistics.median(
-        r["cpu_seconds"]["jvm"] + r["cpu_seconds"]["driver"] for r in runs
-    )
+    cpu = statistics.median(r["cpu_seconds"]["jvm"] + r["cpu_seconds"]["driver"] for r in runs)
     return {
         "end_to_end_events_per_second": w1_report.median_of(runs, "end_to_end_events_per_second"),
         "processing_events_per_second": w1_report.median_of(runs, "processing_events_per_second"),

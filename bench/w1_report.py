@@ -52,7 +52,9 @@ def describe_series(runs: Series) -> dict[str, Any]:
             for m in MEASURES
         }
         out[label]["runs"] = runs[key]
-    cpu = {k: rounded(statistics.median(r["cpu_seconds"]["total"] for r in runs[k]), 3) for k in runs}
+    cpu = {
+        k: rounded(statistics.median(r["cpu_seconds"]["total"] for r in runs[k]), 3) for k in runs
+    }
     checkpoints = statistics.median(r["periodic_checkpoints_completed"] for r in runs["with"])
     out["cpu"] = {
         "median_cpu_seconds_without": cpu["without"],

@@ -7,9 +7,8 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import layout, metadata, types
 from barrier_runtime.storage import checkpoint_store, errors, local, object_store
-from barrier_runtime.core import layout
 
 FINGERPRINT = metadata.JobFingerprint((types.StepId("count"),), 8, 1)
 

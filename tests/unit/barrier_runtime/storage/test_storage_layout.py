@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from barrier_runtime.core import types
-from barrier_runtime.core import layout
+from barrier_runtime.core import layout, types
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT
 

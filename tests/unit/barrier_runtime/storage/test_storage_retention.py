@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from barrier_runtime.core import metadata, types
-from barrier_runtime.core import layout
+from barrier_runtime.core import layout, metadata, types
 from barrier_runtime.storage import retention
 
 CHK, SP = types.CheckpointKind.CHECKPOINT, types.CheckpointKind.SAVEPOINT
