@@ -21,7 +21,6 @@ The rollout (``status.rollout``, ``status.lastStableSpec``) is kept by
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from barrier_runtime.core import types
 from cjob_operator.model import acks, intent, observation, savepoints, status
@@ -36,10 +35,8 @@ from cjob_operator.model.enums import (
     SavepointState,
 )
 from cjob_operator.model.observation import EntryStatus
+from cjob_operator.model.outcome import Outcome
 from cjob_operator.model.reasons import Reason
-
-if TYPE_CHECKING:
-    from cjob_operator.status import Outcome
 
 SETTLE_MARGIN = 60.0
 """Seconds beyond ``checkpointing.timeout`` before an unseen outcome is given up on."""

@@ -19,6 +19,7 @@ from cjob_operator import status as status_mod
 from cjob_operator.act import control, events, kube, perform
 from cjob_operator.decide import decide
 from cjob_operator.model import observation, status
+from cjob_operator.model import outcome as outcome_mod
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.reasons import Reason
 
@@ -56,7 +57,7 @@ async def reconcile(
     except (kube.KubeError, control.ControlApiError) as exc:
         # Reported in the status and as an Event; the intent stays, the next loop retries.
         metrics.RECONCILE_ERRORS.labels(obs.namespace, obs.name).inc()
-        outcome = status_mod.Outcome(error=f"{action.kind.value} failed: {exc}")
+        outcome = outcome_mod.Outcome(error=f"{action.kind.value} failed: {exc}")
     new = status_mod.next_status(obs, action, outcome)
     await _patch_status(tools, stored, status_mod.storable(new))
     interval = obs.spec.checkpointing.interval if obs.spec is not None else None
@@ -81,7 +82,7 @@ async def _announce(
     tools: perform.Tools,
     obs: observation.Observation,
     action: Action,
-    outcome: status_mod.Outcome,
+    outcome: outcome_mod.Outcome,
     new: status.JobStatus,
 ) -> None:
     async def post(warning: bool, reason: str, message: str) -> None:

@@ -11,30 +11,18 @@ to the new one, empty when nothing changed (so unchanged statuses are not writte
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cjob_operator import ledger
 from cjob_operator import rollout as rollout_mod
-from cjob_operator.model import intent, observation, status
+from cjob_operator.model import observation, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import Phase
+from cjob_operator.model.outcome import Outcome
 
 PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING, Phase.DELETING}
 STALE_INTERVALS = 3
 KEEPS_ERROR = {Phase.FAILED, Phase.RESTARTING}
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What acting on an action produced."""
-
-    intent: intent.Intent | None = None
-    savepoint: status.SavepointRef | None = None
-    triggered_id: int | None = None
-    error: str | None = None
-    discarded: tuple[int, ...] = ()
-    """Savepoints deleted from storage (or found already gone)."""
 
 
 def _newest(*items: status.CompletedCheckpoint | None) -> status.CompletedCheckpoint | None:

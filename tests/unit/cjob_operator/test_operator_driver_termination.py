@@ -5,6 +5,7 @@ from __future__ import annotations
 from cjob_operator import observe
 from cjob_operator import status as status_mod
 from cjob_operator.decide import decide
+from cjob_operator.model import outcome as outcome_mod
 from cjob_operator.model import spec, status
 from cjob_operator.model.action import Action, ActionKind
 from cjob_operator.model.enums import DriverState, Phase
@@ -84,7 +85,7 @@ def test_the_drivers_max_parallelism_refusal_reaches_status_and_an_event() -> No
     action = decide(obs)
     assert action.kind in (ActionKind.SCHEDULE, ActionKind.FAIL)
     assert action.warning and action.event and line in action.message
-    new = status_mod.next_status(obs, action, status_mod.Outcome())
+    new = status_mod.next_status(obs, action, outcome_mod.Outcome())
     assert new.error is not None and line in new.error
 
 
@@ -119,7 +120,7 @@ def test_why_a_job_restarts_stays_in_status_error_until_it_runs_again() -> None:
             now=1000.0,
         )
         action = Action.wait(action_phase, Reason.BACKING_OFF, "restarting after the backoff")
-        return status_mod.next_status(obs, action, status_mod.Outcome())
+        return status_mod.next_status(obs, action, outcome_mod.Outcome())
 
     backing_off = after(Phase.RESTARTING, DriverView.absent())
     assert backing_off.error is not None and line in backing_off.error
@@ -157,4 +158,4 @@ def test_a_restart_the_user_asks_for_starts_without_the_old_error() -> None:
     )
     action = decide(obs)
     assert action.kind is ActionKind.SCHEDULE and action.phase is Phase.RESTARTING
-    assert status_mod.next_status(obs, action, status_mod.Outcome()).error is None
+    assert status_mod.next_status(obs, action, outcome_mod.Outcome()).error is None

@@ -34,9 +34,9 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.outcome import Outcome
 from cjob_operator.model.reasons import Reason
 from cjob_operator.model.savepoints import SavepointRecord
-from cjob_operator.status import Outcome
 
 NOW = 1_700_000_000.0
 SP_PATH = "file:///s/ckpt/ns/job/savepoints/sp-0000000044"

@@ -20,8 +20,8 @@ from cjob_operator.model.enums import (
     SavepointState,
 )
 from cjob_operator.model.observation import ControlView, DriverView, Observation, StoreView
+from cjob_operator.model.outcome import Outcome
 from cjob_operator.model.savepoints import SavepointRecord, SavepointsStatus
-from cjob_operator.status import Outcome
 
 NOW = 1_700_000_000.0
 HOUR = 3600.0

@@ -21,8 +21,8 @@ from cjob_operator.model.observation import (
     Observation,
     StoreView,
 )
+from cjob_operator.model.outcome import Outcome
 from cjob_operator.model.reasons import Reason
-from cjob_operator.status import Outcome
 
 NOW = 1_700_000_000.0
 CHK = CheckpointInfo(42, path="file:///s/ckpt/ns/job/checkpoints/chk-0000000042", time=NOW - 100)

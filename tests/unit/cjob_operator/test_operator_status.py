@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cjob_operator import status as status_mod
+from cjob_operator.model import outcome as outcome_mod
 from cjob_operator.model import spec, status
 from cjob_operator.model.action import Action
 from cjob_operator.model.enums import DriverState, Phase
@@ -54,7 +55,7 @@ def test_running_with_fresh_checkpoints_is_ready_and_healthy() -> None:
         "RUNNING",
         latest_completed=CheckpointInfo(3, time=NOW - 5, duration_seconds=0.4),
     )
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), outcome_mod.Outcome())
     cond = conditions(new)
     assert cond["Ready"].status == "True"
     assert cond["CheckpointHealthy"].status == "True"
@@ -67,7 +68,7 @@ def test_running_with_fresh_checkpoints_is_ready_and_healthy() -> None:
 
 def test_stale_checkpoints_turn_health_false() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 31))
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), outcome_mod.Outcome())
     health = conditions(new)["CheckpointHealthy"]
     assert health.status == "False" and health.reason == "CheckpointsStale"
 
@@ -75,7 +76,7 @@ def test_stale_checkpoints_turn_health_false() -> None:
 def test_young_job_without_checkpoints_is_not_stale_yet() -> None:
     control = ControlView(True, True)
     new = status_mod.next_status(
-        obs(control, started=NOW - 20), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+        obs(control, started=NOW - 20), Action.nothing(Phase.RUNNING), outcome_mod.Outcome()
     )
     assert conditions(new)["CheckpointHealthy"].status == "True"
 
@@ -91,7 +92,7 @@ def test_too_many_failures_turn_health_false() -> None:
     new = status_mod.next_status(
         obs(control, checkpointing={"interval": "10s", "tolerableFailures": 3}),
         Action.nothing(Phase.RUNNING),
-        status_mod.Outcome(),
+        outcome_mod.Outcome(),
     )
     health = conditions(new)["CheckpointHealthy"]
     assert health.status == "False" and health.reason == "TooManyFailures"
@@ -101,23 +102,23 @@ def test_too_many_failures_turn_health_false() -> None:
 def test_transition_time_is_kept_while_a_condition_holds() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
     first = status_mod.next_status(
-        obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+        obs(control), Action.nothing(Phase.RUNNING), outcome_mod.Outcome()
     )
     later = obs(control, st=first)
     later = Observation(
         **{**{f: getattr(later, f) for f in later.__dataclass_fields__}, "now": NOW + 50}
     )
-    second = status_mod.next_status(later, Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    second = status_mod.next_status(later, Action.nothing(Phase.RUNNING), outcome_mod.Outcome())
     assert conditions(second)["Ready"].last_transition_time == NOW
 
 
 def test_unchanged_status_needs_no_patch() -> None:
     control = ControlView(True, True, latest_completed=CheckpointInfo(3, time=NOW - 1))
-    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), status_mod.Outcome())
+    new = status_mod.next_status(obs(control), Action.nothing(Phase.RUNNING), outcome_mod.Outcome())
     stored = status_mod.storable(new)
     assert status_mod.merge_patch(stored, stored) == {}
     again = status_mod.next_status(
-        obs(control, st=new), Action.nothing(Phase.RUNNING), status_mod.Outcome()
+        obs(control, st=new), Action.nothing(Phase.RUNNING), outcome_mod.Outcome()
     )
     assert status_mod.merge_patch(stored, status_mod.storable(again)) == {}
 
@@ -137,12 +138,12 @@ def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
         "line 3: not valid JSON (Error, exit code 1); not restarting"
     )
     first = status_mod.next_status(
-        obs(None), Action.fail(Reason.JOB_FAILED, why), status_mod.Outcome()
+        obs(None), Action.fail(Reason.JOB_FAILED, why), outcome_mod.Outcome()
     )
     assert first.error == why
     ready = conditions(first)["Ready"]
     assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)
     later = status_mod.next_status(
-        obs(None, st=first), Action.nothing(Phase.FAILED), status_mod.Outcome()
+        obs(None, st=first), Action.nothing(Phase.FAILED), outcome_mod.Outcome()
     )
     assert conditions(later)["Ready"] == ready  # stays put on every later reconcile

@@ -10,7 +10,7 @@ from cjob_operator import manifests, metrics
 from cjob_operator.act import catalog, control, kube
 from cjob_operator.model import observation, status
 from cjob_operator.model.action import Action, ActionKind
-from cjob_operator.status import Outcome
+from cjob_operator.model.outcome import Outcome
 
 logger = logging.getLogger(__name__)
 
