@@ -27,15 +27,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from barrier_runtime.core import types
+
 FORMAT_VERSION = 1
 ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
 DEFAULT_GRACE_PERIOD = 60.0
-MODES = ("ExactlyOnce", "AtLeastOnce", "exactly-once", "at-least-once")
 TRIGGERS = ("driver", "operator")
 
 _T = TypeVar("_T")
+_MODE_NAMES = {name for m in types.CheckpointingMode for name in (m.value, m.resource_name)}
+"""Either spelling of the runtime's checkpointing modes (``ExactlyOnce``, ``exactly-once``)."""
 _REQUIRED: Any = object()
 _KINDS: dict[object, str] = {int: "an integer", float: "a number", str: "a string"}
 FIX = "fix the CheckpointedJob spec (or the file) and start the driver again"
@@ -145,7 +148,7 @@ class CheckpointingSection:
     @classmethod
     def from_storage(cls, raw: Raw) -> CheckpointingSection:
         mode = str(raw.get("mode", "ExactlyOnce"))
-        if mode not in MODES:
+        if mode not in _MODE_NAMES:
             raise JobConfigError(
                 f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {FIX}"
             )

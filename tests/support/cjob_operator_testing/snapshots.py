@@ -27,7 +27,7 @@ def commit(root: Path, savepoint: bool, now: float) -> tuple[int, Path]:
         completion_time=now,
         fingerprint=FINGERPRINT,
     )
-    return cid, catalog.write_metadata(root, meta)
+    return cid, write_metadata(root, meta)
 
 
 def abandon(root: Path) -> int:
@@ -38,3 +38,11 @@ def abandon(root: Path) -> int:
     torn.parent.mkdir(parents=True)
     torn.write_bytes(b"")
     return cid
+
+
+def write_metadata(root: Path, meta: md.CheckpointMetadata) -> Path:
+    """Commit ``meta`` into a local job root (as the runtime's coordinator commits it)."""
+    folder = root / layout.CheckpointRef.of(meta).directory
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / layout.METADATA_NAME).write_bytes(meta.to_json())
+    return folder

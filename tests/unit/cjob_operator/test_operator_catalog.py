@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from cjob_operator_testing import snapshots
+
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
 from cjob_operator.act import catalog
@@ -41,7 +43,7 @@ def commit(
     meta = md.CheckpointMetadata(
         types.CheckpointId(cid), types.CheckpointKind(kind), 100.0 + cid, 100.5 + cid, FP, (handle,)
     )
-    catalog.write_metadata(root, meta)
+    snapshots.write_metadata(root, meta)
 
 
 def view(root: Path) -> catalog.Catalog:

@@ -144,14 +144,6 @@ def open_catalog(
     return Catalog(checkpoint_store.CheckpointStore(store, root), location)
 
 
-def write_metadata(root: Path, meta: md.CheckpointMetadata) -> Path:
-    """Commit ``meta`` into a local job root (test and laptop helper)."""
-    folder = root / layout.CheckpointRef.of(meta).directory
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / layout.METADATA_NAME).write_bytes(meta.to_json())
-    return folder
-
-
 def local_catalog(root: Path) -> Catalog:
     """A catalog over a local job root directory (tests and laptops)."""
     store = object_store.open_object_store(str(root))

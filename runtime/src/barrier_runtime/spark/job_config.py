@@ -67,14 +67,6 @@ IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 (443 on most clusters), as client-go's in-cluster configuration takes it."""
 NO_PERIODIC_INTERVAL = 10.0**9
 """The coordinator's interval when the operator triggers checkpoints (about 30 years)."""
-_MODES = {
-    "ExactlyOnce": types.CheckpointingMode.EXACTLY_ONCE,
-    "AtLeastOnce": types.CheckpointingMode.AT_LEAST_ONCE,
-    "exactly-once": types.CheckpointingMode.EXACTLY_ONCE,
-    "at-least-once": types.CheckpointingMode.AT_LEAST_ONCE,
-}
-
-
 JobConfigError = job_document.JobConfigError
 
 
@@ -176,7 +168,7 @@ def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointCo
         min_pause=raw.min_pause,
         max_concurrent=raw.max_concurrent,
         tolerable_failures=raw.tolerable_failures,
-        mode=_MODES[raw.mode],
+        mode=types.CheckpointingMode(raw.mode),
         unaligned=raw.unaligned,
         aligned_timeout=raw.aligned_timeout,
         retained=raw.retained,
