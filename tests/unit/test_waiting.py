@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import doctest
 import itertools
+from collections.abc import Iterator
 
 import pytest
 import waiting
 
 
 def test_returns_the_first_truthy_value() -> None:
-    values = iter([None, 0, [], {"ready": True}])
+    values: Iterator[object] = iter([None, 0, [], {"ready": True}])
     assert waiting.wait_until(lambda: next(values), 5, "a value", interval=0) == {"ready": True}
 
 
@@ -45,7 +46,7 @@ def test_ignored_exceptions_count_as_not_yet_and_are_reported() -> None:
 
 def test_other_exceptions_propagate_at_once() -> None:
     with pytest.raises(KeyError):
-        waiting.wait_until(lambda: {}["missing"], 5, "a key")
+        waiting.wait_until(lambda: dict[str, int]()["missing"], 5, "a key")
 
 
 def test_docstring_examples() -> None:
