@@ -16,7 +16,6 @@ import json
 import os
 import pathlib
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -140,25 +139,6 @@ class ExecKiller:
             cluster.kubectl_run(
                 "-n", meta["namespace"], "exec", meta["name"], "--", "python", "-c", self.script
             )
-
-
-def wait_until(
-    what: str,
-    check: Callable[[], Any],
-    timeout: float,
-    seen: Callable[[], str] = lambda: "",
-    interval: float = 1.0,
-) -> Any:
-    """Poll ``check`` until it returns something truthy; :class:`ScenarioError` after
-    ``timeout`` seconds, naming ``what`` and what ``seen()`` says about the state."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise ScenarioError(f"timed out after {timeout:.0f}s waiting for {what}; {seen()}")
-        time.sleep(interval)
 
 
 def names(items: Sequence[Obj]) -> list[str]:

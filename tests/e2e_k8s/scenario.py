@@ -32,8 +32,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import waiting
 import yaml
-from cluster import Cluster, ContainerKiller, Obj, ScenarioError, names, wait_until
+from cluster import Cluster, ContainerKiller, Obj, ScenarioError, names
 
 from barrier_runtime import demo, testing
 from barrier_runtime.connectors import files
@@ -195,7 +196,9 @@ class Scenario:
 
     def wait(self, what: str, check: Callable[[], Any], timeout: float | None = None) -> Any:
         started = time.monotonic()
-        value = wait_until(what, check, timeout or self.s.step_timeout, self.seen)
+        value = waiting.wait_until(
+            check, timeout or self.s.step_timeout, what, interval=1.0, explain=self.seen
+        )
         self.log(f"  ok: {what} ({time.monotonic() - started:.0f}s)")
         return value
 

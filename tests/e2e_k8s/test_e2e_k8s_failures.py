@@ -26,8 +26,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import waiting
 import yaml
-from cluster import Cluster, wait_until
+from cluster import Cluster
 from scenario import Scenario, chart_installed, say
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -93,8 +94,12 @@ def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
         st = _status(cluster, "wordcount")
         return st if st.get("phase") == "Failed" else None
 
-    st = wait_until(
-        "the job in phase Failed", failed, 300, lambda: str(_status(cluster, "wordcount"))
+    st = waiting.wait_until(
+        failed,
+        300,
+        "the job in phase Failed",
+        interval=1.0,
+        explain=lambda: str(_status(cluster, "wordcount")),
     )
     error = str(st.get("error"))
     assert f"a.jsonl line {MALFORMED_LINE}" in error and "malformed record" in error, error
@@ -156,20 +161,21 @@ def test_checkpoints_go_on_while_the_operator_is_down(
     manifest["spec"]["image"] = images["runtime"]
     manifest["spec"]["checkpointing"] = {"interval": f"{INTERVAL:g}s"}
     cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
-    wait_until(
-        "the job Running with a checkpoint",
+    waiting.wait_until(
         lambda: (
             _status(cluster, "unattended").get("phase") == "Running"
             and _driver_metrics(cluster, "unattended").get("cjob_checkpoints_completed_total", 0)
             >= 1
         ),
         300,
-        lambda: str(_status(cluster, "unattended")),
+        "the job Running with a checkpoint",
+        interval=1.0,
+        explain=lambda: str(_status(cluster, "unattended")),
     )
     operator = f"deployment/{installed.s.release}-checkpointed-operator"
     ns = installed.s.operator_namespace
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=0")
-    wait_until("the operator gone", lambda: not cluster.pods(ns), 120)
+    waiting.wait_until(lambda: not cluster.pods(ns), 120, "the operator gone", interval=1.0)
     before = _driver_metrics(cluster, "unattended")["cjob_checkpoints_completed_total"]
     worst_age = 0.0
 
@@ -181,15 +187,18 @@ def test_checkpoints_go_on_while_the_operator_is_down(
         assert age < 3 * INTERVAL, f"the last checkpoint is {age:.1f}s old: it would alert"
         return now["cjob_checkpoints_completed_total"] >= before + 10
 
-    wait_until("10 checkpoints with the operator down", ten_more, 10 * INTERVAL * 3)
+    waiting.wait_until(
+        ten_more, 10 * INTERVAL * 3, "10 checkpoints with the operator down", interval=1.0
+    )
     say(
         f"  operator down: 10 checkpoints completed, the newest never older than "
         f"{worst_age:.1f}s (the stale alert fires at {3 * INTERVAL:g}s)"
     )
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=1")
-    wait_until(
-        "the operator back",
+    waiting.wait_until(
         lambda: any((p.get("status") or {}).get("phase") == "Running" for p in cluster.pods(ns)),
         120,
+        "the operator back",
+        interval=1.0,
     )
     cluster.kubectl_run("-n", "streaming", "delete", "cjob", "unattended", "--timeout=120s")

@@ -13,8 +13,9 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
+import waiting
 import yaml
-from cluster import Cluster, wait_until
+from cluster import Cluster
 from scenario import Scenario, chart_installed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -45,11 +46,12 @@ def test_the_minimal_example_reaches_running_with_checkpoints(
         last = (st.get("checkpoints") or {}).get("lastCompleted") or {}  # type: ignore[attr-defined]
         return st.get("phase") == "Running" and isinstance(last.get("id"), int)
 
-    wait_until(
-        "the minimal job Running with a completed checkpoint",
+    waiting.wait_until(
         running_with_checkpoint,
         300,
-        lambda: str(_status(cluster, "streaming", name)),
+        "the minimal job Running with a completed checkpoint",
+        interval=1.0,
+        explain=lambda: str(_status(cluster, "streaming", name)),
     )
     table = cluster.kubectl_run("-n", "streaming", "get", "cjob", name)
     assert " Running " in table, table
@@ -72,11 +74,12 @@ def test_a_driver_without_its_role_is_refused_with_403_and_the_operator_says_so(
         error = _status(cluster, "streaming", "unprivileged").get("error")
         return error if isinstance(error, str) and "403" in error else None
 
-    error = wait_until(
-        "the 403 in the job's status",
+    error = waiting.wait_until(
         refused,
         240,
-        lambda: str(_status(cluster, "streaming", "unprivileged")),
+        "the 403 in the job's status",
+        interval=1.0,
+        explain=lambda: str(_status(cluster, "streaming", "unprivileged")),
     )
     assert "forbidden" in error and "system:serviceaccount:streaming:no-rights" in error, error
     assert "driver Role" in error, error  # what to do about it

@@ -24,11 +24,12 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import waiting
 import yaml
 from cjob_operator_testing.endpoint import OperatorEndpoint
 
@@ -109,21 +110,6 @@ class TcpProxy:
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-
-
-def wait_until(
-    check: Callable[[], bool],
-    what: str,
-    timeout: float = 60.0,
-    explain: Callable[[], str] = lambda: "",
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError, KeyError, ValueError):
-            if check():
-                return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{explain()}")
 
 
 def api(port: int, path: str) -> Any:
@@ -255,24 +241,33 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
                 return str([(r["metric"].get("__name__"), r["value"][1]) for r in seen])
 
             # Healthy: checkpoints complete, nothing fires.
-            wait_until(
+            waiting.wait_until(
                 lambda: bool(
                     query(prom_port, f'cjob_checkpoints_completed_total{{job="{JOB}"}} >= 2')
                 ),
+                60,
                 "completed checkpoints scraped from the driver",
+                interval=0.5,
+                ignoring=(OSError, KeyError, ValueError),
                 explain=explain,
             )
-            wait_until(
+            waiting.wait_until(
                 lambda: bool(query(prom_port, 'up{job="cjob-operator"} == 1')),
+                60,
                 "the operator scraped",
+                interval=0.5,
+                ignoring=(OSError, KeyError, ValueError),
             )
             assert "CheckpointFailures" not in firing(prom_port)
 
             # Storage stops: checkpoints fail, the job keeps running, the alert fires.
             proxy.close()
-            wait_until(
+            waiting.wait_until(
                 lambda: "CheckpointFailures" in firing(prom_port),
+                60,
                 "CheckpointFailures to fire",
+                interval=0.5,
+                ignoring=(OSError, KeyError, ValueError),
                 explain=explain,
             )
             stats = executor.checkpoint_stats()
@@ -287,14 +282,19 @@ def test_checkpoint_failure_alert_fires_when_storage_stops_and_resolves(
             # Storage is back: checkpoints complete again and the alert resolves.
             completed_before = executor.checkpoint_stats().counts.completed
             proxy.open()
-            wait_until(
+            waiting.wait_until(
                 lambda: executor.checkpoint_stats().counts.completed > completed_before,
+                60,
                 "a completed checkpoint after storage came back",
+                interval=0.5,
+                ignoring=(OSError, KeyError, ValueError),
             )
-            wait_until(
+            waiting.wait_until(
                 lambda: "CheckpointFailures" not in firing(prom_port),
+                90,
                 "CheckpointFailures to resolve",
-                timeout=90,
+                interval=0.5,
+                ignoring=(OSError, KeyError, ValueError),
                 explain=explain,
             )
         finally:

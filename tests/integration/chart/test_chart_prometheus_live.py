@@ -18,11 +18,12 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import waiting
 import yaml
 from cjob_operator_testing.endpoint import OperatorEndpoint
 
@@ -43,23 +44,6 @@ def free_port() -> int:
 def api(port: int, path: str) -> Any:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
         return json.loads(response.read())
-
-
-def wait_until(
-    check: Callable[[], bool],
-    what: str,
-    timeout: float = 45.0,
-    explain: Callable[[], str] = lambda: "",
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{explain()}")
 
 
 @pytest.fixture(scope="module")
@@ -113,15 +97,21 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, 
         stderr=subprocess.STDOUT,
     )
     try:
-        wait_until(
+        waiting.wait_until(
             lambda: (
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
             ),
+            45,
             "Prometheus ready",
+            interval=0.5,
+            ignoring=(OSError,),
         )
-        wait_until(
+        waiting.wait_until(
             lambda: bool(query(port, 'up{job="cjob-operator"} == 1')),
+            45,
             "a first scrape of the operator",
+            interval=0.5,
+            ignoring=(OSError,),
         )
         yield port, endpoint
     finally:
@@ -173,21 +163,31 @@ def test_checkpoint_failures_fire_and_resolve(prometheus: tuple[int, OperatorEnd
     completed.inc(0)
     failed.inc(0)
     # Prometheus must have scraped the counters at zero, so increase() sees every failure.
-    wait_until(
+    waiting.wait_until(
         lambda: bool(query(port, f'cjob_checkpoints_failed_total{{job="{job}"}} == 0')),
+        45,
         "the failure counter scraped at zero",
+        interval=0.5,
+        ignoring=(OSError,),
     )
     failed.inc(6)
-    wait_until(
+    waiting.wait_until(
         lambda: ("CheckpointFailures", job) in firing(port),
+        45,
         "CheckpointFailures firing",
+        interval=0.5,
+        ignoring=(OSError,),
         explain=lambda: diagnostics(port),
     )
     # storage back: checkpoints complete again, the failed share drops below one half
     completed.inc(30)
     metrics.LAST_COMPLETED.labels(NS, job).set(time.time())
-    wait_until(
-        lambda: ("CheckpointFailures", job) not in firing(port), "CheckpointFailures resolved"
+    waiting.wait_until(
+        lambda: ("CheckpointFailures", job) not in firing(port),
+        45,
+        "CheckpointFailures resolved",
+        interval=0.5,
+        ignoring=(OSError,),
     )
 
 
@@ -198,16 +198,22 @@ def test_stale_checkpoint_and_failed_job_fire(prometheus: tuple[int, OperatorEnd
     metrics.set_phase(NS, "suspended", Phase.SUSPENDED)
     metrics.LAST_COMPLETED.labels(NS, "suspended").set(time.time() - 3600)
     metrics.set_phase(NS, "given-up", Phase.FAILED)
-    wait_until(
+    waiting.wait_until(
         lambda: {("CheckpointStale", "stale"), ("JobFailed", "given-up")} <= firing(port),
+        45,
         "CheckpointStale and JobFailed firing",
+        interval=0.5,
+        ignoring=(OSError,),
     )
     assert ("CheckpointStale", "suspended") not in firing(port)
     metrics.LAST_COMPLETED.labels(NS, "stale").set(time.time())
     metrics.set_phase(NS, "given-up", Phase.RUNNING)
-    wait_until(
+    waiting.wait_until(
         lambda: not {("CheckpointStale", "stale"), ("JobFailed", "given-up")} & firing(port),
+        45,
         "CheckpointStale and JobFailed resolved",
+        interval=0.5,
+        ignoring=(OSError,),
     )
 
 
@@ -218,9 +224,19 @@ def test_operator_down_fires_while_its_endpoint_is_gone(
     assert ("OperatorDown", "cjob-operator") not in firing(port)
     endpoint.stop()
     try:
-        wait_until(lambda: ("OperatorDown", "cjob-operator") in firing(port), "OperatorDown firing")
+        waiting.wait_until(
+            lambda: ("OperatorDown", "cjob-operator") in firing(port),
+            45,
+            "OperatorDown firing",
+            interval=0.5,
+            ignoring=(OSError,),
+        )
     finally:
         endpoint.start()
-    wait_until(
-        lambda: ("OperatorDown", "cjob-operator") not in firing(port), "OperatorDown resolved"
+    waiting.wait_until(
+        lambda: ("OperatorDown", "cjob-operator") not in firing(port),
+        45,
+        "OperatorDown resolved",
+        interval=0.5,
+        ignoring=(OSError,),
     )

@@ -11,14 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes as _kubernetes
 import pytest
+import waiting
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -79,18 +79,6 @@ class Kube:
         return result
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
-
-
 def start_server(
     state: Path, history: int = HISTORY, kubelet: bool = False
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -120,7 +108,7 @@ def start_server(
             raise AssertionError(f"kube-local exited with {process.returncode}")
         return ready.exists()
 
-    wait_for(started, 30, "kube-local to be ready")
+    waiting.wait_until(started, 30, "kube-local to be ready")
     return process, ready.read_text().strip()
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import kubernetes as _kubernetes
 import pytest
+import waiting
 from kubernetes.client.exceptions import ApiException
-from tests.integration.kube_local.conftest import Kube, wait_for
+from tests.integration.kube_local.conftest import Kube
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -152,7 +153,7 @@ def test_background_gc_deletes_dependents(core: Any, ns: str) -> None:
     _owned(core, ns, owner, "child")
     _owned(core, ns, core.read_namespaced_config_map("child", ns), "grandchild")
     core.delete_namespaced_config_map("owner", ns, propagation_policy="Background")
-    wait_for(lambda: not _exists(core, ns, "grandchild"), what="the grandchild to go")
+    waiting.wait_until(lambda: not _exists(core, ns, "grandchild"), 10, "the grandchild to go")
     assert not _exists(core, ns, "child")
 
 
@@ -165,7 +166,7 @@ def test_foreground_gc_keeps_the_owner_until_dependents_are_gone(core: Any, ns: 
     assert "foregroundDeletion" in deleting.metadata.finalizers
     assert core.read_namespaced_config_map("held", ns).metadata.deletion_timestamp
     core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
-    wait_for(lambda: not _exists(core, ns, "owner"), what="the owner to go")
+    waiting.wait_until(lambda: not _exists(core, ns, "owner"), 10, "the owner to go")
     assert not _exists(core, ns, "held")
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import kubernetes as _kubernetes
 import pytest
-from tests.integration.kube_local.conftest import ROOT, Kube, wait_for
+import waiting
+from tests.integration.kube_local.conftest import ROOT, Kube
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -78,8 +79,8 @@ def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
             start_new_session=True,
         )
     try:
-        wait_for(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), 30, "the operator")
-        wait_for(
+        waiting.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), 30, "the operator")
+        waiting.wait_until(
             lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
             30,
             "the operator to watch",
@@ -130,7 +131,7 @@ def test_the_operator_reconciles_a_job_on_kube_local(
             else None
         )
 
-    got = wait_for(reconciled, 60, f"the finalizer and a phase ({operator})")
+    got = waiting.wait_until(reconciled, 60, f"the finalizer and a phase ({operator})")
     assert got["metadata"]["finalizers"] == [f"{GROUP}/finalizer"]
 
     def owned_pods() -> list[Any]:
@@ -140,7 +141,7 @@ def test_the_operator_reconciles_a_job_on_kube_local(
             if any(r.uid == created["metadata"]["uid"] for r in p.metadata.owner_references or [])
         ]
 
-    pods = wait_for(owned_pods, 60, f"a driver pod owned by the job ({operator})")
+    pods = waiting.wait_until(owned_pods, 60, f"a driver pod owned by the job ({operator})")
     assert pods[0].status.phase == "Pending"  # no kubelet yet: pods are stored, not run
     custom.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "smoke")
 
@@ -151,4 +152,4 @@ def test_the_operator_reconciles_a_job_on_kube_local(
             if j["metadata"]["name"] == "smoke"
         ]
 
-    wait_for(released, 60, "the job to be released")
+    waiting.wait_until(released, 60, "the job to be released")

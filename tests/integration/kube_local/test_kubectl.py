@@ -8,7 +8,8 @@ from typing import Any
 
 import kubernetes as _kubernetes
 import pytest
-from tests.integration.kube_local.conftest import ROOT, Kube, wait_for
+import waiting
+from tests.integration.kube_local.conftest import ROOT, Kube
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -24,9 +25,10 @@ def _namespace(kube: Kube, name: str) -> None:
 
 def test_a_crd_is_served_and_kubectl_get_prints_its_columns(kube: Kube) -> None:
     kube.kubectl("apply", "-f", str(CRD))
-    wait_for(
+    waiting.wait_until(
         lambda: "checkpointedjobs" in kube.kubectl("api-resources").stdout,
-        what="the CRD in discovery",
+        10,
+        "the CRD in discovery",
     )
     _namespace(kube, "streaming")
     applied = kube.kubectl("-n", "streaming", "apply", "-f", str(MINIMAL))

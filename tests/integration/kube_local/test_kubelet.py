@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.integration.kube_local.conftest import ROOT, Kube, kubernetes, start_server, wait_for
+import waiting
+from tests.integration.kube_local.conftest import ROOT, Kube, kubernetes, start_server
 
 BASE = "cjob-base:bookworm"
 RUNTIME = "cjob-runtime:dev"
@@ -82,7 +83,11 @@ def api(node: Kube) -> Any:
 def space(api: Any) -> str:
     name = f"k-{uuid.uuid4().hex[:8]}"
     api.create_namespace({"metadata": {"name": name}})
-    wait_for(lambda: _find(lambda: api.read_namespaced_service_account("default", name)), 10)
+    waiting.wait_until(
+        lambda: _find(lambda: api.read_namespaced_service_account("default", name)),
+        10,
+        "the default service account",
+    )
     return name
 
 
@@ -127,11 +132,11 @@ def test_exit_codes_become_phases_with_the_termination_message(api: Any, space: 
             container={"terminationMessagePolicy": "FallbackToLogsOnError"},
         ),
     )
-    wait_for(lambda: _phase_in(api, space, "ok", "Succeeded"), 60, "ok Succeeded")
-    bad = wait_for(lambda: _phase_in(api, space, "bad", "Failed"), 60, "bad Failed")
+    waiting.wait_until(lambda: _phase_in(api, space, "ok", "Succeeded"), 60, "ok Succeeded")
+    bad = waiting.wait_until(lambda: _phase_in(api, space, "bad", "Failed"), 60, "bad Failed")
     term = bad["containerStatuses"][0]["state"]["terminated"]
     assert (term["exitCode"], term["reason"], term["message"]) == (3, "Error", "it broke\n")
-    tail = wait_for(lambda: _phase_in(api, space, "tail", "Failed"), 60, "tail Failed")
+    tail = waiting.wait_until(lambda: _phase_in(api, space, "tail", "Failed"), 60, "tail Failed")
     assert tail["containerStatuses"][0]["state"]["terminated"]["message"] == "last words\n"
     assert api.read_namespaced_pod_log("tail", space) == "last words\n"
 
@@ -145,7 +150,9 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
             "spec": {"selector": {"app": "srv"}, "clusterIP": "None", "ports": [{"port": 80}]},
         },
     )
-    server = wait_for(lambda: _phase_in(api, space, "server", "Running"), 60, "server Running")
+    server = waiting.wait_until(
+        lambda: _phase_in(api, space, "server", "Running"), 60, "server Running"
+    )
     api.create_namespaced_pod(
         space,
         _pod(
@@ -157,7 +164,9 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
             },
         ),
     )
-    client = wait_for(lambda: _phase_in(api, space, "client", "Succeeded"), 60, "client done")
+    client = waiting.wait_until(
+        lambda: _phase_in(api, space, "client", "Succeeded"), 60, "client done"
+    )
     mine, service, apiserver = api.read_namespaced_pod_log("client", space).split()
     assert mine == client["podIP"] != server["podIP"]
     assert mine.startswith("127.1.") and service == server["podIP"]
@@ -190,8 +199,10 @@ def test_config_maps_secrets_and_limits_reach_the_container(api: Any, space: str
             volumes=[{"name": "cfg", "configMap": {"name": "cfg"}}],
         ),
     )
-    st = wait_for(lambda: _phase_in(api, space, "reader", "Running"), 60, "reader Running")
-    wait_for(
+    st = waiting.wait_until(
+        lambda: _phase_in(api, space, "reader", "Running"), 60, "reader Running"
+    )
+    waiting.wait_until(
         lambda: api.read_namespaced_pod_log("reader", space) == "hello\ns3cret\n", 30, "the log"
     )
     container = st["containerStatuses"][0]["containerID"].split("://")[1]
@@ -218,16 +229,19 @@ def test_a_missing_secret_waits_and_starts_once_it_exists(api: Any, space: str) 
         ),
     )
 
-    def waiting() -> dict[str, Any] | None:
+    def config_error() -> dict[str, Any] | None:
         statuses = _status(api, space, "patient").get("containerStatuses") or [{}]
         found: dict[str, Any] | None = (statuses[0].get("state") or {}).get("waiting")
         return found if found and found.get("reason") == "CreateContainerConfigError" else None
 
     assert (
-        wait_for(waiting, 30, "CreateContainerConfigError")["message"] == 'secret "later" not found'
+        waiting.wait_until(config_error, 30, "CreateContainerConfigError")["message"]
+        == 'secret "later" not found'
     )
     api.create_namespaced_secret(space, {"metadata": {"name": "later"}, "stringData": {"t": "now"}})
-    wait_for(lambda: _phase_in(api, space, "patient", "Succeeded"), 60, "started and done")
+    waiting.wait_until(
+        lambda: _phase_in(api, space, "patient", "Succeeded"), 60, "started and done"
+    )
     assert api.read_namespaced_pod_log("patient", space) == "now\n"
 
 
@@ -236,19 +250,23 @@ def test_deletion_is_graceful_then_forced_and_the_object_waits_for_it(api: Any, 
         space,
         _pod(
             "stubborn",
-            "trap 'echo TERM' TERM; while true; do sleep 0.1; done",
+            "trap 'echo TERM' TERM; echo trapped; while true; do sleep 0.1; done",
             terminationGracePeriodSeconds=3,
         ),
     )
-    st = wait_for(lambda: _phase_in(api, space, "stubborn", "Running"), 60, "Running")
+    st = waiting.wait_until(lambda: _phase_in(api, space, "stubborn", "Running"), 60, "Running")
     container = st["containerStatuses"][0]["containerID"].split("://")[1]
-    time.sleep(0.5)  # let bash install its trap (not a wait for an outcome)
+    waiting.wait_until(
+        lambda: "trapped" in api.read_namespaced_pod_log("stubborn", space),
+        10,
+        "bash to install its TERM trap",
+    )
     started = time.monotonic()
     api.delete_namespaced_pod("stubborn", space)
     marked = api.read_namespaced_pod("stubborn", space)
     assert marked.metadata.deletion_timestamp is not None
     assert marked.metadata.deletion_grace_period_seconds == 3
-    wait_for(
+    waiting.wait_until(
         lambda: _find(lambda: api.read_namespaced_pod("stubborn", space)) is None,
         30,
         "the pod object gone",
@@ -295,13 +313,13 @@ def test_a_deployment_keeps_its_pod(node: Kube, api: Any, space: str) -> None:
             if p.status and p.status.phase == "Running" and p.metadata.deletion_timestamp is None
         ]
 
-    (first,) = wait_for(running, 60, "the deployment's pod")
+    (first,) = waiting.wait_until(running, 60, "the deployment's pod")
     api.delete_namespaced_pod(first.metadata.name, space, grace_period_seconds=0)
-    (second,) = wait_for(
+    (second,) = waiting.wait_until(
         lambda: [p for p in running() if p.metadata.uid != first.metadata.uid], 60, "a new pod"
     )
     assert second.metadata.name.startswith("web-")
-    deployment = wait_for(
+    deployment = waiting.wait_until(
         lambda: (
             (d := apps.read_namespaced_deployment("web", space)).status.ready_replicas == 1 and d
         ),
@@ -338,7 +356,7 @@ def test_in_a_pod_the_api_answers_by_the_mounted_token(api: Any, space: str) -> 
             },
         },
     )
-    wait_for(lambda: _phase_in(api, space, "caller", "Succeeded"), 90, "caller done")
+    waiting.wait_until(lambda: _phase_in(api, space, "caller", "Succeeded"), 90, "caller done")
     version, forbidden = api.read_namespaced_pod_log("caller", space).splitlines()
     assert version == "200"
     assert forbidden.startswith("403 ") and (

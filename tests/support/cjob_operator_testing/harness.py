@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import kmock
+import waiting
 from aiohttp import web
 
 from cjob_operator_testing import kubelet
@@ -208,21 +208,21 @@ class OperatorHarness:
     def wait_for(
         self, predicate: Callable[[], T], what: str, timeout: float = 20.0, interval: float = 0.05
     ) -> T:
-        deadline = time.monotonic() + timeout
-        while True:
+        def ready() -> T | None:
             result = predicate()
-            if result:
-                return result
-            if self._process is not None and self._process.poll() is not None:
+            if not result and self._process is not None and self._process.poll() is not None:
                 raise ConditionTimeout(
                     f"operator exited while waiting for {what}:\n" + self.operator_log()[-4000:]
                 )
-            if time.monotonic() > deadline:
-                raise ConditionTimeout(
-                    f"timed out after {timeout}s waiting for {what}; "
-                    "operator log tail:\n" + self.operator_log()[-4000:]
-                )
-            time.sleep(interval)
+            return result
+
+        return waiting.wait_until(
+            ready,
+            timeout,
+            what,
+            interval=interval,
+            explain=lambda: "operator log tail:\n" + self.operator_log()[-4000:],
+        )
 
     def scrape_metrics(self) -> str:
         with urllib.request.urlopen(self.metrics_url + "/metrics", timeout=5) as resp:

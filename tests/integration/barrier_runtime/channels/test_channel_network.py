@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pytest
+import waiting
 from barrier_runtime_testing import channels as testing
 
 from barrier_runtime.api import batch as batch_mod
@@ -86,7 +87,7 @@ def test_a_slow_receiver_back_pressures_the_sender_and_memory_stays_bounded(pair
     )
     producer.start()
     assert blocked.wait(10)
-    testing.wait_until(lambda: inp.queued_batches == 4)
+    waiting.wait_until(lambda: inp.queued_batches == 4, 10, "inp.queued_batches == 4")
     time.sleep(0.05)  # give a buggy sender the chance to overrun; nothing may change
     assert not out.has_capacity()
     assert inp.queued_batches == 4, "the receiver never holds more than its granted credits"
@@ -113,13 +114,21 @@ def test_priority_barrier_overtakes_sender_and_receiver_queues_and_both_sets_are
     inp = b.input_channel(3, 0, signal_b, capacity=3)
     for s in range(5):
         out.put(batch(s))
-    testing.wait_until(lambda: inp.queued_batches == 3 and out.queued_batches == 2)
+    waiting.wait_until(
+        lambda: inp.queued_batches == 3 and out.queued_batches == 2,
+        10,
+        "inp.queued_batches == 3 and out.queued_batches == 2",
+    )
     assert seqs([inp.take()]) == [0]
-    testing.wait_until(lambda: inp.queued_batches == 3 and out.queued_batches == 1)
+    waiting.wait_until(
+        lambda: inp.queued_batches == 3 and out.queued_batches == 1,
+        10,
+        "inp.queued_batches == 3 and out.queued_batches == 1",
+    )
     out.put(batch(5))
     b7 = types.Barrier(types.CheckpointId(7), 1.0, unaligned=True)
     sender_overtaken = out.put_priority(b7)
-    testing.wait_until(lambda: inp.peek() == b7)
+    waiting.wait_until(lambda: inp.peek() == b7, 10, "inp.peek() == b7")
     assert seqs(sender_overtaken) == [4, 5]
     assert inp.take() == b7
     assert seqs(inp.drain_overtaken(b7.checkpoint_id)) == [1, 2, 3]
@@ -153,14 +162,16 @@ def test_a_peer_closing_mid_stream_fails_the_channels_naming_it(pair: Pair) -> N
     back = b.output_channel(2, 0, signal_b)
     a.input_channel(2, 1, signal_a, capacity=2)
     out.put(batch(1))
-    testing.wait_until(lambda: len(inp) == 1)
+    waiting.wait_until(lambda: len(inp) == 1, 10, "len(inp) == 1")
     before = signal_b.notifications
     a.abort()  # as if worker 0 died
-    testing.wait_until(lambda: signal_b.notifications > before)  # the receiving task is woken
+    waiting.wait_until(
+        lambda: signal_b.notifications > before, 10, "signal_b.notifications > before"
+    )  # the receiving task is woken
     with pytest.raises(errors.ChannelClosedError, match=r"channel 1 with worker 0 \(127\.0\.0\.1:"):
-        testing.wait_until(lambda: inp.take() is None and False, timeout=5)
+        waiting.wait_until(lambda: inp.take() is None and False, 5, "the channel to fail")
     with pytest.raises(errors.ChannelClosedError, match="channel 2 with worker 0"):
-        testing.wait_until(lambda: not back.has_capacity() and False, timeout=5)
+        waiting.wait_until(lambda: not back.has_capacity() and False, 5, "the channel to fail")
 
 
 def test_a_reset_connection_fails_the_sender_at_once() -> None:
@@ -191,7 +202,7 @@ def test_a_reset_connection_fails_the_sender_at_once() -> None:
         with pytest.raises(
             errors.ChannelClosedError, match=r"channel 1 with worker 1 .*(reset|closed)"
         ):
-            testing.wait_until(lambda: out.has_capacity() and False, timeout=5)
+            waiting.wait_until(lambda: out.has_capacity() and False, 5, "the channel to fail")
     listener.close()
 
 
@@ -287,7 +298,7 @@ def test_a_batch_that_cannot_be_encoded_fails_the_connection_with_a_clear_reason
     b.input_channel(1, 0, testing.TaskSignal(), capacity=2)
     out.put(batch_mod.Batch.from_rows([{"f": lambda: None}]))  # not picklable
     with pytest.raises(errors.ChannelClosedError, match="cannot encode a frame"):
-        testing.wait_until(lambda: out.has_capacity() and False, timeout=5)
+        waiting.wait_until(lambda: out.has_capacity() and False, 5, "the channel to fail")
 
 
 def test_ipv6_loopback_works_when_available() -> None:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+import waiting
 from barrier_runtime_testing import channels as testing
 
 from barrier_runtime.api import batch as batch_mod
@@ -95,7 +96,11 @@ def test_a_killed_peer_process_fails_our_channels_promptly() -> None:
             task_signal = testing.TaskSignal()
             inp = net.input_channel(1, peer=1, receiver=task_signal, capacity=2)
             out = net.output_channel(0, peer=1, sender=task_signal)
-            testing.wait_until(lambda: inp.queued_batches == 2 and out.has_capacity(), timeout=30)
+            waiting.wait_until(
+                lambda: inp.queued_batches == 2 and out.has_capacity(),
+                30,
+                "inp.queued_batches == 2 and out.has_capacity()",
+            )
             assert child.pid is not None
             os.kill(child.pid, signal.SIGKILL)
             killed = time.monotonic()
@@ -108,7 +113,9 @@ def test_a_killed_peer_process_fails_our_channels_promptly() -> None:
                         task_signal.cond.wait(0.05)
             detected = time.monotonic() - killed
             with pytest.raises(errors.ChannelClosedError, match="channel 0 with worker 1"):
-                testing.wait_until(lambda: not out.has_capacity() and False, timeout=5)
+                waiting.wait_until(
+                    lambda: not out.has_capacity() and False, 5, "the channel to fail"
+                )
         finally:
             stop(child, 10)
     print(f"\npeer death detected after {detected * 1000:.1f} ms: {info.value}")

@@ -12,6 +12,7 @@ what each sender emitted before its barrier, in order, with nothing twice.
 from __future__ import annotations
 
 import pytest
+import waiting
 from barrier_runtime_testing import channels as testing
 
 from barrier_runtime import alignment
@@ -98,10 +99,12 @@ def test_channel_state_is_exactly_what_the_snapshot_misses_in_replay_order(
             emitted[ch] += [start, start + 1]
 
     def settled(ch: int, at_sender: int, at_receiver: int) -> None:
-        testing.wait_until(
+        waiting.wait_until(
             lambda: (
                 outs[ch].queued_batches == at_sender and inputs[ch].queued_batches == at_receiver
-            )
+            ),
+            10,
+            "outs[ch].queued_batches == at_sender and inputs[ch].queued_batches == at_receiver",
         )
 
     task = GateTask(inputs)
@@ -116,7 +119,7 @@ def test_channel_state_is_exactly_what_the_snapshot_misses_in_replay_order(
     # triggers the snapshot.
     before_barrier = {0: list(emitted[0])}
     sender_overtaken = {0: seqs(outs[0].put_priority(barrier))}
-    testing.wait_until(lambda: inputs[0].peek() == barrier)
+    waiting.wait_until(lambda: inputs[0].peek() == barrier, 10, "inputs[0].peek() == barrier")
     assert task.step(0) == barrier and task.state is not None
     # Channel 1 still owes the barrier: what the task takes from it now is captured.
     task.step(1)
@@ -125,7 +128,7 @@ def test_channel_state_is_exactly_what_the_snapshot_misses_in_replay_order(
     emit(1, 2)
     before_barrier[1] = list(emitted[1])
     sender_overtaken[1] = seqs(outs[1].put_priority(barrier))
-    testing.wait_until(lambda: inputs[1].peek() == barrier)
+    waiting.wait_until(lambda: inputs[1].peek() == barrier, 10, "inputs[1].peek() == barrier")
     assert task.step(1) == barrier
 
     channel_state = task.complete[CHECKPOINT]
@@ -141,6 +144,6 @@ def test_channel_state_is_exactly_what_the_snapshot_misses_in_replay_order(
         outs[ch].put(batch_mod.Batch.from_rows([{"seq": -1}]))
         while task.processed[ch][-1:] != [-1]:
             if len(inputs[ch]) == 0:
-                testing.wait_until(lambda ch=ch: len(inputs[ch]) > 0)  # type: ignore[misc]
+                waiting.wait_until(lambda ch=ch: len(inputs[ch]) > 0, 10, "len(inputs[ch]) > 0")  # type: ignore[misc]
             task.step(ch)
         assert task.processed[ch] == before_barrier[ch] + [-1]

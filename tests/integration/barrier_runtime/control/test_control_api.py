@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import waiting
 from prometheus_client.parser import text_string_to_metric_families
 
 from barrier_runtime.control.job import JobState
@@ -105,24 +106,32 @@ def job(tmp_path_factory: pytest.TempPathFactory, make_client: Any) -> Iterator[
 
 
 def _wait_finished(client: Any, checkpoint_id: int, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def finished() -> dict[str, Any] | None:
         reply = client.get(f"/v1/checkpoints/{checkpoint_id}")
         assert reply.status == 200, reply.text
-        if reply.json["status"] != "in-progress" or time.monotonic() > deadline:
-            return reply.json  # type: ignore[no-any-return]
-        time.sleep(0.02)
+        return reply.json if reply.json["status"] != "in-progress" else None  # type: ignore[no-any-return]
+
+    return waiting.wait_until(
+        finished, timeout, f"checkpoint {checkpoint_id} to finish", interval=0.02
+    )
+
+
+def _accepted(client: Any, body: Any = None, raw: bytes | None = None) -> Any:
+    """A trigger reply, retried while another checkpoint is in flight (409)."""
+
+    def post() -> Any:
+        reply = client.post("/v1/checkpoints", body, raw=raw)
+        if reply.status == 409:
+            assert reply.json["reason"] == "too-many-pending", reply.text
+            return None
+        return reply
+
+    return waiting.wait_until(post, 30, "the trigger accepted", interval=0.02)
 
 
 def _trigger(client: Any, kind: str = "checkpoint") -> dict[str, Any]:
     """Trigger and wait until finished (retrying while another checkpoint is in flight)."""
-    deadline = time.monotonic() + 30
-    while True:
-        reply = client.post("/v1/checkpoints", {"kind": kind})
-        if reply.status == 202 or time.monotonic() > deadline:
-            break
-        assert reply.status == 409 and reply.json["reason"] == "too-many-pending", reply.text
-        time.sleep(0.02)
+    reply = _accepted(client, {"kind": kind})
     assert reply.status == 202, reply.text
     assert reply.json["kind"] == kind
     assert reply.headers["Location"] == f"/v1/checkpoints/{reply.json['id']}"
@@ -266,10 +275,7 @@ def test_bad_trigger_bodies_are_400_with_one_clear_message(
 
 
 def test_empty_trigger_body_means_checkpoint(job: Running) -> None:
-    reply = job.client.post("/v1/checkpoints", raw=b"")
-    while reply.status == 409:  # another test's checkpoint may still be in flight
-        time.sleep(0.02)
-        reply = job.client.post("/v1/checkpoints", raw=b"")
+    reply = _accepted(job.client, raw=b"")  # another test's checkpoint may still be in flight
     assert reply.status == 202 and reply.json["kind"] == "checkpoint"
     assert _wait_finished(job.client, reply.json["id"])["status"] == "completed"
 
@@ -326,8 +332,12 @@ def test_metrics_count_checkpoints_and_records(job: Running) -> None:
     observed_before = _one(before, "cjob_checkpoint_duration_seconds_count")
 
     entry = _trigger(job.client)
-    time.sleep(0.1)  # let more records through
-    after = _scrape(job.client)
+
+    def more_records_in() -> Any:
+        scraped = _scrape(job.client)
+        return scraped if _one(scraped, "cjob_records_in_total", step="count") > in_before else None
+
+    after = waiting.wait_until(more_records_in, 10, "more records counted in")
     assert _one(after, "cjob_checkpoints_completed_total") >= completed_before + 1
     assert _one(after, "cjob_checkpoint_duration_seconds_count") >= observed_before + 1
     assert _one(after, "cjob_checkpoint_duration_seconds_bucket", le="+Inf") == _one(
@@ -378,9 +388,13 @@ def test_stop_returns_a_savepoint_a_new_job_resumes_exactly_once(
     sink = TestingSink()
     first = _start(sink, tmp_path / "cp", make_client, **shape, rate_per_partition=1000)
     try:
-        deadline = time.monotonic() + 10
-        while not sink.output and time.monotonic() < deadline:
-            assert _trigger(first.client)["status"] == "completed"  # publishes output
+
+        def published() -> list[Any]:
+            if not sink.output:
+                assert _trigger(first.client)["status"] == "completed"  # publishes output
+            return sink.output
+
+        waiting.wait_until(published, 10, "output published by a checkpoint", interval=0)
         stop = first.client.post("/v1/stop", {"savepoint": True, "timeout": 30})
         assert stop.status == 200, stop.text
         assert set(stop.json) >= {"id", "path"} and "savepoints/sp-" in stop.json["path"]

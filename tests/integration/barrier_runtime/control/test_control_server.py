@@ -357,7 +357,7 @@ def test_stop_is_prompt_even_with_a_request_in_flight(
     client = make_client(server.url, TOKEN)
     caller = threading.Thread(target=lambda: client.post("/v1/stop", {}), daemon=True)
     caller.start()
-    time.sleep(0.1)
+    assert scripted.stop_entered.wait(5), "the stop request never reached the job"
     t0 = time.monotonic()
     server.stop()
     assert time.monotonic() - t0 < 1

@@ -271,17 +271,6 @@ def _parse(headers: Any, raw: bytes) -> Any:
     return raw.decode()
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``predicate`` (connection errors count as false) until true or ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            if predicate():
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -26,6 +26,7 @@ import uuid
 
 import pytest
 import spark_harness as h
+import waiting
 from prometheus_client.parser import text_string_to_metric_families
 
 from barrier_runtime.core.types import CheckpointConfig
@@ -49,7 +50,13 @@ def _control_url(proc: subprocess.Popen[str]) -> str:
     control = events[-1]
     assert control["authenticated"] is True, control
     url: str = control["url"]
-    h.wait_for(lambda: h.http("GET", f"{url}/readyz")[0] == 200, 120, "the job to be ready")
+    waiting.wait_until(
+        lambda: h.http("GET", f"{url}/readyz")[0] == 200,
+        120,
+        "the job to be ready",
+        ignoring=(OSError,),
+        interval=0.2,
+    )
     return url
 
 
@@ -63,7 +70,7 @@ def _trigger(base: str, token: str, kind: str) -> dict:
         assert status in (202, 409), body
         return status == 202
 
-    h.wait_for(accepted, 60, f"a {kind} to be accepted")
+    waiting.wait_until(accepted, 60, f"a {kind} to be accepted", ignoring=(OSError,), interval=0.2)
     checkpoint_id = answers[-1][1]["id"]
     entry: dict = {}
 
@@ -73,7 +80,9 @@ def _trigger(base: str, token: str, kind: str) -> dict:
         entry.update(doc)
         return doc["status"] != "in-progress"
 
-    h.wait_for(ended, 60, f"{kind} {checkpoint_id} to end")
+    waiting.wait_until(
+        ended, 60, f"{kind} {checkpoint_id} to end", ignoring=(OSError,), interval=0.2
+    )
     assert entry["status"] == "completed" and entry["kind"] == kind, entry
     return entry
 
@@ -276,17 +285,25 @@ def test_driver_command_serves_the_control_api_and_stops_with_a_savepoint(
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        h.wait_for(lambda: h.http("GET", f"{base}/readyz")[0] == 200, 180, "the driver to be ready")
+        waiting.wait_until(
+            lambda: h.http("GET", f"{base}/readyz")[0] == 200,
+            180,
+            "the driver to be ready",
+            ignoring=(OSError,),
+            interval=0.2,
+        )
         assert h.http("POST", f"{base}/v1/checkpoints", body={"kind": "checkpoint"})[0] == 401
         status, body = h.http("POST", f"{base}/v1/checkpoints", token, {"kind": "checkpoint"})
         assert status == 202, body
         first = body["id"]
-        h.wait_for(
+        waiting.wait_until(
             lambda: (
                 h.http("GET", f"{base}/v1/checkpoints/{first}", token)[1]["status"] == "completed"
             ),
             60,
             "the triggered checkpoint",
+            ignoring=(OSError,),
+            interval=0.2,
         )
         time.sleep(1.0)  # the driver itself must not trigger periodic checkpoints
         _, listing = h.http("GET", f"{base}/v1/checkpoints", token)

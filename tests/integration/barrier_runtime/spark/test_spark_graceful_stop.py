@@ -23,6 +23,7 @@ import uuid
 
 import pytest
 import spark_harness as h
+import waiting
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
@@ -138,7 +139,7 @@ def test_driver_command_stops_with_a_savepoint_on_sigterm(s3_env, tmp_path) -> N
     base = f"http://127.0.0.1:{port}"
     proc = _driver(tmp_path, _job_json(s3_env, run, out_url, 300, port), token)
     try:
-        h.wait_for(
+        waiting.wait_until(
             lambda: (
                 h.http("GET", f"{base}/v1/checkpoints", token)[1]
                 .get("counts", {})
@@ -147,6 +148,8 @@ def test_driver_command_stops_with_a_savepoint_on_sigterm(s3_env, tmp_path) -> N
             ),
             180,
             "two completed checkpoints",
+            ignoring=(OSError,),
+            interval=0.2,
         )
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)

@@ -10,10 +10,10 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterable
 
 import pytest
+import waiting
 
 from barrier_runtime.storage import embedded, errors, object_store
 
@@ -113,10 +113,7 @@ def test_server_dies_with_a_killed_parent() -> None:
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     pid, runtime_dir, ports = json.loads(parent.stdout)
     try:
-        deadline = time.monotonic() + 10
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not alive(pid)
+        waiting.wait_until(lambda: not alive(pid), 10, f"the orphaned server {pid} to exit")
     finally:  # nobody was left to tidy up after the killed parent: do it here
         shutil.rmtree(runtime_dir, ignore_errors=True)
         for path in sockets_of(ports):
