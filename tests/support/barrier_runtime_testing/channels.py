@@ -49,15 +49,6 @@ class TaskSignal:
             self.cond.notify_all()
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll ``predicate`` until it holds; TimeoutError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout}s")
-        time.sleep(0.002)
-
-
 def sequence_rows(worker: int, start: int, count: int) -> list[dict[str, Any]]:
     return [
         {"src": worker, "seq": i, "text": f"w{worker}-r{i}"} for i in range(start, start + count)

@@ -20,7 +20,7 @@ Life of a worker's network (one per worker process and job attempt):
    and closes everything; :meth:`abort` closes at once.
 
 >>> from barrier_runtime.api.batch import Batch
->>> from barrier_runtime_testing.channels import wait_until  # tests/support
+>>> import time
 >>> from barrier_runtime.task import channel as local_channel
 >>> a = WorkerNetwork(0, 2, "attempt-1")
 >>> b = WorkerNetwork(1, 2, "attempt-1")
@@ -30,7 +30,9 @@ Life of a worker's network (one per worker process and job attempt):
 >>> out = a.output_channel(5, peer=1, sender=signal)
 >>> inp = b.input_channel(5, peer=0, receiver=signal, capacity=2)
 >>> out.put(Batch.from_rows([{"x": 1}]))
->>> wait_until(lambda: len(inp) == 1)
+>>> deadline = time.monotonic() + 10
+>>> while len(inp) < 1 and time.monotonic() < deadline:
+...     time.sleep(0.001)
 >>> inp.take().rows()
 ({'x': 1},)
 >>> a.close(); b.close()
