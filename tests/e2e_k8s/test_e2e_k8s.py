@@ -16,7 +16,8 @@ import time
 
 import pytest
 from cluster import DockerKiller
-from scenario import Scenario, Settings, check_output, summary_line
+from k8s_job import Settings, check_output, summary_line
+from scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

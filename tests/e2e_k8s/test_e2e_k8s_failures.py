@@ -29,7 +29,8 @@ import pytest
 import waiting
 import yaml
 from cluster import Cluster
-from scenario import Scenario, chart_installed, say
+from k8s_job import say
+from scenario import Scenario, chart_installed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"
