@@ -8,26 +8,31 @@ runs its own job and resumes it from the savepoint the API returned.
 from __future__ import annotations
 
 import datetime
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import waiting
-from prometheus_client.parser import text_string_to_metric_families
+from control_api_steps import (
+    NAMESPACE,
+    TOKEN,
+    Running,
+    accepted,
+    finish,
+    one,
+    scrape,
+    start,
+    trigger,
+    wait_finished,
+)
 
 from barrier_runtime.control.job import JobState
-from barrier_runtime.control.server import ControlServer
-from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.testing import JobResult, LocalExecutor, TestingSink, check_exactly_once
+from barrier_runtime.testing import LocalExecutor, TestingSink, check_exactly_once
 
-TOKEN = "t0ken-for-tests-only"
-NAMESPACE = "team-a"
 ENTRY_KEYS = {
     "id",
     "status",
@@ -55,43 +60,9 @@ PROTECTED = [
 ]
 
 
-@dataclass
-class Running:
-    executor: LocalExecutor
-    server: ControlServer
-    client: Any
-    thread: threading.Thread
-    results: list[JobResult]
-
-
-def _start(flow_sink: TestingSink, root: Any, make_client: Any, **job: Any) -> Running:
-    store = CheckpointStore(open_object_store(str(root)), "default/api")
-    executor = LocalExecutor(
-        running_count_flow(flow_sink, **job),
-        parallelism=2,
-        store=store,
-        config=CheckpointConfig(interval=3600),
-    )
-    server = ControlServer(
-        executor, token=TOKEN, store_describe=store.describe(), namespace=NAMESPACE
-    ).start()
-    results: list[JobResult] = []
-    thread = threading.Thread(target=lambda: results.append(executor.run()), daemon=True)
-    thread.start()
-    assert executor.wait_running(30)
-    return Running(executor, server, make_client(server.url, TOKEN), thread, results)
-
-
-def _finish(job: Running) -> None:
-    if job.executor.info().state is JobState.RUNNING:
-        job.executor.stop_with_savepoint(timeout=30)
-    job.thread.join(30)
-    job.server.stop()
-
-
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory, make_client: Any) -> Iterator[Running]:
-    running = _start(
+    running = start(
         TestingSink(),
         tmp_path_factory.mktemp("control-api"),
         make_client,
@@ -102,60 +73,7 @@ def job(tmp_path_factory: pytest.TempPathFactory, make_client: Any) -> Iterator[
         rate_per_partition=2000,
     )
     yield running
-    _finish(running)
-
-
-def _wait_finished(client: Any, checkpoint_id: int, timeout: float = 30) -> dict[str, Any]:
-    def finished() -> dict[str, Any] | None:
-        reply = client.get(f"/v1/checkpoints/{checkpoint_id}")
-        assert reply.status == 200, reply.text
-        return reply.json if reply.json["status"] != "in-progress" else None  # type: ignore[no-any-return]
-
-    return waiting.wait_until(
-        finished, timeout, f"checkpoint {checkpoint_id} to finish", interval=0.02
-    )
-
-
-def _accepted(client: Any, body: Any = None, raw: bytes | None = None) -> Any:
-    """A trigger reply, retried while another checkpoint is in flight (409)."""
-
-    def post() -> Any:
-        reply = client.post("/v1/checkpoints", body, raw=raw)
-        if reply.status == 409:
-            assert reply.json["reason"] == "too-many-pending", reply.text
-            return None
-        return reply
-
-    return waiting.wait_until(post, 30, "the trigger accepted", interval=0.02)
-
-
-def _trigger(client: Any, kind: str = "checkpoint") -> dict[str, Any]:
-    """Trigger and wait until finished (retrying while another checkpoint is in flight)."""
-    reply = _accepted(client, {"kind": kind})
-    assert reply.status == 202, reply.text
-    assert reply.json["kind"] == kind
-    assert reply.headers["Location"] == f"/v1/checkpoints/{reply.json['id']}"
-    return _wait_finished(client, reply.json["id"])
-
-
-def _scrape(client: Any) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    reply = client.get("/metrics")
-    assert reply.status == 200, reply.text
-    assert reply.headers["Content-Type"].startswith("text/plain")
-    samples: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(reply.text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
-
-
-def _one(
-    samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str, **labels: str
-) -> float:
-    want = {"job": "running-count", "namespace": NAMESPACE, **labels}
-    found = [v for k, v in samples.get(name, {}).items() if dict(k) == want]
-    assert len(found) == 1, (name, want, samples.get(name))
-    return found[0]
+    finish(running)
 
 
 # -- probes and auth ----------------------------------------------------------------------
@@ -214,7 +132,7 @@ def test_job_describes_the_running_job(job: Running) -> None:
 
 
 def test_triggered_checkpoint_is_reported_completed(job: Running) -> None:
-    entry = _trigger(job.client)
+    entry = trigger(job.client)
     assert set(entry) == ENTRY_KEYS
     assert entry["status"] == "completed" and entry["kind"] == "checkpoint"
     assert entry["path"] and "checkpoints/chk-" in entry["path"]
@@ -239,7 +157,7 @@ def test_triggered_checkpoint_is_reported_completed(job: Running) -> None:
 
 
 def test_savepoint_through_the_checkpoints_endpoint(job: Running) -> None:
-    entry = _trigger(job.client, "savepoint")
+    entry = trigger(job.client, "savepoint")
     assert entry["status"] == "completed" and entry["kind"] == "savepoint"
     assert "savepoints/sp-" in entry["path"]
     latest = job.client.get("/v1/checkpoints").json["latest"]
@@ -275,9 +193,9 @@ def test_bad_trigger_bodies_are_400_with_one_clear_message(
 
 
 def test_empty_trigger_body_means_checkpoint(job: Running) -> None:
-    reply = _accepted(job.client, raw=b"")  # another test's checkpoint may still be in flight
+    reply = accepted(job.client, raw=b"")  # another test's checkpoint may still be in flight
     assert reply.status == 202 and reply.json["kind"] == "checkpoint"
-    assert _wait_finished(job.client, reply.json["id"])["status"] == "completed"
+    assert wait_finished(job.client, reply.json["id"])["status"] == "completed"
 
 
 # -- stop (refusals only: the module's job keeps running) ---------------------------------
@@ -323,38 +241,38 @@ def test_trailing_slash_and_query_string_are_ignored(job: Running) -> None:
 
 
 def test_metrics_count_checkpoints_and_records(job: Running) -> None:
-    before = _scrape(job.client)
-    assert _one(before, "cjob_job_up") == 1
-    assert _one(before, "cjob_job_info", state="RUNNING") == 1
-    assert _one(before, "cjob_job_restarts_total") == 0
-    in_before = _one(before, "cjob_records_in_total", step="count")
-    completed_before = _one(before, "cjob_checkpoints_completed_total")
-    observed_before = _one(before, "cjob_checkpoint_duration_seconds_count")
+    before = scrape(job.client)
+    assert one(before, "cjob_job_up") == 1
+    assert one(before, "cjob_job_info", state="RUNNING") == 1
+    assert one(before, "cjob_job_restarts_total") == 0
+    in_before = one(before, "cjob_records_in_total", step="count")
+    completed_before = one(before, "cjob_checkpoints_completed_total")
+    observed_before = one(before, "cjob_checkpoint_duration_seconds_count")
 
-    entry = _trigger(job.client)
+    entry = trigger(job.client)
 
     def more_records_in() -> Any:
-        scraped = _scrape(job.client)
-        return scraped if _one(scraped, "cjob_records_in_total", step="count") > in_before else None
+        scraped = scrape(job.client)
+        return scraped if one(scraped, "cjob_records_in_total", step="count") > in_before else None
 
     after = waiting.wait_until(more_records_in, 10, "more records counted in")
-    assert _one(after, "cjob_checkpoints_completed_total") >= completed_before + 1
-    assert _one(after, "cjob_checkpoint_duration_seconds_count") >= observed_before + 1
-    assert _one(after, "cjob_checkpoint_duration_seconds_bucket", le="+Inf") == _one(
+    assert one(after, "cjob_checkpoints_completed_total") >= completed_before + 1
+    assert one(after, "cjob_checkpoint_duration_seconds_count") >= observed_before + 1
+    assert one(after, "cjob_checkpoint_duration_seconds_bucket", le="+Inf") == one(
         after, "cjob_checkpoint_duration_seconds_count"
     )
-    assert _one(after, "cjob_records_in_total", step="count") > in_before
-    assert _one(after, "cjob_records_out_total", step="events") > 0
+    assert one(after, "cjob_records_in_total", step="count") > in_before
+    assert one(after, "cjob_records_out_total", step="events") > 0
     assert set(dict(k)["task"] for k in after["cjob_backpressure_seconds_total"]) >= {"events"}
-    assert _one(after, "cjob_last_completed_checkpoint_id") >= entry["id"]
+    assert one(after, "cjob_last_completed_checkpoint_id") >= entry["id"]
     assert (
-        _one(after, "cjob_last_completed_checkpoint_timestamp_seconds")
+        one(after, "cjob_last_completed_checkpoint_timestamp_seconds")
         >= entry["completion_timestamp"] - 1e-6
     )
-    assert _one(after, "cjob_last_checkpoint_size_bytes") > 0
-    assert _one(after, "cjob_last_checkpoint_duration_seconds") >= 0
-    assert _one(after, "cjob_last_checkpoint_alignment_seconds") >= 0
-    assert _one(after, "cjob_checkpoints_in_progress") in (0, 1)
+    assert one(after, "cjob_last_checkpoint_size_bytes") > 0
+    assert one(after, "cjob_last_checkpoint_duration_seconds") >= 0
+    assert one(after, "cjob_last_checkpoint_alignment_seconds") >= 0
+    assert one(after, "cjob_checkpoints_in_progress") in (0, 1)
     assert after.get("cjob_checkpoints_failed_total", {}) == {} or all(
         v >= 0 for v in after["cjob_checkpoints_failed_total"].values()
     )
@@ -386,12 +304,12 @@ def test_stop_returns_a_savepoint_a_new_job_resumes_exactly_once(
     ).run()
 
     sink = TestingSink()
-    first = _start(sink, tmp_path / "cp", make_client, **shape, rate_per_partition=1000)
+    first = start(sink, tmp_path / "cp", make_client, **shape, rate_per_partition=1000)
     try:
 
         def published() -> list[Any]:
             if not sink.output:
-                assert _trigger(first.client)["status"] == "completed"  # publishes output
+                assert trigger(first.client)["status"] == "completed"  # publishes output
             return sink.output
 
         waiting.wait_until(published, 10, "output published by a checkpoint", interval=0)
@@ -408,9 +326,9 @@ def test_stop_returns_a_savepoint_a_new_job_resumes_exactly_once(
         assert late.status == 409 and late.json["reason"] == "job-not-running", late.text
         again = first.client.post("/v1/stop", {"savepoint": True})
         assert again.status == 409 and again.json["reason"] == "job-not-running"
-        assert _one(_scrape(first.client), "cjob_job_up") == 0
+        assert one(scrape(first.client), "cjob_job_up") == 0
     finally:
-        _finish(first)
+        finish(first)
     published = len(sink.output)
     assert 0 < published < len(clean.output), "stopped midway"
 
