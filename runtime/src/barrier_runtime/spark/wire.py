@@ -31,6 +31,7 @@ import struct
 import threading
 from typing import Any
 
+from barrier_runtime.core import values
 from barrier_runtime.spark import message_codec
 
 NONCE_SIZE = 16
@@ -43,6 +44,10 @@ TO_WORKER = b"D"
 
 class AuthenticationError(ConnectionError):
     """A frame's MAC did not verify: wrong key, tampering, replay or a stale worker."""
+
+
+class MalformedFrameError(ConnectionError):
+    """A correctly signed frame that is not a message (a peer of another release, or a bug)."""
 
 
 def derive_key(secret: bytes, purpose: str) -> bytes:
@@ -84,13 +89,22 @@ class FramedConnection:
             self.sock.sendall(header + payload)
 
     def receive(self) -> Any | None:
-        """The next message; ``None`` when the connection was closed between frames."""
+        """The next message; ``None`` when the connection was closed between frames.
+
+        :class:`MalformedFrameError` when a signed frame does not decode to a message.
+        """
         try:
-            return self._receive()
+            payload = self._receive()
         except ValueError:  # our own close() closed the file under a blocked read
             return None
+        if payload is None:
+            return None
+        try:
+            return message_codec.decode(payload)
+        except values.ValueDecodeError as exc:
+            raise MalformedFrameError(f"undecodable control frame: {exc}") from exc
 
-    def _receive(self) -> Any | None:
+    def _receive(self) -> bytes | None:
         header = self._file.read(_HEADER.size)
         if not header:
             return None
@@ -105,7 +119,7 @@ class FramedConnection:
         if not hmac.compare_digest(mac, self._mac(self._in, self._recv_seq, payload)):
             raise AuthenticationError("message authentication failed")
         self._recv_seq += 1
-        return message_codec.decode(payload)
+        return payload
 
     def close(self) -> None:
         """Shut the connection down at once (also for a thread blocked in :meth:`receive`)."""
