@@ -2,8 +2,8 @@
 
 Channel state is the in-flight records a subtask owes its inputs when it
 takes an unaligned snapshot (see :mod:`~barrier_runtime.task.snapshots`).
-A subtask stores all its entries as one object, an Arrow IPC stream of one
-table with a row per entry:
+A subtask stores all its entries as one object, an Arrow IPC stream with a
+row per entry (one record batch each):
 
 ==================  ========  ==============================================
 column              type      meaning
@@ -34,8 +34,8 @@ before the bytes reach :func:`decode`.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 
@@ -67,24 +67,25 @@ class ChannelStateFormatError(ValueError):
 
 
 def encode(entries: Iterable[Entry]) -> bytes:
-    """The stored bytes of ``entries``; the value codec's error for a record it cannot hold."""
-    columns: list[list[Any]] = [[], [], [], [], [], []]
-    for target_task, side, target_subtask, origin, rows in entries:
-        encoding, payload = codec.encode_batch(batch_mod.Batch.from_rows(rows))
-        for column, value in zip(
-            columns,
-            (target_task, side, target_subtask, origin, encoding.value, bytes(payload)),
-            strict=True,
-        ):
-            column.append(value)
-    table = pa.Table.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(columns, _SCHEMA, strict=True)], schema=_SCHEMA
-    )
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, _SCHEMA) as writer:
-        writer.write_table(table)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
+    """The stored bytes of ``entries``; the value codec's error for a record it cannot hold.
+
+    One record batch per entry, written as it is made, so that besides the output only
+    one entry's Arrow copy is alive at a time (channel state can be as large as every
+    channel's buffers together).
+    """
+    out = io.BytesIO()  # grows by an eighth, and getvalue() hands its buffer over uncopied
+    with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SCHEMA) as writer:
+        for target_task, side, target_subtask, origin, rows in entries:
+            encoding, payload = codec.encode_batch(batch_mod.Batch.from_rows(rows))
+            row = (target_task, side, target_subtask, origin, encoding.value, payload)
+            writer.write_batch(
+                pa.record_batch(
+                    [pa.array([v], type=f.type) for v, f in zip(row, _SCHEMA, strict=True)],
+                    schema=_SCHEMA,
+                )
+            )
+            del payload
+    return out.getvalue()
 
 
 def decode(blob: bytes) -> list[Entry]:
