@@ -77,14 +77,15 @@ def encode(entries: Iterable[Entry]) -> bytes:
     with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SCHEMA) as writer:
         for target_task, side, target_subtask, origin, rows in entries:
             encoding, payload = codec.encode_batch(batch_mod.Batch.from_rows(rows))
-            row = (target_task, side, target_subtask, origin, encoding.value, payload)
+            # bytes, not the memoryview: pa.array() of a memoryview of an Arrow buffer
+            # keeps that buffer alive for good (measured: ~7 MiB per checkpoint here).
+            row = (target_task, side, target_subtask, origin, encoding.value, bytes(payload))
             writer.write_batch(
                 pa.record_batch(
                     [pa.array([v], type=f.type) for v, f in zip(row, _SCHEMA, strict=True)],
                     schema=_SCHEMA,
                 )
             )
-            del payload
     return out.getvalue()
 
 
