@@ -1,9 +1,10 @@
-"""The user surface: dataflows, streams, the source and sink contracts."""
+"""The user surface: dataflows, streams, the source and sink contracts, value types for state."""
 
 from barrier_runtime.api.batch import Batch, Record
 from barrier_runtime.api.dataflow import Dataflow, InvalidDataflowError, KeyedStream, Stream
 from barrier_runtime.api.sinks import Sink, SinkWriter
 from barrier_runtime.api.sources import Source, SourcePartition
+from barrier_runtime.core.values import register_value_type
 
 __all__ = [
     "Batch",
@@ -16,4 +17,5 @@ __all__ = [
     "Source",
     "SourcePartition",
     "Stream",
+    "register_value_type",
 ]

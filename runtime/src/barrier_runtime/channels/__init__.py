@@ -2,7 +2,7 @@
 
 What belongs here: what travels on a channel (``messages``), its wire format
 (``frames``: length-prefixed frames with a logical channel id; ``codec``: data
-batches as Arrow IPC or pickled rows; ``wire``: socket reading and writing),
+batches as Arrow IPC or value-coded rows; ``wire``: socket reading and writing),
 the credit-based endpoints that are drop-in for the in-process
 ``LocalChannel`` (``endpoints``), the per-worker-pair connections and their
 threads (``connection``), and the per-worker :class:`WorkerNetwork` that

@@ -1,4 +1,4 @@
-"""Data batches as bytes: Arrow IPC when Arrow represents the rows faithfully, pickled rows if not.
+"""Data batches as bytes: Arrow IPC when Arrow holds the rows faithfully, value-coded rows if not.
 
 A batch that already holds an Arrow ``RecordBatch`` is always sent as one
 Arrow IPC stream (schema + one batch); the receiver reads it zero-copy.
@@ -7,8 +7,10 @@ every row a ``dict`` with the same ``str`` keys in the same order, and every
 column holding one scalar Python type (``bool``, ``int``, ``float``, ``str``
 or ``bytes``) or ``None``. Anything else — a key missing from some rows,
 ``1`` next to ``2.5`` (Arrow would widen it to ``1.0``), tuples (they come
-back as lists), nested dicts, integers beyond 64 bits, arbitrary objects —
-travels as pickled rows, which round-trips every picklable value.
+back as lists), nested dicts, integers beyond 64 bits, dates, registered
+dataclasses — travels as a tuple of rows in the data-only value codec
+(:mod:`~barrier_runtime.core.values`), which round-trips every value it can
+hold exactly; a record holding anything else fails with that codec's error.
 
 >>> from barrier_runtime.api import batch as batch_mod
 >>> kind, payload = encode_batch(batch_mod.Batch.from_rows([{"k": "a", "v": 1}]))
@@ -18,19 +20,19 @@ travels as pickled rows, which round-trips every picklable value.
 >>> kind.name, decode_batch(kind, payload).rows()
 ('ROWS', ({'k': 'a'}, {'v': (1, None)}))
 
-Pickle is only ever read from a peer that passed the handshake (same job
-attempt token), inside the job's own network.
+Nothing received is unpickled: a peer (even one that passed the handshake)
+can make the receiver build only plain values and registered value types.
 """
 
 from __future__ import annotations
 
 import enum
-import pickle
 from collections.abc import Sequence
 
 import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.core import values
 
 
 class DataEncoding(enum.Enum):
@@ -45,10 +47,10 @@ _ARROW_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError, Unicod
 
 
 def encode_batch(batch: batch_mod.Batch) -> tuple[DataEncoding, Payload]:
-    """The wire form of ``batch``: Arrow IPC stream bytes, or pickled rows as a fallback."""
+    """The wire form of ``batch``: Arrow IPC stream bytes, or value-coded rows as a fallback."""
     arrow = _arrow_of(batch)
     if arrow is None:
-        return DataEncoding.ROWS, pickle.dumps(tuple(batch.rows()), protocol=5)
+        return DataEncoding.ROWS, values.encode(tuple(batch.rows()))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, arrow.schema) as writer:
         writer.write_batch(arrow)
@@ -57,9 +59,9 @@ def encode_batch(batch: batch_mod.Batch) -> tuple[DataEncoding, Payload]:
 
 def decode_batch(encoding: DataEncoding, payload: Payload) -> batch_mod.Batch:
     if encoding is DataEncoding.ROWS:
-        rows = pickle.loads(payload)
+        rows = values.decode(payload)
         if not isinstance(rows, tuple):
-            raise ValueError(f"pickled rows must be a tuple, got {type(rows).__name__}")
+            raise values.ValueDecodeError(f"rows must be a tuple, got {type(rows).__name__}")
         return batch_mod.Batch.from_rows(rows)
     reader = pa.ipc.open_stream(pa.py_buffer(payload))
     arrow = reader.read_next_batch()
@@ -85,7 +87,7 @@ def arrow_faithful(rows: Sequence[batch_mod.Record]) -> bool:
     """True when ``Batch.from_rows(rows).to_arrow().to_pylist()`` gives back ``rows`` exactly.
 
     Conservative: it may say False for rows Arrow could carry (nested values);
-    those take the pickled path, which is exact too.
+    those take the value-coded path, which is exact too.
     """
     if not rows:
         return True

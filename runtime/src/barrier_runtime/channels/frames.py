@@ -12,7 +12,7 @@ HELLO               opener → accep.  magic ``CJCH``, u16 version, u32 sender w
 WELCOME             acceptor → op.   magic, u16 version, u32 worker, UTF-8 token
 REJECT              acceptor → op.   UTF-8 reason (then the acceptor closes)
 DATA_ARROW          sender → recv.   Arrow IPC stream of one record batch
-DATA_ROWS           sender → recv.   pickled tuple of row dicts (see ``codec``)
+DATA_ROWS           sender → recv.   value-coded tuple of rows (see ``codec``)
 BARRIER             sender → recv.   u64 id, f64 timestamp, u8 kind, u8 flags
                                      (bit 0 unaligned, bit 1 sent with priority)
 CANCEL              sender → recv.   u64 checkpoint id
@@ -42,7 +42,8 @@ from barrier_runtime.channels import codec, errors, messages
 from barrier_runtime.core import types
 
 MAGIC = b"CJCH"
-VERSION = 1
+VERSION = 2
+"""2: DATA_ROWS carries the data-only value codec instead of pickle."""
 MAX_PAYLOAD = 1 << 30
 """Frames above 1 GiB are refused: split such batches (and garbage never allocates more)."""
 

@@ -6,7 +6,7 @@ object it references has been uploaded. The document is JSON:
 
 .. code-block:: json
 
-    {"format_version": 2, "checkpoint_id": 42, "kind": "checkpoint",
+    {"format_version": 3, "checkpoint_id": 42, "kind": "checkpoint",
      "trigger_time": 1700000000.1, "completion_time": 1700000000.3,
      "fingerprint": {"step_ids": ["inp", "count", "out"], "max_parallelism": 128,
                      "parallelism": 3},
@@ -29,9 +29,11 @@ from typing import Any
 
 from barrier_runtime.core import types
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped whenever restoring an older checkpoint would misplace state. 2: integer keys
-hash to key groups with SplitMix64 (vectorized), so version-1 key groups of int keys differ."""
+hash to key groups with SplitMix64 (vectorized), so version-1 key groups of int keys differ.
+3: keyed state and channel state hold the data-only value codec / Arrow IPC instead of pickle,
+so a version-2 checkpoint is refused here rather than unpickled."""
 
 Json = Any
 """A JSON-serialisable value (what sources and sinks put into snapshots)."""

@@ -1,4 +1,7 @@
-"""What a worker is told when it is launched: plain, picklable values in the Spark task closure.
+"""What a worker is told when it is launched: plain values in the Spark task closure.
+
+The config travels as bytes of :mod:`~barrier_runtime.spark.message_codec`
+(data-only, never pickle); every class it holds is registered there.
 
 Secrets: the closure carries the attempt's random secret (from which the
 control-plane MAC key and the data-plane token are derived) and never any

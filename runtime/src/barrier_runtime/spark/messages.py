@@ -8,6 +8,10 @@ of ``Ack``, ``Decline``, ``TaskFinished`` and ``Metrics``; finally ``Bye``
 Driver → worker: ``Post`` wraps the control messages the subtasks already
 understand (trigger, complete, abort, shutdown). The driver aborts a worker
 by closing its connection; a worker that loses the driver stops at once.
+
+They travel in :mod:`~barrier_runtime.spark.wire` frames, encoded by
+:mod:`~barrier_runtime.spark.message_codec` (a message class added here must
+be registered there, with every type its fields carry).
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ rendezvous at once (:mod:`~barrier_runtime.spark.rendezvous`: Spark's
 ``allGather`` costs about a second whatever the workers do, so the rest of
 the start-up overlaps it) and hands over to
 :func:`~barrier_runtime.spark.worker.run_worker`. Spark's cloudpickle sends
-only a reference to this module-level function plus the pickled
-:class:`~barrier_runtime.spark.config.WorkerConfig` as *bytes*: unpickling
-the config imports the runtime (pyarrow, numpy: ~0.5 s in a fresh worker
+only a reference to this module-level function plus the
+:class:`~barrier_runtime.spark.config.WorkerConfig` as *bytes* of the
+data-only :mod:`~barrier_runtime.spark.message_codec` (never pickle):
+decoding the config imports the runtime (pyarrow, numpy: ~0.5 s in a fresh worker
 process), which must come after the rendezvous started, so this module
 imports the runtime lazily too. The pipeline is loaded by each worker from
 its reference (see :mod:`~barrier_runtime.spark.pipeline`).
@@ -26,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import pickle
 import re
 import threading
 import uuid
@@ -46,7 +46,7 @@ def barrier_task(
 ) -> Iterator[str]:
     """The body of one barrier task: run worker ``partitionId()`` of the attempt.
 
-    ``config_bytes``: the pickled :class:`~barrier_runtime.spark.config.WorkerConfig`
+    ``config_bytes``: the encoded :class:`~barrier_runtime.spark.config.WorkerConfig`
     (its ``host`` and ``parallelism`` come separately, to start the rendezvous first).
     """
     from pyspark import BarrierTaskContext  # noqa: PLC0415 (runs in the executor)
@@ -54,9 +54,12 @@ def barrier_task(
     context = BarrierTaskContext.get()
     early = rendezvous.start(context.allGather, host, parallelism)
     try:
+        from barrier_runtime.spark import (  # noqa: PLC0415 (after the start)
+            message_codec,
+        )
         from barrier_runtime.spark import worker as worker_mod  # noqa: PLC0415 (after the start)
 
-        config: config_mod.WorkerConfig = pickle.loads(config_bytes)
+        config = message_codec.decode_config(config_bytes)
         index = context.partitionId()
         worker_mod.configure_process_logging(index)
         summary = worker_mod.run_worker(config, index, early.all_gather, early.listener)
@@ -67,7 +70,10 @@ def barrier_task(
 
 def task_for(config: config_mod.WorkerConfig) -> Callable[[Iterable[int]], Iterator[str]]:
     """The function the stage's ``mapPartitions`` runs, with ``config`` in its closure."""
-    return functools.partial(barrier_task, pickle.dumps(config), config.host, config.parallelism)
+    from barrier_runtime.spark import message_codec  # noqa: PLC0415 (see the module essay)
+
+    config_bytes = message_codec.encode_config(config)
+    return functools.partial(barrier_task, config_bytes, config.host, config.parallelism)
 
 
 class SparkStage:

@@ -1,20 +1,20 @@
 """Authenticated message framing between the driver's coordinator and its workers.
 
-Each connection carries pickled messages in frames signed with HMAC-SHA256
-under the attempt's secret key::
+Each connection carries messages in frames signed with HMAC-SHA256 under
+the attempt's secret key::
 
-    u32 payload length | 32-byte HMAC | payload (pickle)
+    u32 payload length | 32-byte HMAC | payload (message codec)
 
 The MAC covers a direction byte (``W`` worker → driver, ``D`` driver →
 worker), a random 16-byte connection nonce that the driver sends first, an
 8-byte per-direction sequence number and the payload. So a frame is
 accepted only if it was made with the key, for this connection, in this
 direction and in this position: nothing can be forged, replayed, reordered
-or reflected. The MAC is checked (in constant time) *before* unpickling, so
-only a holder of the key — the driver and the workers of the same attempt,
-which got it in the Spark task closure — can make a peer unpickle anything.
-Pickle is used because the messages are the runtime's own frozen dataclasses
-(acknowledgements with state handles, checkpoint metadata, barriers).
+or reflected. The MAC is checked (in constant time) *before* decoding, and
+the payload is never pickle: it is the typed, data-only
+:mod:`~barrier_runtime.spark.message_codec`, which can only build the
+runtime's own registered message dataclasses from plain values. So even a
+holder of the key can at worst send a wrong message, never run code.
 
 There is no encryption: messages hold state handles and positions, never
 credentials (workers read those from their environment).
@@ -26,11 +26,13 @@ import contextlib
 import hashlib
 import hmac
 import os
-import pickle
 import socket
 import struct
 import threading
 from typing import Any
+
+from barrier_runtime.core import values
+from barrier_runtime.spark import message_codec
 
 NONCE_SIZE = 16
 MAX_FRAME = 256 << 20
@@ -42,6 +44,10 @@ TO_WORKER = b"D"
 
 class AuthenticationError(ConnectionError):
     """A frame's MAC did not verify: wrong key, tampering, replay or a stale worker."""
+
+
+class MalformedFrameError(ConnectionError):
+    """A correctly signed frame that is not a message (a peer of another release, or a bug)."""
 
 
 def derive_key(secret: bytes, purpose: str) -> bytes:
@@ -76,20 +82,29 @@ class FramedConnection:
 
     def send(self, message: Any) -> None:
         """Sign and send ``message``; raises ``OSError`` when the connection is gone."""
-        payload = pickle.dumps(message, protocol=5)
+        payload = message_codec.encode(message)
         with self._send_lock:
             header = _HEADER.pack(len(payload), self._mac(self._out, self._send_seq, payload))
             self._send_seq += 1
             self.sock.sendall(header + payload)
 
     def receive(self) -> Any | None:
-        """The next message; ``None`` when the connection was closed between frames."""
+        """The next message; ``None`` when the connection was closed between frames.
+
+        :class:`MalformedFrameError` when a signed frame does not decode to a message.
+        """
         try:
-            return self._receive()
+            payload = self._receive()
         except ValueError:  # our own close() closed the file under a blocked read
             return None
+        if payload is None:
+            return None
+        try:
+            return message_codec.decode(payload)
+        except values.ValueDecodeError as exc:
+            raise MalformedFrameError(f"undecodable control frame: {exc}") from exc
 
-    def _receive(self) -> Any | None:
+    def _receive(self) -> bytes | None:
         header = self._file.read(_HEADER.size)
         if not header:
             return None
@@ -104,7 +119,7 @@ class FramedConnection:
         if not hmac.compare_digest(mac, self._mac(self._in, self._recv_seq, payload)):
             raise AuthenticationError("message authentication failed")
         self._recv_seq += 1
-        return pickle.loads(payload)
+        return payload
 
     def close(self) -> None:
         """Shut the connection down at once (also for a thread blocked in :meth:`receive`)."""

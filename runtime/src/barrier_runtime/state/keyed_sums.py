@@ -17,18 +17,19 @@ Arithmetic is modulo 2**64 (sums wrap like int64), and integer-only, so
 results never depend on how a stream was cut into batches: a replay after a
 restore reproduces them bit for bit.
 
-Snapshots follow :mod:`~barrier_runtime.state.keyed`: an Arrow IPC stream
-with columns ``key_group`` (int32), ``key`` (int64, or pickled bytes for other
-key types) and ``value`` (int64); a restore keeps the rows of its own
-key-group range from every overlapping blob, which is how a checkpoint taken
-at one parallelism is restored at another. Taking one has two halves:
-:meth:`KeyedSums.snapshot_copy` is the synchronous copy of the two arrays
-(microseconds; processing then goes on), and :meth:`SumsSnapshot.encode`
-builds the stream, with ZSTD-compressed buffers, on the upload thread. The
-sorted int64 keys and small key groups compress about fivefold, which is what
-a checkpoint costs the most for: every byte is hashed twice by the client and
-stored by the S3 server. Arrow decompresses on read, so restores read both
-compressed and older uncompressed snapshots.
+Snapshots follow :mod:`~barrier_runtime.state.keyed`: an Arrow IPC stream with
+columns ``key_group`` (int32), ``key`` (int64, or for other key types bytes of
+the data-only value codec :mod:`~barrier_runtime.core.values`) and ``value``
+(int64), and the same format mark in the schema metadata; a restore keeps the
+rows of its own key-group range from every overlapping blob, which is how a
+checkpoint taken at one parallelism is restored at another. Taking one has two
+halves: :meth:`KeyedSums.snapshot_copy` is the synchronous copy of the two
+arrays (microseconds; processing then goes on), and
+:meth:`SumsSnapshot.encode` builds the stream, with ZSTD-compressed buffers,
+on the upload thread. The sorted int64 keys and small key groups compress
+about fivefold, which is what a checkpoint costs the most for: every byte is
+hashed twice by the client and stored by the S3 server. Arrow decompresses on
+read, so restores read both compressed and older uncompressed snapshots.
 
 >>> import numpy as np
 >>> state = KeyedSums((0, 127), 128)
@@ -50,7 +51,6 @@ compressed and older uncompressed snapshots.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +59,21 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from barrier_runtime.state import key_groups
+from barrier_runtime.core import values
+from barrier_runtime.state import key_groups, keyed
 
 KeyArray = npt.NDArray[Any]
 """Keys: an int64 array, or an object array of str/int/bytes keys."""
 Int64Array = npt.NDArray[np.int64]
 
+_FORMAT = {keyed.FORMAT_KEY: keyed.FORMAT}
 _SUM_SCHEMAS = {
-    "int": pa.schema([("key_group", pa.int32()), ("key", pa.int64()), ("value", pa.int64())]),
-    "object": pa.schema([("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.int64())]),
+    "int": pa.schema(
+        [("key_group", pa.int32()), ("key", pa.int64()), ("value", pa.int64())], metadata=_FORMAT
+    ),
+    "object": pa.schema(
+        [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.int64())], metadata=_FORMAT
+    ),
 }
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", 1))
 """ZSTD level 1: about 5x smaller than raw for int64 sums, ~50 ns per row to compress."""
@@ -181,14 +187,14 @@ class KeyedSums:
         key_parts: list[KeyArray] = [self._keys]
         value_parts: list[Int64Array] = [self._values]
         for blob in blobs:
-            table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+            table = keyed.read_table(blob)
             groups = table.column("key_group").to_numpy()
             mine = (groups >= self.start) & (groups <= self.end)
             keys = (
                 table.column("key").to_numpy()
                 if pa.types.is_integer(table.schema.field("key").type)
                 else np.array(
-                    [pickle.loads(k) for k in table.column("key").to_pylist()] or [], dtype=object
+                    [values.decode(k) for k in table.column("key").to_pylist()] or [], dtype=object
                 )
             )
             key_parts.append(keys[mine])
@@ -217,7 +223,7 @@ class SumsSnapshot:
             keys = pa.array(self.keys, type=pa.int64())
         else:
             schema = _SUM_SCHEMAS["object"]
-            keys = pa.array([pickle.dumps(k, protocol=5) for k in self.keys], type=pa.binary())
+            keys = pa.array([values.encode(k) for k in self.keys], type=pa.binary())
         batch = pa.record_batch(
             [pa.array(groups), keys, pa.array(self.values, type=pa.int64())], schema=schema
         )

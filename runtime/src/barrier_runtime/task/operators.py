@@ -182,7 +182,11 @@ class KeyedOperator(StatefulOperator):
     def snapshot(self, builder: SnapshotBuilder) -> None:
         builder.blobs.append(
             keyed_blob(
-                self.step_id, builder, self.state.snapshot(), self.state.start, self.state.end
+                self.step_id,
+                builder,
+                self.state.snapshot(self.step_id),
+                self.state.start,
+                self.state.end,
             )
         )
 

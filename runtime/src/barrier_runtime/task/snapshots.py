@@ -13,7 +13,6 @@ Life of a subtask snapshot:
 
 from __future__ import annotations
 
-import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.core import metadata, types
-from barrier_runtime.task import operators
+from barrier_runtime.task import channel_state, operators
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,16 +37,14 @@ class InFlight:
 
 
 def encode_channel_state(entries: list[InFlight]) -> bytes:
-    return pickle.dumps(
-        [(e.target_task, e.side, e.target_subtask, e.origin, e.rows) for e in entries], protocol=5
+    """The stored form (:mod:`~barrier_runtime.task.channel_state`: Arrow IPC, no pickle)."""
+    return channel_state.encode(
+        (e.target_task, e.side, e.target_subtask, e.origin, e.rows) for e in entries
     )
 
 
 def decode_channel_state(blob: bytes) -> list[InFlight]:
-    return [
-        InFlight(types.TaskId(t), int(s), int(i), str(o), tuple(r))
-        for t, s, i, o, r in pickle.loads(blob)
-    ]
+    return [InFlight(types.TaskId(t), s, i, o, r) for t, s, i, o, r in channel_state.decode(blob)]
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import pickle
 import socket
 import threading
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import codec, errors, frames, messages, wire
 from barrier_runtime.core import types
+from barrier_runtime.core import values as value_codec
 
 
 def same(a: Any, b: Any) -> bool:
@@ -114,13 +116,23 @@ def test_uniform_rows_travel_as_arrow_and_round_trip_exactly(rows: list[dict[str
         ([], "ARROW"),
     ],
 )
-def test_codec_falls_back_to_pickled_rows_when_arrow_would_change_them(
+def test_codec_falls_back_to_value_coded_rows_when_arrow_would_change_them(
     rows: list[dict[str, Any]], encoding: str
 ) -> None:
     kind, _ = codec.encode_batch(batch_mod.Batch.from_rows(rows))
     assert kind.name == encoding
     _, batch = roundtrip(batch_mod.Batch.from_rows(rows))
     assert same(list(batch.rows()), rows)
+
+
+def test_a_record_the_value_codec_cannot_hold_fails_to_encode_and_rows_never_unpickle() -> None:
+    class Opaque:
+        pass
+
+    with pytest.raises(value_codec.UnencodableValueError, match="Opaque"):
+        codec.encode_batch(batch_mod.Batch.from_rows([{"v": Opaque()}]))
+    with pytest.raises(value_codec.ValueDecodeError):
+        codec.decode_batch(codec.DataEncoding.ROWS, pickle.dumps(({"v": 1},)))
 
 
 def test_arrow_batches_are_sent_as_arrow_whatever_their_types() -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import pickle
 import socket
 import threading
 
 import pytest
 
 from barrier_runtime.core.types import CheckpointConfig
-from barrier_runtime.spark import config, pipeline, rendezvous, stage
+from barrier_runtime.spark import config, message_codec, pipeline, rendezvous, stage
 
 
 def test_gathers_the_listener_address_while_the_caller_goes_on() -> None:
@@ -62,7 +61,7 @@ def test_the_task_closure_carries_the_config_as_bytes() -> None:
     config_bytes, host, parallelism = task.args  # type: ignore[attr-defined]
     assert isinstance(config_bytes, bytes)
     assert (host, parallelism) == (cfg.host, cfg.parallelism)
-    assert pickle.loads(config_bytes) == cfg
+    assert message_codec.decode_config(config_bytes) == cfg
 
 
 def _config() -> config.WorkerConfig:

@@ -6,7 +6,11 @@ import socket
 
 import pytest
 
-from barrier_runtime.spark import wire
+from barrier_runtime import task_failure
+from barrier_runtime.core import metadata, types, values
+from barrier_runtime.spark import messages, wire
+from barrier_runtime.task import control
+from barrier_runtime.task import metrics as task_metrics
 
 KEY = wire.derive_key(b"attempt secret", "control")
 
@@ -35,7 +39,7 @@ def test_messages_travel_both_ways_in_order() -> None:
     assert driver.receive() is None
 
 
-def test_a_worker_without_the_key_is_refused_before_unpickling() -> None:
+def test_a_worker_without_the_key_is_refused_before_decoding() -> None:
     driver, intruder = _pair(worker_key=wire.derive_key(b"guess", "control"))
     intruder.send("os.system?")
     with pytest.raises(wire.AuthenticationError):
@@ -79,3 +83,71 @@ def test_the_handshake_gives_both_ends_the_same_nonce() -> None:
 def test_sub_keys_differ_by_purpose() -> None:
     secret = b"s" * 32
     assert wire.derive_key(secret, "control") != wire.derive_key(secret, "data-plane")
+
+
+def _every_message() -> list[object]:
+    task = metadata.TaskKey(types.TaskId("count"), 1)
+    handle = metadata.StateHandle(
+        types.StepId("count"),
+        1,
+        "checkpoints/chk-1/count/1.arrow",
+        10,
+        "ab" * 32,
+        metadata.HandleKind.KEYED,
+        0,
+        63,
+    )
+    ack = metadata.TaskAcknowledgement(
+        types.CheckpointId(3),
+        task,
+        (handle,),
+        {types.StepId("inp"): {"p-0": [1, "x"]}},
+        {types.StepId("out"): ({"txn": 1},)},
+        metadata.AckMetrics(0.1, 0.2, 0.0, 10, 0),
+    )
+    meta = metadata.CheckpointMetadata(
+        types.CheckpointId(3),
+        types.CheckpointKind.SAVEPOINT,
+        1.0,
+        2.0,
+        metadata.JobFingerprint((types.StepId("count"),), 128, 2),
+        (handle,),
+    )
+    metrics = task_metrics.AttemptMetrics({"count": 5}, {"count": 4}, {"count": 0.5}, {})
+    failure = task_failure.TaskFailure(task_failure.FailureClass.RECORD, "E: x", "f", "map", "tb")
+    return [
+        messages.Hello(1, 0, 42, "127.0.0.1"),
+        messages.Running(),
+        messages.Ack(ack),
+        messages.Decline(types.CheckpointId(3), task, types.FailureReason.TIMEOUT),
+        messages.TaskFinished(task),
+        messages.Metrics(metrics),
+        messages.Failed(task, "E: x", True, failure),
+        messages.Failed(None, "E: y"),
+        messages.Bye(metrics),
+        messages.Post(control.TriggerCheckpoint(types.Barrier(types.CheckpointId(3), 1.5))),
+        messages.Post(control.CheckpointCompleted(meta)),
+        messages.Post(
+            control.CheckpointAborted(types.CheckpointId(3), types.FailureReason.SUBSUMED)
+        ),
+        messages.Post(control.Shutdown()),
+    ]
+
+
+@pytest.mark.parametrize("message", _every_message(), ids=lambda m: type(m).__name__)
+def test_every_message_crosses_the_wire_exactly(message: object) -> None:
+    driver, worker = _pair()
+    worker.send(message)
+    assert driver.receive() == message
+
+
+def test_a_signed_frame_can_only_build_registered_message_types() -> None:
+    driver, worker = _pair()
+    worker.send(b"\x80\x05N.")  # bytes are fine, and stay bytes
+    assert driver.receive() == b"\x80\x05N."
+    payload = b'{"\\u0000o":["Popen",{"args":"id"}]}'
+    header = wire._HEADER.pack(len(payload), worker._mac(wire.TO_DRIVER, 1, payload))
+    worker.sock.sendall(header + payload)
+    with pytest.raises(wire.MalformedFrameError, match="Popen") as refused:
+        driver.receive()
+    assert isinstance(refused.value.__cause__, values.UnknownValueTypeError)
