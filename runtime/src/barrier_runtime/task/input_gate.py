@@ -129,6 +129,10 @@ class InputGate:
     # -- queries -------------------------------------------------------------------
 
     @property
+    def num_channels(self) -> int:
+        return len(self._inputs)
+
+    @property
     def blocked(self) -> frozenset[int]:
         return frozenset(self._blocked)
 
