@@ -1,9 +1,9 @@
 """The two narrow seams of the barrier handler.
 
 * :class:`BarrierHandlerController` is what the handler asks of its *task*:
-  block a channel, resume all, snapshot, finish channel state, abort. The task
-  executor implements it; tests use ``RecordingController`` (``barrier_runtime_testing.alignment``
-  in ``tests/support``).
+  block a channel, resume all, snapshot, finish channel state, abort. The task's
+  input gate (``barrier_runtime.task.input_gate``) implements it; tests use
+  ``RecordingController`` (``barrier_runtime_testing.alignment`` in ``tests/support``).
 * :class:`AlignmentContext` is what a *state* may ask of its handler: facts
   about the pending checkpoint and the gate, and the few actions a state may
   take. The handler implements it (see ``barrier_runtime.alignment.gate``).

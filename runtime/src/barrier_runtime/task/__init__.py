@@ -2,9 +2,13 @@
 
 Both hosts run it: :mod:`barrier_runtime.local` on threads of one process and
 :mod:`barrier_runtime.spark` in the workers of a Spark barrier stage. It holds the
-subtask loop (``subtask``), the operators of a chained step (``operators``,
-``batch_operators``), routing to downstream subtasks (``routing``), in-process
-channels (``channel``), snapshots of operator and channel state (``snapshots``),
+subtask loop (``subtask``) and its three parts behind narrow ports: the input
+gate with the barrier handler and unaligned capture (``input_gate``), the owner
+of every snapshot from copy to acknowledgement (``subtask_checkpointing``) and
+the output channels (``output``); the operator chain of a subtask (``chain``)
+and the operators of a chained step (``operators``, ``batch_operators``),
+routing to downstream subtasks (``routing``), in-process channels
+(``channel``), in-flight records kept as channel state (``snapshots``),
 the services an attempt's subtasks share (``attempt``), control messages from
 the driver (``control``), rejected-record handling (``rejects``), fault
 injection points (``faults``) and the per-attempt counters (``metrics``).

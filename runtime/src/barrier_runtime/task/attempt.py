@@ -28,7 +28,8 @@ from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.storage import errors as storage_errors
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import faults, snapshots
+from barrier_runtime.task import faults, operators, snapshots
+from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
@@ -126,74 +127,63 @@ class AttemptContext:
         if not self.stopping.is_set():
             self._decline(checkpoint_id, task, reason)
 
-    def upload(self, pending: snapshots.PendingSnapshot) -> None:
-        self._submit(self._upload_state, pending)
-
-    def upload_channel_state(self, pending: snapshots.PendingSnapshot) -> None:
-        self._submit(self._upload_channel_state, pending)
-
-    def _submit(
+    def submit_upload(
         self,
-        fn: Callable[[snapshots.PendingSnapshot], None],
-        pending: snapshots.PendingSnapshot,
+        task: metadata.TaskKey,
+        checkpoint_id: types.CheckpointId,
+        upload: Callable[[], None],
     ) -> None:
+        """Run ``upload`` (one part of ``task``'s snapshot ``checkpoint_id``) on the upload pool."""
+
         def run() -> None:
             try:
                 if not self.stopping.is_set():
-                    fn(pending)
+                    upload()
             except storage_errors.StorageError as exc:
                 # Storage trouble fails this checkpoint, not the job (as Flink declines):
                 # the coordinator counts it toward the tolerable checkpoint failures.
                 log.warning(
                     "checkpoint %d: %s could not upload its state: %s",
-                    pending.checkpoint_id,
-                    pending.task,
+                    checkpoint_id,
+                    task,
                     exc,
                 )
-                self.decline(
-                    pending.checkpoint_id, pending.task, types.FailureReason.STORAGE_FAILURE
-                )
+                self.decline(checkpoint_id, task, types.FailureReason.STORAGE_FAILURE)
             except BaseException as exc:
-                self.fail(exc, pending.task)
+                self.fail(exc, task)
 
         self._uploads.submit(run)
 
-    def _upload_state(self, pending: snapshots.PendingSnapshot) -> None:
-        self.faults.check(
-            faults.FaultPoint.UPLOAD,
-            task=pending.task.task_id,
-            subtask=pending.task.subtask,
-            attempt=self.attempt,
-            checkpoint_id=pending.checkpoint_id,
+    def write_blob(
+        self, barrier: types.Barrier, task: metadata.TaskKey, blob: operators.StateBlob
+    ) -> metadata.StateHandle:
+        """Write one state blob of ``task``'s snapshot of ``barrier`` (on an upload thread)."""
+        return self.store.write_state(
+            barrier.checkpoint_id,
+            barrier.kind,
+            blob.relpath,
+            blob.data,
+            step_id=blob.step_id,
+            subtask=task.subtask,
+            handle_kind=blob.kind,
+            key_group_start=blob.key_group_start,
+            key_group_end=blob.key_group_end,
         )
-        handles = [
-            self.store.write_state(
-                pending.checkpoint_id,
-                pending.barrier.kind,
-                blob.relpath,
-                blob.data,
-                step_id=blob.step_id,
-                subtask=pending.task.subtask,
-                handle_kind=blob.kind,
-                key_group_start=blob.key_group_start,
-                key_group_end=blob.key_group_end,
-            )
-            for blob in pending.builder.blobs
-        ]
-        pending.upload_done(handles)
 
-    def _upload_channel_state(self, pending: snapshots.PendingSnapshot) -> None:
-        blob = snapshots.encode_channel_state(pending.channel_state())
-        handle = self.store.write_state(
-            pending.checkpoint_id,
-            pending.barrier.kind,
-            f"channel-state/{pending.task.task_id}-{pending.task.subtask}.bin",
+    def write_channel_state(
+        self, barrier: types.Barrier, task: metadata.TaskKey, entries: list[snapshots.InFlight]
+    ) -> metadata.StateHandle:
+        """Write ``task``'s channel state of ``barrier`` (on an upload thread)."""
+        blob = snapshots.encode_channel_state(entries)
+        return self.store.write_state(
+            barrier.checkpoint_id,
+            barrier.kind,
+            f"channel-state/{task.task_id}-{task.subtask}.bin",
             blob,
-            step_id=types.StepId(pending.task.task_id),
-            subtask=pending.task.subtask,
+            step_id=types.StepId(task.task_id),
+            subtask=task.subtask,
             handle_kind=metadata.HandleKind.CHANNEL,
         )
-        pending.upload_done([handle])
 
     # -- restore ---------------------------------------------------------------------------
 
@@ -249,7 +239,7 @@ def build_subtasks(
     signals = {key: channel_mod.Signal() for key in plan.task_keys() if here(key.subtask)}
     ctx.signals = list(signals.values())
     inputs: dict[metadata.TaskKey, list[channel_mod.InputChannel]] = {k: [] for k in signals}
-    outputs: dict[metadata.TaskKey, subtask_mod.Outputs] = {k: {} for k in signals}
+    outputs: dict[metadata.TaskKey, output_mod.Outputs] = {k: {} for k in signals}
     channel_id = 0
     for task in plan.tasks:
         for index in range(p):

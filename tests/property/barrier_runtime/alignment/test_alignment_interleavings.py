@@ -1,11 +1,16 @@
 """Random interleavings of records, barriers, cancellations and end of input on 2-5 channels.
 
 A model of upstream channels (FIFOs of records with channel-local sequence
-numbers, barriers with increasing ids, cancellations, end of partition) feeds a
-simulated task that honours block/unblock (it reads only unblocked channels;
-everything else stays queued in the channel) and sums the records it processes
-as its operator state. The named predicates below are checked after every step
-and, after draining every channel, once more at the end.
+numbers, barriers with increasing ids, cancellations, end of partition) feeds
+the real :class:`~barrier_runtime.task.input_gate.InputGate` — input
+selection, blocked and closed channels, the barrier handler and the capture
+of in-flight data for unaligned checkpoints. Some upstreams send a barrier
+with priority: at the receiving end it overtakes the data received but not yet
+taken, which the gate must capture as channel state (``drain_overtaken``). A
+model operator sums the records the gate hands out, and a recording
+checkpointing part (the gate's ``GateCheckpointing`` port) notes each
+snapshot, completed capture and abort. The named predicates below are checked
+after every step and, after draining every channel, once more at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime import alignment
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.channels import messages
 from barrier_runtime.core import clock, types
+from barrier_runtime.task import channel as channel_mod
+from barrier_runtime.task import input_gate
 
 Result = alignment.BarrierResult
 MODES = ["aligned", "unaligned", "alternating", "tracking"]
@@ -34,11 +43,52 @@ CONFIGS = {
 # -- the model -----------------------------------------------------------------------------
 
 
+class ReceivingEnd:
+    """An input channel as the network endpoint behaves: priority barriers overtake data here.
+
+    A priority barrier goes ahead of the data batches received after the last
+    marker; those batches stay queued (taken after it) and are reported once by
+    ``drain_overtaken``.
+    """
+
+    def __init__(self) -> None:
+        self.items: collections.deque[channel_mod.Item] = collections.deque()
+        self.overtaken: dict[int, list[batch_mod.Batch]] = {}
+
+    def put(self, item: channel_mod.Item) -> None:
+        self.items.append(item)
+
+    def put_priority(self, barrier: types.Barrier) -> None:
+        at = len(self.items)
+        while at > 0 and isinstance(self.items[at - 1], batch_mod.Batch):
+            at -= 1
+        overtaken = [
+            item
+            for item in itertools.islice(self.items, at, None)
+            if isinstance(item, batch_mod.Batch)
+        ]
+        if overtaken:
+            self.overtaken[barrier.checkpoint_id] = overtaken
+        self.items.insert(at, barrier)
+
+    def take(self) -> channel_mod.Item | None:
+        return self.items.popleft() if self.items else None
+
+    def peek(self) -> channel_mod.Item | None:
+        return self.items[0] if self.items else None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
+        return self.overtaken.pop(checkpoint_id, [])
+
+
 @dataclasses.dataclass
 class Upstream:
-    """One channel as its upstream subtask wrote it; the task reads ``fifo``."""
+    """One channel as its upstream subtask wrote it; the gate reads ``end``."""
 
-    fifo: collections.deque = dataclasses.field(default_factory=collections.deque)
+    end: ReceivingEnd = dataclasses.field(default_factory=ReceivingEnd)
     values: list[int] = dataclasses.field(default_factory=list)  # index = sequence number
     barrier_at: dict[int, int] = dataclasses.field(default_factory=dict)  # id -> records before
     cancelled: set[int] = dataclasses.field(default_factory=set)
@@ -65,80 +115,90 @@ class Snapshot:
     total: int  # the operator state: sum of processed records
 
 
-class SimulatedTask:
-    """A BarrierHandlerController that records what a real task would do."""
+class TaskModel:
+    """The gate's checkpointing port, recording, plus a model operator summing records."""
 
     def __init__(self, num_channels: int) -> None:
-        self.blocked: set[int] = set()
-        self.ever_blocked = False
         self.read = [0] * num_channels
         self.total = 0
+        self.ever_blocked = False
         self.snapshots: list[Snapshot] = []
-        self.captured: dict[int, list[tuple[int, int, int]]] = collections.defaultdict(list)
+        self.captured: dict[int, list[tuple[int, int, int]]] = {}
         self.channel_state_done: list[int] = []
         self.aborted: list[int] = []
 
-    def block_channel(self, channel: int) -> None:
-        assert channel not in self.blocked, f"channel {channel} blocked twice"
-        self.blocked.add(channel)
-        self.ever_blocked = True
+    def process(self, data: input_gate.DataBatch) -> None:
+        for row in data.batch.rows():
+            assert row["seq"] == self.read[data.channel], "records must be read in channel order"
+            self.read[data.channel] += 1
+            self.total += row["value"]
 
-    def unblock_all(self) -> None:
-        self.blocked.clear()
-
-    def snapshot_state(self, barrier: types.Barrier, alignment_duration: float) -> None:
+    def snapshot(
+        self, barrier: types.Barrier, alignment_duration: float, *, channel_state: bool
+    ) -> None:
         assert alignment_duration >= 0
+        assert not channel_state or barrier.unaligned
         self.snapshots.append(Snapshot(barrier, tuple(self.read), self.total))
 
-    def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:
+    def channel_state_complete(
+        self, checkpoint_id: types.CheckpointId, captured: input_gate.CapturedInput
+    ) -> None:
         self.channel_state_done.append(checkpoint_id)
+        self.captured[checkpoint_id] = [
+            (side, row["seq"], row["value"]) for side, rows in captured for row in rows
+        ]
 
-    def abort_checkpoint(self, checkpoint_id: types.CheckpointId, reason: object) -> None:
+    def abort(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
         self.aborted.append(checkpoint_id)
 
 
 # -- named predicates ----------------------------------------------------------------------
 
 
-def snapshot_ids(task: SimulatedTask) -> list[int]:
+def snapshot_ids(task: TaskModel) -> list[int]:
     return [snapshot.barrier.checkpoint_id for snapshot in task.snapshots]
 
 
-def completed_ids(task: SimulatedTask) -> list[int]:
+def completed_ids(task: TaskModel) -> list[int]:
     aligned = [s.barrier.checkpoint_id for s in task.snapshots if not s.barrier.unaligned]
     return aligned + task.channel_state_done
 
 
-def each_checkpoint_triggers_at_most_once(task: SimulatedTask) -> bool:
+def each_checkpoint_triggers_at_most_once(task: TaskModel) -> bool:
     return len(snapshot_ids(task)) == len(set(snapshot_ids(task)))
 
 
-def triggered_ids_increase(task: SimulatedTask) -> bool:
+def triggered_ids_increase(task: TaskModel) -> bool:
     ids = snapshot_ids(task)
     return all(a < b for a, b in itertools.pairwise(ids))
 
 
-def aborts_fire_at_most_once(task: SimulatedTask) -> bool:
+def aborts_fire_at_most_once(task: TaskModel) -> bool:
     return len(task.aborted) == len(set(task.aborted))
 
 
-def triggered_and_aborted_are_disjoint(task: SimulatedTask) -> bool:
+def triggered_and_aborted_are_disjoint(task: TaskModel) -> bool:
     """An aligned snapshot is final; only an unaligned one may still be aborted (like Flink)."""
     aligned = {s.barrier.checkpoint_id for s in task.snapshots if not s.barrier.unaligned}
     return not aligned & set(task.aborted)
 
 
-def completed_and_aborted_are_disjoint(task: SimulatedTask) -> bool:
+def completed_and_aborted_are_disjoint(task: TaskModel) -> bool:
     return not set(completed_ids(task)) & set(task.aborted)
 
 
-def channel_state_completes_only_unaligned_snapshots(task: SimulatedTask) -> bool:
+def channel_state_completes_only_unaligned_snapshots(task: TaskModel) -> bool:
     unaligned = [s.barrier.checkpoint_id for s in task.snapshots if s.barrier.unaligned]
     done = task.channel_state_done
     return len(done) == len(set(done)) and set(done) <= set(unaligned)
 
 
-def tracking_never_blocks(task: SimulatedTask) -> bool:
+def new_barrier_was_not_ignored(gate: input_gate.InputGate, cid: int) -> bool:
+    """A barrier above every id read so far starts its checkpoint (it is not obsolete)."""
+    return gate.handler.latest_checkpoint_id == cid
+
+
+def tracking_never_blocks(task: TaskModel) -> bool:
     return not task.ever_blocked
 
 
@@ -185,18 +245,32 @@ def tracking_drops_no_record(snap: Snapshot, ups: list[Upstream]) -> bool:
     )
 
 
-def savepoints_are_aligned(task: SimulatedTask) -> bool:
+def savepoints_are_aligned(task: TaskModel) -> bool:
     return not any(s.barrier.is_savepoint and s.barrier.unaligned for s in task.snapshots)
 
 
-def every_seen_checkpoint_ends_exactly_once(seen: set[int], task: SimulatedTask) -> bool:
+def every_seen_checkpoint_ends_exactly_once(seen: set[int], task: TaskModel) -> bool:
     """Seen: the task read a barrier or CANCEL of it while it was the newest id read so far."""
     ends = collections.Counter(completed_ids(task) + task.aborted)
     return set(ends) <= seen and all(ends[cid] == 1 for cid in seen)
 
 
-def no_record_is_left_unprocessed(task: SimulatedTask, ups: list[Upstream]) -> bool:
+def no_record_is_left_unprocessed(task: TaskModel, ups: list[Upstream]) -> bool:
     return all(task.read[ch] == len(up.values) for ch, up in enumerate(ups))
+
+
+def gate_and_handler_agree_on_blocked(gate: input_gate.InputGate) -> bool:
+    return all(gate.handler.is_blocked(c) == (c in gate.blocked) for c in range(gate.num_channels))
+
+
+def closed_channels_are_never_blocked(gate: input_gate.InputGate) -> bool:
+    return not gate.blocked & gate.closed
+
+
+def gate_captures_exactly_while_the_handler_does(gate: input_gate.InputGate) -> bool:
+    """One capture, for the checkpoint the handler collects unaligned — or none."""
+    capturing = gate.handler.state.capturing_checkpoint
+    return gate.capturing == (frozenset() if capturing is None else frozenset({capturing}))
 
 
 # -- the simulation ------------------------------------------------------------------------
@@ -206,11 +280,11 @@ class Simulation:
     def __init__(self, mode: str, num_channels: int) -> None:
         self.mode = mode
         self.clock = clock.ManualClock(1000.0)
-        self.task = SimulatedTask(num_channels)
-        self.handler = alignment.create_barrier_handler(
-            CONFIGS[mode], num_channels, self.task, self.clock
-        )
+        self.task = TaskModel(num_channels)
         self.ups = [Upstream() for _ in range(num_channels)]
+        self.gate = input_gate.InputGate(
+            [up.end for up in self.ups], range(num_channels), CONFIGS[mode], self.clock, self.task
+        )
         self.triggered: list[types.Barrier] = []
         self.seen: set[int] = set()
 
@@ -228,68 +302,70 @@ class Simulation:
             if fate == "skip":  # the upstream never got this checkpoint
                 continue
             if fate == "cancel":  # the upstream aborted it before forwarding the barrier
-                up.fifo.append(("cancel", cid))
+                up.end.put(messages.CancelMarker(cid))
                 up.cancelled.add(cid)
                 continue
-            sent = barrier
-            if fate == "unaligned" and self.mode != "tracking" and not savepoint:
-                sent = barrier.as_unaligned()  # this upstream switched to unaligned
-            up.fifo.append(("barrier", sent))
             up.barrier_at[cid] = len(up.values)
             up.last_barrier = cid
+            if fate in ("unaligned", "priority") and self.mode != "tracking" and not savepoint:
+                if fate == "priority":  # overtakes the data not yet taken at this end
+                    up.end.put_priority(barrier.as_unaligned())
+                else:  # this upstream switched to unaligned
+                    up.end.put(barrier.as_unaligned())
+            else:
+                up.end.put(barrier)
 
     def emit_records(self, ch: int, values: list[int]) -> None:
         up = self.ups[ch % len(self.ups)]
         for value in values if not up.ended else []:
-            up.fifo.append(("record", len(up.values), value))
+            up.end.put(batch_mod.Batch.from_rows([{"seq": len(up.values), "value": value}]))
             up.values.append(value)
 
     def cancel_last(self, ch: int) -> None:
         """An upstream aborts a checkpoint after forwarding its barrier (unaligned upstream)."""
         up = self.ups[ch % len(self.ups)]
         if up.last_barrier is not None and not up.ended:
-            up.fifo.append(("cancel", up.last_barrier))
+            up.end.put(messages.CancelMarker(types.CheckpointId(up.last_barrier)))
             up.cancelled.add(up.last_barrier)
             up.last_barrier = None
 
     def end(self, ch: int) -> None:
         up = self.ups[ch % len(self.ups)]
         if not up.ended:
-            up.fifo.append(("end",))
+            up.end.put(messages.END_OF_PARTITION)
             up.ended = True
 
     # the task
     def tick(self, seconds: float) -> None:
         self.clock.advance(seconds)
-        self.handler.check_timeouts()
+        self.gate.check_timeouts()
 
     def read(self, ch: int) -> None:
         ch %= len(self.ups)
-        up = self.ups[ch]
-        if not up.fifo or ch in self.task.blocked:
-            return
-        event = up.fifo.popleft()
-        match event:
-            case ("record", seq, value):
-                owner = self.handler.record_received(ch)
-                assert seq == self.task.read[ch], "records must be read in channel order"
-                if owner is not None:
-                    self.task.captured[owner].append((ch, seq, value))
-                self.task.read[ch] += 1
-                self.task.total += value
-            case ("barrier", barrier):
-                cid = barrier.checkpoint_id
-                is_new = cid > max(self.seen, default=0)
-                ended = cid in completed_ids(self.task) or cid in self.task.aborted
-                self._saw(cid)
-                result = self.handler.barrier_received(ch, barrier)
-                assert not is_new or result is not Result.OBSOLETE, result
-                assert not ended or result is Result.OBSOLETE, result
-            case ("cancel", cid):
-                self._saw(cid)
-                self.handler.cancel_received(ch, types.CheckpointId(cid))
-            case ("end",):
-                self.handler.end_of_partition(ch)
+        head = self.ups[ch].end.peek()
+        cid = head.checkpoint_id if isinstance(head, types.Barrier | messages.CancelMarker) else 0
+        is_new = cid > max(self.seen, default=0)
+        ended = cid in completed_ids(self.task) or cid in self.task.aborted
+        outcomes_before = self._outcomes()
+        polled = self.gate.take_from(ch)
+        if isinstance(polled, input_gate.DataBatch):
+            self.task.process(polled)
+        elif isinstance(head, types.Barrier) and polled is not input_gate.Polled.NOTHING:
+            self._saw(cid)
+            assert not is_new or new_barrier_was_not_ignored(self.gate, cid)
+            assert not ended or self._outcomes() == outcomes_before, "obsolete barrier acted"
+        elif isinstance(head, messages.CancelMarker) and polled is not input_gate.Polled.NOTHING:
+            self._saw(cid)
+        self.task.ever_blocked |= bool(self.gate.blocked)
+
+    def _outcomes(self) -> tuple[int, int, int, frozenset[int]]:
+        task = self.task
+        return (
+            len(task.snapshots),
+            len(task.aborted),
+            len(task.channel_state_done),
+            self.gate.blocked,
+        )
 
     def _saw(self, cid: int) -> None:
         if cid > max(self.seen, default=0):
@@ -300,16 +376,15 @@ class Simulation:
         for ch in range(len(self.ups)):
             self.end(ch)
         step = 0
-        while any(up.fifo for up in self.ups):
-            blocked = self.task.blocked
-            readable = [c for c, up in enumerate(self.ups) if up.fifo and c not in blocked]
-            assert readable, f"deadlock: every channel with input is blocked {blocked}"
+        while any(len(up.end) for up in self.ups):
+            readable = [c for c, up in enumerate(self.ups) if len(up.end) and self.gate.readable(c)]
+            assert readable, f"deadlock: every channel with input is blocked {self.gate.blocked}"
             self.read(readable[order[step % len(order)] % len(readable)])
             step += 1
 
     # checks
     def check(self) -> None:
-        task, ups = self.task, self.ups
+        task, ups, gate = self.task, self.ups, self.gate
         assert each_checkpoint_triggers_at_most_once(task), snapshot_ids(task)
         assert triggered_ids_increase(task), snapshot_ids(task)
         assert aborts_fire_at_most_once(task), task.aborted
@@ -317,7 +392,9 @@ class Simulation:
         assert completed_and_aborted_are_disjoint(task), (completed_ids(task), task.aborted)
         assert channel_state_completes_only_unaligned_snapshots(task), task.channel_state_done
         assert savepoints_are_aligned(task), task.snapshots
-        assert all(self.handler.is_blocked(c) == (c in task.blocked) for c in range(len(ups)))
+        assert gate_and_handler_agree_on_blocked(gate), gate.blocked
+        assert closed_channels_are_never_blocked(gate), (gate.blocked, gate.closed)
+        assert gate_captures_exactly_while_the_handler_does(gate), gate.capturing
         if self.mode == "tracking":
             assert tracking_never_blocks(task)
             for snap in task.snapshots:
@@ -338,9 +415,10 @@ class Simulation:
 
     def check_final(self) -> None:
         self.check()
-        assert self.handler.pending_checkpoint is None
-        assert self.handler.open_channels == 0
-        assert not self.task.blocked
+        assert self.gate.handler.pending_checkpoint is None
+        assert self.gate.handler.open_channels == 0
+        assert not self.gate.blocked
+        assert not self.gate.capturing
         assert every_seen_checkpoint_ends_exactly_once(self.seen, self.task), (
             self.seen,
             completed_ids(self.task),
@@ -354,7 +432,7 @@ class Simulation:
 CHANNEL = st.integers(0, 4)
 SAVEPOINT = st.sampled_from([False, False, False, True])
 FATES = st.lists(
-    st.sampled_from(["barrier"] * 7 + ["unaligned", "unaligned", "cancel", "skip"]),
+    st.sampled_from(["barrier"] * 7 + ["unaligned", "priority", "priority", "cancel", "skip"]),
     min_size=5,
     max_size=5,
 )

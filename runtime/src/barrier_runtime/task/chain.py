@@ -1,0 +1,187 @@
+"""The operator chain of one subtask: its source reader and operators, built and restored.
+
+A task is a chain of steps; on each subtask :class:`OperatorChain` holds the
+:class:`~barrier_runtime.task.operators.SourceReader` (if the chain starts
+with a source) and one operator per other step, plus the dead-letter
+operators of steps that reject to a dead-letter sink. Life cycle: built
+(:meth:`OperatorChain.build`), restored from a checkpoint or started empty
+(:meth:`OperatorChain.restore`, which also replays the channel state owed to
+this subtask), then fed batches on the subtask thread, snapshotted between
+batches (:meth:`OperatorChain.snapshot_into`), told about completed
+checkpoints, and finally closed. Operators emit through the ``emit_from``
+callback the subtask gives: routing to chained operators and output channels
+is the subtask's.
+
+Threading: everything runs on the subtask's thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import sources, steps
+from barrier_runtime.core import metadata, types
+from barrier_runtime.state import key_groups
+from barrier_runtime.task import batch_operators, faults, operators, snapshots
+from barrier_runtime.task import rejects as rejects_mod
+
+if TYPE_CHECKING:
+    from barrier_runtime.graph import plan as plan_mod
+    from barrier_runtime.task import attempt as attempt_mod
+
+EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
+
+
+class OperatorChain:
+    """The reader and operators of subtask ``index`` of ``task``."""
+
+    def __init__(
+        self,
+        ctx: attempt_mod.AttemptContext,
+        task: plan_mod.TaskSpec,
+        index: int,
+        emit_from: EmitFrom,
+    ) -> None:
+        self._ctx = ctx
+        self._task = task
+        self._index = index
+        self._emit_from = emit_from
+        self.ops: dict[types.StepId, operators.Operator] = {}
+        self.reader: operators.SourceReader | None = None
+        self.rejects: dict[types.StepId, rejects_mod.Rejects] = {}
+        """Per step with ``on_error`` skip or dead-letter: what it passed over."""
+        plan = ctx.plan
+        self._kg_range = key_groups.key_group_range(
+            index, plan.parallelism, plan.flow.max_parallelism
+        )
+
+    def process(self, step_id: types.StepId, batch: batch_mod.Batch, side: int) -> None:
+        self.ops[step_id].process(batch, side)
+
+    def snapshot_into(self, builder: operators.SnapshotBuilder) -> None:
+        if self.reader is not None:
+            self.reader.snapshot(builder)
+        for op in self.ops.values():
+            op.snapshot(builder)
+
+    def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:
+        for op in self.ops.values():
+            op.checkpoint_completed(checkpoint_id)
+
+    def close(self) -> None:
+        for op in self.ops.values():
+            op.close()
+        if self.reader is not None:
+            self.reader.close()
+
+    # -- construction ------------------------------------------------------------------
+
+    def build(self) -> None:
+        plan = self._ctx.plan
+        for step_id in self._task.steps:
+            step = plan.flow.step(step_id)
+            emit = self._emitter(step_id)
+            rejects, dead_letters = rejects_mod.for_step(
+                step, plan.flow.dead_letters, self._index, plan.parallelism, self._on_commit
+            )
+            if rejects is not None:
+                self.rejects[step_id] = rejects
+            if dead_letters is not None:
+                self.ops[dead_letters.step_id] = dead_letters
+            reject = None if rejects is None else rejects.reject_record
+            op: operators.Operator
+            if isinstance(step, steps.SourceStep):
+                continue
+            if isinstance(step, steps.FlatMapStep):
+                op = operators.FlatMapOperator(step, emit, reject)
+            elif isinstance(step, steps.MapBatchesStep):
+                op = operators.MapBatchesOperator(step, emit, reject)
+            elif isinstance(step, steps.KeyByStep | steps.MergeStep):
+                op = operators.PassThroughOperator(step.step_id, emit)
+            elif isinstance(step, steps.StatefulStep | steps.ConnectStep):
+                op = operators.KeyedOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism, reject
+                )
+            elif isinstance(step, steps.KeyedSumStep):
+                op = batch_operators.KeyedSumOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism
+                )
+            else:
+                writer = step.sink.writer(step.step_id, self._index, plan.parallelism)
+                op = operators.SinkOperator(step, writer, self._on_commit)
+            self.ops[step_id] = op
+
+    def _emitter(self, step_id: types.StepId) -> operators.Emit:
+        return lambda batch: self._emit_from(step_id, batch)
+
+    def _on_commit(self, checkpoint_id: types.CheckpointId) -> None:
+        self._fault(faults.FaultPoint.COMMIT, checkpoint_id)
+
+    def _fault(self, point: faults.FaultPoint, checkpoint_id: types.CheckpointId) -> None:
+        self._ctx.faults.check(
+            point,
+            task=self._task.task_id,
+            subtask=self._index,
+            attempt=self._ctx.attempt,
+            checkpoint_id=checkpoint_id,
+        )
+
+    # -- restore -------------------------------------------------------------------------
+
+    def restore(self) -> int:
+        """Open the reader and load the restore point's state; the number of records replayed."""
+        meta = self._ctx.restore_point
+        head = self._ctx.plan.flow.step(self._task.steps[0])
+        positions = {} if meta is None else dict(meta.source_positions.get(head.step_id, {}))
+        if isinstance(head, steps.SourceStep):
+            parts = sources.assign_partitions(
+                head.source.partitions(), self._index, self._ctx.plan.parallelism
+            )
+            source_rejects = self.rejects.get(head.step_id)
+            self.reader = operators.SourceReader(
+                head,
+                parts,
+                positions,
+                None if source_rejects is None else source_rejects.reject_read,
+            )
+        if meta is None:
+            return 0
+        self._fault(faults.FaultPoint.RESTORE, meta.checkpoint_id)
+        lo, hi = self._kg_range
+        for op in self.ops.values():
+            if isinstance(op, operators.StatefulOperator):
+                handles = [
+                    h
+                    for h in meta.state_handles
+                    if h.step_id == op.step_id
+                    and h.kind is metadata.HandleKind.KEYED
+                    and h.overlaps(lo, hi)
+                ]
+                op.restore(self._ctx.read_state(h) for h in handles)
+        return self._replay_channel_state(meta)
+
+    def _replay_channel_state(self, meta: metadata.CheckpointMetadata) -> int:
+        entries = self._ctx.channel_state(meta)
+        if not entries or self._task.is_source:
+            return 0
+        plan = self._ctx.plan
+        key_fns = {e.side: e.key_fn for e in self._task.inputs}
+
+        def owner_of(side: int, record: batch_mod.Record) -> int | None:
+            key_fn = key_fns.get(side)
+            if key_fn is None:
+                return None
+            kg = key_groups.key_group_for(key_fn(record), plan.flow.max_parallelism)
+            return key_groups.subtask_for_key_group(kg, plan.parallelism, plan.flow.max_parallelism)
+
+        replay = snapshots.filter_for_subtask(
+            entries, self._task.task_id, self._index, plan.parallelism, owner_of
+        )
+        head = self.ops[self._task.steps[0]]
+        replayed = 0
+        for side, rows in replay:
+            head.process(batch_mod.Batch.from_rows(rows), side)
+            replayed += len(rows)
+        return replayed

@@ -1,0 +1,272 @@
+"""The checkpointing part of one subtask: snapshot, forward, abort, upload, acknowledge.
+
+:class:`SubtaskCheckpointing` is the single owner of every snapshot of its
+subtask, from the synchronous copy to the acknowledgement. Nobody else holds
+a snapshot in progress: the input gate hands over captured channel state by
+checkpoint id, the attempt only runs upload functions on its pool and writes
+blobs to the store.
+
+Life of snapshot *n* (numbered steps, marked ``# Step N`` below)
+    1. (task thread) fault point SNAPSHOT; the operator chain copies its
+       state into a :class:`~barrier_runtime.task.operators.SnapshotBuilder`.
+    2. (task thread) the barrier is forwarded downstream — with priority if
+       unaligned, keeping the output it overtook as output channel state.
+    3. (upload pool) the state blobs are written (fault point UPLOAD).
+    4. (task thread, unaligned with open inputs) the gate captures input
+       channel state until every input delivered *n*, then hands it over
+       (:meth:`channel_state_complete`); the channel state is uploaded.
+    5. When every upload of *n* is done, the acknowledgement goes out — once.
+
+States of a snapshot
+    uploading → (awaiting channel state → uploading) → acknowledged, or
+    dropped (aborted by the gate or the coordinator, or completed before
+    its channel state was final: it then never acknowledges).
+
+Triggers that do not come through a barrier
+    A source snapshots (and injects the barrier) when triggered. A subtask
+    with inputs that is triggered directly remembers the barrier and
+    snapshots it without forwarding when its input ends, unless a barrier of
+    it (or a newer one) arrived first. Snapshot ids strictly increase.
+
+Threading
+    Everything runs on the task thread except :meth:`_Snapshot.upload_done`,
+    which upload threads call; a snapshot's counters are guarded by its lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from barrier_runtime.channels import messages
+from barrier_runtime.core import metadata, types
+from barrier_runtime.task import faults, operators, snapshots
+from barrier_runtime.task import input_gate as gate_mod
+
+
+class ChainSnapshot(Protocol):
+    """The operator chain, as snapshotting sees it."""
+
+    def snapshot_into(self, builder: operators.SnapshotBuilder) -> None:
+        """Copy the state of the source reader and of every operator into ``builder``."""
+
+
+class BarrierOutput(Protocol):
+    """The subtask's output channels, as snapshotting sees them."""
+
+    def broadcast(self, item: messages.CancelMarker | types.Barrier) -> None:
+        """Append ``item`` to every output channel."""
+
+    def forward_priority(self, barrier: types.Barrier) -> list[snapshots.InFlight]:
+        """Put ``barrier`` ahead of queued output; the data it overtook, as channel state."""
+
+
+class CheckpointServices(Protocol):
+    """What the attempt offers: faults, store writes, the upload pool, the coordinator."""
+
+    @property
+    def attempt(self) -> int: ...
+
+    @property
+    def faults(self) -> faults.FaultInjector: ...
+
+    def acknowledge(self, ack: metadata.TaskAcknowledgement) -> None: ...
+
+    def decline(
+        self, checkpoint_id: types.CheckpointId, task: metadata.TaskKey, reason: types.FailureReason
+    ) -> None: ...
+
+    def submit_upload(
+        self, task: metadata.TaskKey, checkpoint_id: types.CheckpointId, upload: Callable[[], None]
+    ) -> None: ...
+
+    def write_blob(
+        self, barrier: types.Barrier, task: metadata.TaskKey, blob: operators.StateBlob
+    ) -> metadata.StateHandle: ...
+
+    def write_channel_state(
+        self, barrier: types.Barrier, task: metadata.TaskKey, entries: list[snapshots.InFlight]
+    ) -> metadata.StateHandle: ...
+
+
+@dataclasses.dataclass
+class _Snapshot:
+    """One snapshot in progress; acknowledges exactly once, after its last upload."""
+
+    barrier: types.Barrier
+    task: metadata.TaskKey
+    builder: operators.SnapshotBuilder
+    started: float
+    alignment_duration: float
+    send_ack: Callable[[metadata.TaskAcknowledgement], None]
+    sync_duration: float = 0.0
+    output_state: list[snapshots.InFlight] = dataclasses.field(default_factory=list)
+    input_state: list[snapshots.InFlight] = dataclasses.field(default_factory=list)
+    _handles: list[metadata.StateHandle] = dataclasses.field(default_factory=list)
+    _uploads_left: int = 1
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    _acked: bool = False
+
+    def add_upload(self) -> None:
+        with self._lock:
+            self._uploads_left += 1
+
+    def upload_done(self, handles: list[metadata.StateHandle]) -> None:
+        with self._lock:
+            self._handles.extend(handles)
+            self._uploads_left -= 1
+            ready = self._uploads_left == 0 and not self._acked
+            if ready:
+                self._acked = True
+        if ready:
+            self.send_ack(self._ack())
+
+    def _ack(self) -> metadata.TaskAcknowledgement:
+        channel = metadata.HandleKind.CHANNEL
+        return metadata.TaskAcknowledgement(
+            checkpoint_id=self.barrier.checkpoint_id,
+            task=self.task,
+            state_handles=tuple(self._handles),
+            source_positions=self.builder.source_positions,
+            sink_transactions=self.builder.sink_transactions,
+            metrics=metadata.AckMetrics(
+                sync_duration=self.sync_duration,
+                async_duration=time.monotonic() - self.started,
+                alignment_duration=self.alignment_duration,
+                state_size=sum(h.size for h in self._handles if h.kind is not channel),
+                channel_state_size=sum(h.size for h in self._handles if h.kind is channel),
+            ),
+        )
+
+
+class SubtaskCheckpointing:
+    """Owner of one subtask's snapshots; implements the gate's ``GateCheckpointing`` port."""
+
+    def __init__(
+        self,
+        key: metadata.TaskKey,
+        services: CheckpointServices,
+        chain: ChainSnapshot,
+        output: BarrierOutput,
+    ) -> None:
+        self._key = key
+        self._services = services
+        self._chain = chain
+        self._output = output
+        self._last_snapshot = 0
+        self._direct_pending: types.Barrier | None = None
+        self._awaiting: dict[types.CheckpointId, _Snapshot] = {}
+        """Unaligned snapshots whose input channel state the gate still captures."""
+
+    # -- triggers ----------------------------------------------------------------------
+
+    def triggered(self, barrier: types.Barrier, *, source: bool, finished: bool) -> None:
+        """The coordinator triggered ``barrier`` at this subtask directly."""
+        if barrier.checkpoint_id <= self._last_snapshot:
+            return
+        if source and not finished:
+            self.snapshot(barrier, 0.0, channel_state=False)  # inject the barrier
+        elif finished:
+            self._snapshot(barrier, 0.0, forward=False, channel_state=False)
+        else:
+            self._direct_pending = barrier  # snapshot at end of input unless a barrier comes
+
+    def input_finished(self) -> None:
+        """The subtask's input ended: snapshot a direct trigger no barrier took care of."""
+        pending = self._direct_pending
+        if pending is not None and pending.checkpoint_id > self._last_snapshot:
+            self._snapshot(pending, 0.0, forward=False, channel_state=False)
+
+    # -- GateCheckpointing ----------------------------------------------------------------
+
+    def snapshot(
+        self, barrier: types.Barrier, alignment_duration: float, *, channel_state: bool
+    ) -> None:
+        self._snapshot(barrier, alignment_duration, forward=True, channel_state=channel_state)
+
+    def channel_state_complete(
+        self, checkpoint_id: types.CheckpointId, captured: gate_mod.CapturedInput
+    ) -> None:
+        snap = self._awaiting.pop(checkpoint_id, None)
+        if snap is None:
+            return  # no capture was needed, or the checkpoint was dropped meanwhile
+        task = self._key
+        snap.input_state = [
+            snapshots.InFlight(task.task_id, side, task.subtask, "input", rows)
+            for side, rows in captured
+        ]
+        self._upload_channel_state(snap)  # Step 4
+
+    def abort(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
+        self._awaiting.pop(checkpoint_id, None)
+        self._output.broadcast(messages.CancelMarker(checkpoint_id))
+        self._services.decline(checkpoint_id, self._key, reason)
+
+    # -- the coordinator's word -------------------------------------------------------------
+
+    def dropped(self, checkpoint_id: types.CheckpointId, *, and_older: bool = False) -> None:
+        """``checkpoint_id`` was aborted (or completed, with ``and_older``): stop waiting for it."""
+        for cid in list(self._awaiting):
+            if cid == checkpoint_id or (and_older and cid < checkpoint_id):
+                del self._awaiting[cid]
+
+    # -- the snapshot ------------------------------------------------------------------------
+
+    def _snapshot(
+        self,
+        barrier: types.Barrier,
+        alignment_duration: float,
+        *,
+        forward: bool,
+        channel_state: bool,
+    ) -> None:
+        started = time.monotonic()
+        n = barrier.checkpoint_id
+        self._fault(faults.FaultPoint.SNAPSHOT, n)  # Step 1
+        builder = operators.SnapshotBuilder(n, self._key.subtask)
+        self._chain.snapshot_into(builder)
+        snap = _Snapshot(
+            barrier, self._key, builder, started, alignment_duration, self._services.acknowledge
+        )
+        if forward:  # Step 2
+            if barrier.unaligned:
+                snap.output_state = self._output.forward_priority(barrier)
+            else:
+                self._output.broadcast(barrier)
+        snap.sync_duration = time.monotonic() - started
+        self._last_snapshot = n
+        if channel_state:
+            snap.add_upload()
+            self._awaiting[n] = snap
+        elif barrier.unaligned and snap.output_state:
+            snap.add_upload()
+            self._upload_channel_state(snap)
+        self._services.submit_upload(self._key, n, lambda: self._upload_state(snap))  # Step 3
+
+    def _upload_state(self, snap: _Snapshot) -> None:
+        """On the upload pool."""
+        self._fault(faults.FaultPoint.UPLOAD, snap.barrier.checkpoint_id)
+        handles = [
+            self._services.write_blob(snap.barrier, self._key, blob) for blob in snap.builder.blobs
+        ]
+        snap.upload_done(handles)  # Step 5
+
+    def _upload_channel_state(self, snap: _Snapshot) -> None:
+        entries = [*snap.input_state, *snap.output_state]
+
+        def upload() -> None:
+            snap.upload_done([self._services.write_channel_state(snap.barrier, self._key, entries)])
+
+        self._services.submit_upload(self._key, snap.barrier.checkpoint_id, upload)
+
+    def _fault(self, point: faults.FaultPoint, checkpoint_id: types.CheckpointId) -> None:
+        self._services.faults.check(
+            point,
+            task=self._key.task_id,
+            subtask=self._key.subtask,
+            attempt=self._services.attempt,
+            checkpoint_id=checkpoint_id,
+        )
