@@ -44,3 +44,19 @@ def commit_checkpoint(
         )
     )
     return store
+
+
+OK_PIPELINE_JOB = "default/p"
+"""The job of the CLI tests' ``ok_pipeline`` (``Dataflow("p")``) when ``--job`` is not given."""
+
+
+def commit_ok_pipeline_checkpoint(
+    root: pathlib.Path,
+    cid: int,
+    *,
+    kind: types.CheckpointKind = types.CheckpointKind.CHECKPOINT,
+    max_parallelism: int = 128,
+    job: str = OK_PIPELINE_JOB,
+) -> checkpoint_store.CheckpointStore:
+    """Checkpoint ``cid`` of the ``ok_pipeline`` (one state object of its sink ``out``)."""
+    return commit_checkpoint(root, cid, job, kind=kind, step="out", max_parallelism=max_parallelism)

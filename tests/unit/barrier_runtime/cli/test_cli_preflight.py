@@ -13,27 +13,7 @@ import json
 import pathlib
 
 import pytest
-import stored_checkpoints
-
-from barrier_runtime.core import types
-from barrier_runtime.storage import checkpoint_store
-
-JOB = "default/p"
-"""The job of the ``ok_pipeline`` (``Dataflow("p")``) when ``--job`` is not given."""
-
-
-def _commit(
-    root: pathlib.Path,
-    cid: int,
-    *,
-    kind=types.CheckpointKind.CHECKPOINT,
-    max_parallelism: int = 128,
-    job: str = JOB,
-) -> checkpoint_store.CheckpointStore:
-    return stored_checkpoints.commit_checkpoint(
-        root, cid, job, kind=kind, step="out", max_parallelism=max_parallelism
-    )
-
+from stored_checkpoints import commit_ok_pipeline_checkpoint
 
 # -- the double sees a command that passes -----------------------------------------------
 
@@ -53,7 +33,7 @@ def test_a_valid_run_gets_as_far_as_starting_spark(
     cjob, spark_starts, ok_pipeline, tmp_path, restore
 ) -> None:
     store = tmp_path / "cp"
-    _commit(store, 1)
+    commit_ok_pipeline_checkpoint(store, 1)
     extra = [] if restore is None else ["--restore-from", restore.format(store=store)]
     result = cjob("run", ok_pipeline, "--store", str(store), *extra)
     assert spark_starts == ["local[2]"], result.err

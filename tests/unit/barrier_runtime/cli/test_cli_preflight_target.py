@@ -8,34 +8,17 @@ each is one sentence and exit 2 before any SparkSession is built.
 from __future__ import annotations
 
 import http.server
-import pathlib
 import socket
 from collections.abc import Iterator
 
 import http_fakes
 import pytest
-import stored_checkpoints
+from stored_checkpoints import OK_PIPELINE_JOB as JOB
+from stored_checkpoints import commit_ok_pipeline_checkpoint
 
 from barrier_runtime.cli import preflight
 from barrier_runtime.core import types
-from barrier_runtime.storage import checkpoint_store, object_store
-
-JOB = "default/p"
-"""The job of the ``ok_pipeline`` (``Dataflow("p")``) when ``--job`` is not given."""
-
-
-def _commit(
-    root: pathlib.Path,
-    cid: int,
-    *,
-    kind=types.CheckpointKind.CHECKPOINT,
-    max_parallelism: int = 128,
-    job: str = JOB,
-) -> checkpoint_store.CheckpointStore:
-    return stored_checkpoints.commit_checkpoint(
-        root, cid, job, kind=kind, step="out", max_parallelism=max_parallelism
-    )
-
+from barrier_runtime.storage import object_store
 
 # -- the store itself ---------------------------------------------------------------------
 
@@ -133,7 +116,7 @@ def test_restore_from_a_path_that_does_not_exist(refused, ok_pipeline, tmp_path)
 
 
 def test_restore_from_a_relative_path_that_does_not_exist(refused, ok_pipeline, tmp_path) -> None:
-    _commit(tmp_path / "cp", 1)
+    commit_ok_pipeline_checkpoint(tmp_path / "cp", 1)
     refused(
         "run",
         ok_pipeline,
@@ -146,7 +129,7 @@ def test_restore_from_a_relative_path_that_does_not_exist(refused, ok_pipeline, 
 
 def test_restore_from_an_id_that_is_not_in_the_store(refused, ok_pipeline, tmp_path) -> None:
     store = tmp_path / "cp"
-    _commit(store, 1)
+    commit_ok_pipeline_checkpoint(store, 1)
     assert refused("run", ok_pipeline, "--store", str(store), "--restore-from", "42").sentence == (
         f"--restore-from 42: checkpoint 42 is not in {store.as_uri()}, job {JOB}: name one that "
         "exists (cjob checkpoints list shows them)"
@@ -154,10 +137,10 @@ def test_restore_from_an_id_that_is_not_in_the_store(refused, ok_pipeline, tmp_p
 
 
 def test_restore_from_another_stores_checkpoint(refused, ok_pipeline, tmp_path) -> None:
-    _commit(tmp_path / "other", 1)
+    commit_ok_pipeline_checkpoint(tmp_path / "other", 1)
     theirs = tmp_path / "other" / JOB / "checkpoints" / "chk-0000000001"
     mine = tmp_path / "cp"
-    _commit(mine, 1)
+    commit_ok_pipeline_checkpoint(mine, 1)
     assert refused(
         "run", ok_pipeline, "--store", str(mine), "--restore-from", str(theirs)
     ).sentence == (
@@ -168,7 +151,7 @@ def test_restore_from_another_stores_checkpoint(refused, ok_pipeline, tmp_path) 
 
 def test_restore_from_a_url_of_another_job(refused, ok_pipeline, tmp_path) -> None:
     mine = tmp_path / "cp"
-    _commit(mine, 1)
+    commit_ok_pipeline_checkpoint(mine, 1)
     theirs = "s3://bucket/cp/team/other/checkpoints/chk-0000000001?endpoint=http://127.0.0.1:9"
     assert refused("run", ok_pipeline, "--store", str(mine), "--restore-from", theirs).sentence == (
         f"--restore-from {theirs} is not in this job's store ({mine.as_uri()}, job {JOB}): "
@@ -190,7 +173,7 @@ def test_restore_from_a_checkpoint_that_never_completed(refused, ok_pipeline, tm
 
 
 def test_restore_from_a_checkpoint_whose_state_is_gone(refused, ok_pipeline, tmp_path) -> None:
-    _commit(tmp_path / "cp", 3, kind=types.CheckpointKind.SAVEPOINT)
+    commit_ok_pipeline_checkpoint(tmp_path / "cp", 3, kind=types.CheckpointKind.SAVEPOINT)
     (tmp_path / "cp" / JOB / "savepoints" / "sp-0000000003" / "out" / "0.arrow").unlink()
     refused(
         "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "sp-3"
@@ -203,7 +186,7 @@ def test_restore_from_a_checkpoint_whose_state_is_gone(refused, ok_pipeline, tmp
 def test_restore_from_a_checkpoint_of_another_max_parallelism(
     refused, ok_pipeline, tmp_path
 ) -> None:
-    _commit(tmp_path / "cp", 2, max_parallelism=64)
+    commit_ok_pipeline_checkpoint(tmp_path / "cp", 2, max_parallelism=64)
     sentence = refused(
         "run", ok_pipeline, "--store", str(tmp_path / "cp"), "--restore-from", "2"
     ).sentence
@@ -215,7 +198,7 @@ def test_restore_from_a_checkpoint_of_another_max_parallelism(
 
 
 def test_the_latest_checkpoint_of_another_max_parallelism(refused, ok_pipeline, tmp_path) -> None:
-    _commit(tmp_path / "cp", 2, max_parallelism=64)
+    commit_ok_pipeline_checkpoint(tmp_path / "cp", 2, max_parallelism=64)
     refused("run", ok_pipeline, "--store", str(tmp_path / "cp")).result.assert_mistake(
         f"the latest checkpoint (2) in {(tmp_path / 'cp').as_uri()}, job {JOB} was taken with "
         "max parallelism 64 but the pipeline p has 128"

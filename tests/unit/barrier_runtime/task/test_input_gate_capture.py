@@ -8,7 +8,7 @@ received but not yet taken (``drain_overtaken``).
 
 from __future__ import annotations
 
-import collections
+from barrier_runtime_testing import gate_model
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
@@ -50,33 +50,14 @@ class RecordingCheckpointing:
         self.calls.append(("abort", checkpoint_id, reason))
 
 
-class OvertakingEnd:
+class OvertakingEnd(gate_model.ReceivingEnd):
     """A receiving end where a priority barrier overtakes every queued data batch."""
-
-    def __init__(self) -> None:
-        self.items: collections.deque[channel_mod.Item] = collections.deque()
-        self.overtaken: dict[types.CheckpointId, list[batch_mod.Batch]] = {}
-
-    def put(self, item: channel_mod.Item) -> None:
-        self.items.append(item)
 
     def arrive_priority(self, b: types.Barrier) -> None:
         data = [i for i in self.items if isinstance(i, batch_mod.Batch)]
         if data:
             self.overtaken[b.checkpoint_id] = data
         self.items.appendleft(b)
-
-    def take(self) -> channel_mod.Item | None:
-        return self.items.popleft() if self.items else None
-
-    def peek(self) -> channel_mod.Item | None:
-        return self.items[0] if self.items else None
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
-        return self.overtaken.pop(checkpoint_id, [])
 
 
 def local_channels(n: int) -> list[channel_mod.LocalChannel]:
