@@ -40,17 +40,10 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
             nonce=NonceField.RESTORE,
         )
     if lifecycle.changed(obs, sp, NonceField.RESTART):
-        return Action.schedule(
-            intent.Intent.deploy(
-                lifecycle.intent_id(obs, "d"),
-                Reason.RESTART_REQUESTED,
-                obs.now,
-                intent.RestoreTarget.latest(),
-            ),
-            Phase.RESTARTING,
+        return _redeploy_latest(
+            obs,
+            sp,
             "restarting the job from the latest checkpoint as requested",
-            reconciled_spec=lifecycle.accepted(obs, sp),
-            restarts=_fresh_budget(st),
             nonce=NonceField.RESTART,
         )
     if diff.kind is enums.ChangeKind.UPGRADE:
@@ -60,18 +53,7 @@ def running(obs: observation.Observation, sp: spec.JobSpec) -> Action:
         and sp.allow_fresh_start
         and not lifecycle.last(obs).get("allowFreshStart")
     ):
-        return Action.schedule(
-            intent.Intent.deploy(
-                lifecycle.intent_id(obs, "d"),
-                Reason.RESTART_REQUESTED,
-                obs.now,
-                intent.RestoreTarget.latest(),
-            ),
-            Phase.RESTARTING,
-            "allowFreshStart was set: deploying again",
-            reconciled_spec=lifecycle.accepted(obs, sp),
-            restarts=_fresh_budget(st),
-        )
+        return _redeploy_latest(obs, sp, "allowFreshStart was set: deploying again")
     if st.phase in (Phase.FAILED, Phase.FINISHED):
         accepted = lifecycle.accepted(obs, sp) if diff.changed else None
         return Action.nothing(st.phase, reconciled_spec=accepted)
@@ -161,4 +143,27 @@ def _upgrade(obs: observation.Observation, sp: spec.JobSpec, diff: changes.SpecD
         Phase.UPGRADING,
         f"spec changed ({fields}): redeploying {how}",
         reconciled_spec=lifecycle.accepted(obs, sp),
+    )
+
+
+def _redeploy_latest(
+    obs: observation.Observation,
+    sp: spec.JobSpec,
+    message: str,
+    *,
+    nonce: NonceField | None = None,
+) -> Action:
+    """Deploy again from the latest checkpoint, as the user asked, with a fresh restart budget."""
+    return Action.schedule(
+        intent.Intent.deploy(
+            lifecycle.intent_id(obs, "d"),
+            Reason.RESTART_REQUESTED,
+            obs.now,
+            intent.RestoreTarget.latest(),
+        ),
+        Phase.RESTARTING,
+        message,
+        reconciled_spec=lifecycle.accepted(obs, sp),
+        restarts=_fresh_budget(obs.status),
+        nonce=nonce,
     )
