@@ -46,8 +46,17 @@ def s3_env(s3_server: Any) -> Iterator[Any]:
 def spark(s3_env: Any) -> Iterator[Any]:
     """One local[3] SparkSession for the module's in-process drivers (Spark starts slowly)."""
     started = time.monotonic()
+    # The Python workers take their environment from the JVM, which started with the
+    # first SparkSession of this pytest process (perhaps another module's, before these
+    # credentials were set): hand them the credentials explicitly.
     spark_session = session.build_session(
-        f"local[{spark_harness.P}]", app_name="cjob-tests", parallelism=spark_harness.P
+        f"local[{spark_harness.P}]",
+        app_name="cjob-tests",
+        parallelism=spark_harness.P,
+        conf={
+            "spark.executorEnv.AWS_ACCESS_KEY_ID": s3_env.access_key,
+            "spark.executorEnv.AWS_SECRET_ACCESS_KEY": s3_env.secret_key,
+        },
     )
     print(f"SparkSession ready in {time.monotonic() - started:.1f}s")
     yield spark_session
