@@ -25,13 +25,15 @@ Record = dict[str, Any]
 class Batch:
     """An immutable batch of records; hold rows or an Arrow batch, convert on demand."""
 
-    __slots__ = ("_arrow", "_rows")
+    __slots__ = ("_arrow", "_arrow_exact", "_rows")
 
     def __init__(self, rows: Sequence[Record] | None, arrow: pa.RecordBatch | None) -> None:
+        """Given both forms, the caller promises ``rows == arrow.to_pylist()``."""
         if rows is None and arrow is None:
             raise ValueError("a batch needs rows or an Arrow record batch")
         self._rows = None if rows is None else tuple(rows)
         self._arrow = arrow
+        self._arrow_exact = arrow is not None
 
     @classmethod
     def from_rows(cls, rows: Sequence[Record]) -> Batch:
@@ -45,6 +47,16 @@ class Batch:
     def holds_arrow(self) -> bool:
         """Whether the Arrow form is at hand (batch functions can use it without converting)."""
         return self._arrow is not None
+
+    @property
+    def arrow_is_exact(self) -> bool:
+        """Whether the Arrow form holds exactly the rows (built from Arrow, not from rows).
+
+        Rows converted to Arrow may come back different (a tuple as a list, a
+        missing column as ``None``), so only an exact batch may be split or
+        sent as its Arrow form without changing the records.
+        """
+        return self._arrow_exact
 
     def rows(self) -> tuple[Record, ...]:
         if self._rows is None:

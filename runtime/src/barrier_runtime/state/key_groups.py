@@ -27,11 +27,17 @@ True
 >>> import pyarrow as pa
 >>> key_groups_of(pa.array([7, 8]), 128).tolist() == [key_group_for(7, 128), key_group_for(8, 128)]
 True
+>>> mixed = ["user-1", b"user-1", 7, 2**70, "user-1"]
+>>> key_groups_for_keys(mixed, 128).tolist() == [key_group_for(k, 128) for k in mixed]
+True
+>>> key_groups_for_keys([3, -4], 128).tolist() == [key_group_for(3, 128), key_group_for(-4, 128)]
+True
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -88,6 +94,53 @@ def column_key(value: Any) -> Key:
 
 def key_group_for(key: Key, max_parallelism: int) -> int:
     return stable_hash(key) % max_parallelism
+
+
+_CACHE_LIMIT = 1 << 17
+"""Entries of the hash cache; it is emptied when full (bounded memory, no eviction bookkeeping)."""
+_CACHED_KEY_BYTES = 256
+"""Longer strings and bytes are hashed each time rather than held in the cache."""
+_CACHEABLE = frozenset({str, bytes, int})
+_HASH_CACHE: dict[Key, int] = {}
+"""``stable_hash`` of keys of exact type ``str``, ``bytes`` or ``int``, for all threads."""
+
+
+def stable_hashes(keys: Sequence[Any]) -> npt.NDArray[np.uint64]:
+    """:func:`stable_hash` of every key (``TypeError`` for a key that is not str, int or bytes).
+
+    All-``int`` keys in the signed 64-bit range are hashed in one vectorised
+    pass; otherwise each key is looked up in a bounded per-process cache.
+    Only keys whose type is exactly ``str``, ``bytes`` or ``int`` are looked up
+    (so ``True`` never finds ``1``, nor a ``str`` subclass a ``str``).
+    """
+    n = len(keys)
+    kinds = set(map(type, keys))
+    if n and kinds == {int}:
+        try:
+            ints = np.fromiter(keys, dtype=np.int64, count=n)
+        except OverflowError:  # beyond 64 bits: hashed through the cache below
+            pass
+        else:
+            return stable_hash_int64(ints)
+    if not kinds <= _CACHEABLE:
+        return np.array([stable_hash(k) for k in keys], dtype=np.uint64)
+    cache = _HASH_CACHE
+    hashes: list[int | None] = list(map(cache.get, keys))
+    if None in hashes:
+        for i, cached in enumerate(hashes):
+            if cached is None:
+                key = keys[i]
+                h = hashes[i] = stable_hash(key)
+                if type(key) is int or len(key) <= _CACHED_KEY_BYTES:
+                    if len(cache) >= _CACHE_LIMIT:
+                        cache.clear()
+                    cache[key] = h
+    return np.array(hashes, dtype=np.uint64)
+
+
+def key_groups_for_keys(keys: Sequence[Any], max_parallelism: int) -> npt.NDArray[np.int64]:
+    """:func:`key_group_for` of every key, through :func:`stable_hashes`."""
+    return (stable_hashes(keys) % np.uint64(max_parallelism)).astype(np.int64)
 
 
 def key_groups_of(

@@ -1,11 +1,25 @@
-"""Keyed value state of one step in one subtask, organised by key group.
+"""Keyed value state of one step in one subtask: one flat dict of key to value.
 
-Snapshots are taken synchronously by serialising the state (that copy is what
-makes the later asynchronous upload safe while processing continues) into an
-Arrow IPC stream with columns ``key_group`` (int32), ``key`` and ``value``
-(bytes of :mod:`~barrier_runtime.core.values`, the data-only value codec:
-nothing read back can run code), marked with :data:`FORMAT` in the schema's
-metadata. Keys and values may be any value that codec holds (see
+Processing never hashes a key: :meth:`KeyedState.get` and
+:meth:`KeyedState.put` are dict operations. Key groups are computed only
+where they matter, at a snapshot (vectorised for integer keys, cached for
+strings and bytes: :func:`~barrier_runtime.state.key_groups.key_groups_for_keys`)
+and on restore (read from the stored column). A key outside the subtask's
+key-group range means records were routed to the wrong subtask; the snapshot
+fails with :class:`MisroutedKeyError` saying so.
+
+A snapshot is taken in two parts. At the barrier, on the task thread,
+:meth:`KeyedState.snapshot_copy` takes a :class:`StateCopy`: a shallow copy
+of the dict, sharing values of immutable types (``int``, ``float``, ``str``,
+``bytes``, ``bool``) and encoding every other value right away, so that a
+value the user's function mutates in place later cannot leak into the
+snapshot. :meth:`StateCopy.encode` then serialises the copy, on the upload
+thread, into an Arrow IPC stream with columns ``key_group`` (int32),
+``key`` and ``value`` (bytes of :mod:`~barrier_runtime.core.values`, the
+data-only value codec: nothing read back can run code), sorted by key group
+and marked with :data:`FORMAT` in the schema's metadata. Integer keys and
+values take a vectorised encoding that gives the codec's bytes exactly.
+Keys and values may be any value that codec holds (see
 ``docs/state-values.md``); anything else fails the snapshot with the step's
 name and what to do. A state object without the mark (the pickle format of
 older releases) is refused with :class:`StateFormatError`.
@@ -13,14 +27,26 @@ older releases) is refused with :class:`StateFormatError`.
 A restore reads every handle whose range overlaps the subtask's own range
 and keeps only the rows in that range, which is how a checkpoint taken at
 one parallelism is restored at another.
+
+>>> state = KeyedState((0, 127), 128)
+>>> state.put("a", [1]); state.put(7, 2)
+>>> copy = state.snapshot_copy("count")
+>>> state.get("a").append(99)  # mutated in place after the barrier
+>>> fresh = KeyedState((0, 127), 128)
+>>> fresh.restore([copy.encode()])
+>>> fresh.get("a"), fresh.get(7)
+([1], 2)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from barrier_runtime import task_failure
 from barrier_runtime.core import values
@@ -36,6 +62,9 @@ _SCHEMA = pa.schema(
     [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())],
     metadata={FORMAT_KEY: FORMAT},
 )
+_SHARED = frozenset({int, float, str, bytes, bool})
+"""Value types a snapshot copy may share with the live state: immutable, always encodable."""
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class StateFormatError(ValueError):
@@ -44,6 +73,10 @@ class StateFormatError(ValueError):
 
 class UnencodableStateError(task_failure.PermanentFailure, TypeError):
     """A keyed step holds a key or value that state snapshots cannot store."""
+
+
+class MisroutedKeyError(KeyError):
+    """A state holds a key outside its key-group range: records were routed to the wrong subtask."""
 
 
 def read_table(blob: bytes) -> pa.Table:
@@ -71,67 +104,139 @@ class KeyedState:
     def __init__(self, key_group_range: tuple[int, int], max_parallelism: int) -> None:
         self.start, self.end = key_group_range
         self.max_parallelism = max_parallelism
-        self._groups: dict[int, dict[Key, Any]] = {}
-
-    def _group(self, key: Key) -> dict[Key, Any]:
-        kg = key_groups.key_group_for(key, self.max_parallelism)
-        if not self.start <= kg <= self.end:
-            raise KeyError(
-                f"key {key!r} is in key group {kg}, outside this subtask's range "
-                f"[{self.start}, {self.end}]: records were routed to the wrong subtask"
-            )
-        return self._groups.setdefault(kg, {})
+        self.values: dict[Key, Any] = {}
+        """Key to value (never ``None``). Operators may read and write it directly."""
 
     def get(self, key: Key) -> Any:
-        return self._group(key).get(key)
+        return self.values.get(key)
 
     def put(self, key: Key, value: Any) -> None:
         if value is None:
-            self._group(key).pop(key, None)
+            self.values.pop(key, None)
         else:
-            self._group(key)[key] = value
+            self.values[key] = value
 
     def __len__(self) -> int:
-        return sum(len(g) for g in self._groups.values())
+        return len(self.values)
 
     def items(self) -> Iterable[tuple[Key, Any]]:
-        for group in self._groups.values():
-            yield from group.items()
+        return self.values.items()
 
     def snapshot(self, step_id: str = "?") -> bytes:
-        """Serialise every key's value (a deep copy) as Arrow IPC bytes.
+        """Serialise every key's value as Arrow IPC bytes (both parts of a snapshot at once)."""
+        return self.snapshot_copy(step_id).encode()
 
-        :class:`UnencodableStateError` (naming ``step_id``) if a key or value is of a
-        type the value codec cannot hold.
+    def snapshot_copy(self, step_id: str = "?") -> StateCopy:
+        """The barrier's part of a snapshot: a copy that later processing cannot change.
+
+        Values of immutable types are shared, every other value is encoded now;
+        :class:`UnencodableStateError` (naming ``step_id``) if one cannot be.
         """
-        kgs: list[int] = []
-        keys: list[bytes] = []
-        encoded: list[bytes] = []
-        for kg in sorted(self._groups):
-            for key, value in self._groups[kg].items():
-                kgs.append(kg)
-                try:
-                    keys.append(values.encode(key))
-                    encoded.append(values.encode(value))
-                except values.UnencodableValueError as exc:
-                    raise UnencodableStateError(
-                        f"step {step_id!r} cannot snapshot its state for key {key!r}: {exc}"
-                    ) from exc
-        table = pa.table({"key_group": kgs, "key": keys, "value": encoded}, schema=_SCHEMA)
+        held = self.values
+        if set(map(type, held.values())) <= _SHARED:
+            return StateCopy(step_id, self.start, self.end, self.max_parallelism, dict(held), {})
+        shared: dict[Key, Any] = {}
+        encoded: dict[Key, bytes] = {}
+        for key, value in held.items():
+            if type(value) in _SHARED:
+                shared[key] = value
+            else:
+                encoded[key] = _encode(step_id, key, value)
+        return StateCopy(step_id, self.start, self.end, self.max_parallelism, shared, encoded)
+
+    def restore(self, blobs: Iterable[bytes]) -> None:
+        """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
+        held = self.values
+        decode = values.decode
+        for blob in blobs:
+            table = read_table(blob)
+            groups = table.column("key_group")
+            mine = pc.and_(
+                pc.greater_equal(groups, self.start),
+                pc.less_equal(groups, self.end),
+            )
+            table = table.filter(mine)
+            for key, value in zip(
+                table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True
+            ):
+                held[decode(key)] = decode(value)
+
+
+@dataclass(frozen=True, slots=True)
+class StateCopy:
+    """A keyed state as of a barrier, ready to be serialised on another thread."""
+
+    step_id: str
+    start: int
+    end: int
+    max_parallelism: int
+    shared: dict[Key, Any]
+    """Keys whose values are immutable, shared with the live state."""
+    encoded: dict[Key, bytes]
+    """Keys whose values were encoded at the barrier."""
+
+    def encode(self) -> bytes:
+        """The state object's bytes (:class:`MisroutedKeyError` if a key is out of range)."""
+        keys = [*self.shared, *self.encoded]
+        try:
+            groups = key_groups.key_groups_for_keys(keys, self.max_parallelism)
+        except TypeError as exc:
+            raise UnencodableStateError(
+                f"step {self.step_id!r} cannot snapshot its state: {exc}"
+            ) from exc
+        outside = np.flatnonzero((groups < self.start) | (groups > self.end))
+        if len(outside):
+            key = keys[int(outside[0])]
+            raise MisroutedKeyError(
+                f"step {self.step_id!r} holds key {key!r} of key group {groups[outside[0]]}, "
+                f"outside its range [{self.start}, {self.end}]: records were routed to the "
+                "wrong subtask"
+            )
+        key_column = encode_column(keys)
+        shared_values = encode_column(list(self.shared.values()))
+        value_column = pa.concat_arrays(
+            [shared_values, pa.array(list(self.encoded.values()), type=pa.binary())]
+        )
+        order = pa.array(np.argsort(groups, kind="stable"))
+        table = pa.table(
+            {
+                "key_group": pa.array(groups.astype(np.int32)).take(order),
+                "key": key_column.take(order),
+                "value": value_column.take(order),
+            },
+            schema=_SCHEMA,
+        )
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, _SCHEMA) as writer:
             writer.write_table(table)
         return bytes(sink.getvalue().to_pybytes())
 
-    def restore(self, blobs: Iterable[bytes]) -> None:
-        """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
-        for blob in blobs:
-            table = read_table(blob)
-            for kg, key, value in zip(
-                table.column("key_group").to_pylist(),
-                table.column("key").to_pylist(),
-                table.column("value").to_pylist(),
-                strict=True,
-            ):
-                if self.start <= kg <= self.end:
-                    self._groups.setdefault(kg, {})[values.decode(key)] = values.decode(value)
+
+def encode_column(items: list[Any]) -> pa.Array:
+    """The value-codec bytes of every item (all of them encodable), as a binary array.
+
+    All-``int`` items in 64 bits take Arrow's decimal formatting, which is the
+    codec's encoding of an ``int``:
+
+    >>> ints = [0, -7, 2**63 - 1, -(2**63)]
+    >>> encode_column(ints).to_pylist() == [values.encode(i) for i in ints]
+    True
+    """
+    if items and set(map(type, items)) == {int}:
+        try:
+            ints = pa.array(items, type=pa.int64())
+        except (OverflowError, pa.ArrowInvalid):
+            pass
+        else:
+            return pc.cast(pc.cast(ints, pa.string()), pa.binary())
+    encode = values.encode
+    return pa.array([encode(v) for v in items], type=pa.binary())
+
+
+def _encode(step_id: str, key: Any, value: Any) -> bytes:
+    try:
+        return values.encode(value)
+    except values.UnencodableValueError as exc:
+        raise UnencodableStateError(
+            f"step {step_id!r} cannot snapshot its state for key {key!r}: {exc}"
+        ) from exc

@@ -137,7 +137,13 @@ class StatefulOperator(Operator):
 
 
 class KeyedOperator(StatefulOperator):
-    """``stateful_map`` (one input) and ``connect`` (two inputs) over per-key value state."""
+    """``stateful_map`` (one input) and ``connect`` (two inputs) over per-key value state.
+
+    The loop over a batch binds what it needs to locals and reads and writes
+    the state's dict directly (no key hashing: key groups matter only at a
+    snapshot). A function's emitted records are materialised before the state
+    changes, so a generator that raises leaves the key's state as it was.
+    """
 
     def __init__(
         self,
@@ -151,43 +157,52 @@ class KeyedOperator(StatefulOperator):
         self._reject = reject
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._key_fns: tuple[steps.KeyFn, ...]
+        self._stateful: steps.StatefulFn | None = None
+        self._connect: steps.ConnectFn | None = None
         if isinstance(step, steps.StatefulStep):
-            stateful = step.fn
-            self._fn: steps.ConnectFn = lambda s, _side, r: stateful(s, r)
+            self._stateful = step.fn
             self._key_fns = (_key_fn(step.input),)
         else:
-            self._fn = step.fn
+            self._connect = step.fn
             self._key_fns = (_key_fn(step.inputs[0]), _key_fn(step.inputs[1]))
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         key_fn = self._key_fns[side]
-        state = self.state
-        fn = self._fn
+        held = self.state.values
+        get = held.get
+        stateful = self._stateful
+        connect = self._connect
         out: list[batch_mod.Record] = []
+        extend = out.extend
         for record in batch.rows():
             try:
                 key = key_fn(record)
-                new, emitted = fn(state.get(key), side, record)
-                emitted = list(emitted)  # a generator raises here, before the state changes
+                if stateful is not None:
+                    new, emitted = stateful(get(key), record)
+                else:
+                    assert connect is not None
+                    new, emitted = connect(get(key), side, record)
+                kind = type(emitted)
+                if kind is not list and kind is not tuple:
+                    emitted = list(emitted)  # a generator raises here, before the state changes
             except Exception as exc:
                 if self._reject is None:
                     raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
                 self._reject(record, exc)
                 continue
-            state.put(key, new)
-            out.extend(emitted)
+            if new is None:
+                held.pop(key, None)
+            else:
+                held[key] = new
+            extend(emitted)
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
+        # Copy now (mutable values encoded at once); serialise on the upload thread.
+        copy = self.state.snapshot_copy(self.step_id)
         builder.blobs.append(
-            keyed_blob(
-                self.step_id,
-                builder,
-                self.state.snapshot(self.step_id),
-                self.state.start,
-                self.state.end,
-            )
+            keyed_blob(self.step_id, builder, copy.encode, self.state.start, self.state.end)
         )
 
     def restore(self, blobs: Iterable[bytes]) -> None:

@@ -4,8 +4,13 @@ Two paths give the same split. An Arrow batch keyed by a column is routed in
 one vectorised pass: key groups of the whole column
 (:func:`~barrier_runtime.state.key_groups.key_groups_of`), owners, one stable
 sort of the (small-integer) owners, one ``take`` and zero-copy slices. Any
-other batch is routed record by record through the key function. Both keep
-the records' relative order within each part.
+other batch is routed through the key function: the keys of all its records
+first, then their key groups in one call
+(:func:`~barrier_runtime.state.key_groups.key_groups_for_keys`: vectorised for
+integer keys, cached for strings and bytes), then the same sort. A batch
+whose Arrow form is exact is split by ``take`` as well, each part keeping the
+rows already built. A batch that goes to one owner only is passed on as is.
+All paths keep the records' relative order within each part.
 
 >>> import pyarrow as pa
 >>> from barrier_runtime.api import batch as batch_mod
@@ -19,6 +24,8 @@ True
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -48,21 +55,34 @@ def split_by_owner(
         groups = key_groups.key_groups_of(arrow.column(key_column), max_parallelism)
         owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)
         return _split_arrow(batch, arrow, owners, parallelism)
-    parts: dict[int, list[batch_mod.Record]] = {}
-    record: batch_mod.Record | None = None
+    rows = batch.rows()
     try:
-        for record in batch.rows():
-            kg = key_groups.key_group_for(key_fn(record), max_parallelism)
-            owner = key_groups.subtask_for_key_group(kg, parallelism, max_parallelism)
-            parts.setdefault(owner, []).append(record)
+        keys = list(map(key_fn, rows))
+        groups = key_groups.key_groups_for_keys(keys, max_parallelism)
     except Exception as exc:
-        raise task_failure.UserFunctionError(step_id, record, exc) from exc
-    return [(owner, batch_mod.Batch.from_rows(parts[owner])) for owner in sorted(parts)]
+        record, first = _first_failure(rows, key_fn, max_parallelism)
+        raise task_failure.UserFunctionError(step_id, record, first or exc) from (first or exc)
+    owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)
+    if batch.arrow_is_exact:
+        return _split_arrow(batch, batch.to_arrow(), owners, parallelism, rows)
+    return _split_rows(batch, rows, owners, parallelism)
 
 
-def _split_arrow(
+def _first_failure(
+    rows: Sequence[batch_mod.Record], key_fn: steps.KeyFn, max_parallelism: int
+) -> tuple[batch_mod.Record | None, Exception | None]:
+    """The first record whose key the key function cannot give or hash, and the error."""
+    for record in rows:
+        try:
+            key_groups.key_group_for(key_fn(record), max_parallelism)
+        except Exception as exc:
+            return record, exc
+    return None, None
+
+
+def _split_rows(
     batch: batch_mod.Batch,
-    arrow: pa.RecordBatch,
+    rows: Sequence[batch_mod.Record],
     owners: npt.NDArray[np.int64],
     parallelism: int,
 ) -> list[tuple[int, batch_mod.Batch]]:
@@ -71,14 +91,45 @@ def _split_arrow(
     first, last = int(owners.min()), int(owners.max())
     if first == last:
         return [(first, batch)]
+    order = np.argsort(owners.astype(np.int16), kind="stable").tolist()
+    counts = np.bincount(owners, minlength=parallelism).tolist()
+    out: list[tuple[int, batch_mod.Batch]] = []
+    offset = 0
+    for owner, count in enumerate(counts):
+        if count:
+            part = [rows[i] for i in order[offset : offset + count]]
+            out.append((owner, batch_mod.Batch.from_rows(part)))
+            offset += count
+    return out
+
+
+def _split_arrow(
+    batch: batch_mod.Batch,
+    arrow: pa.RecordBatch,
+    owners: npt.NDArray[np.int64],
+    parallelism: int,
+    rows: Sequence[batch_mod.Record] | None = None,
+) -> list[tuple[int, batch_mod.Batch]]:
+    """Split by ``take``; given ``rows`` (the Arrow batch's exactly), parts keep their rows."""
+    if len(owners) == 0:
+        return []
+    first, last = int(owners.min()), int(owners.max())
+    if first == last:
+        return [(first, batch)]
     # Owners are < 32768, so a stable int16 sort is a radix sort: linear time.
     order = np.argsort(owners.astype(np.int16), kind="stable")
     grouped = arrow.take(pa.array(order))
+    positions = [] if rows is None else order.tolist()
     counts = np.bincount(owners, minlength=parallelism)
     out: list[tuple[int, batch_mod.Batch]] = []
     offset = 0
     for owner, count in enumerate(counts.tolist()):
         if count:
-            out.append((owner, batch_mod.Batch.from_arrow(grouped.slice(offset, count))))
+            part = grouped.slice(offset, count)
+            if rows is None:
+                out.append((owner, batch_mod.Batch.from_arrow(part)))
+            else:
+                kept = [rows[i] for i in positions[offset : offset + count]]
+                out.append((owner, batch_mod.Batch(kept, part)))
             offset += count
     return out

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from barrier_runtime.core import values
 from barrier_runtime.state import key_groups
-from barrier_runtime.state.keyed import KeyedState
+from barrier_runtime.state.keyed import KeyedState, MisroutedKeyError, read_table
 
 
 def test_hash_is_stable_across_processes() -> None:
@@ -86,12 +87,53 @@ def test_snapshot_is_a_copy() -> None:
     assert fresh.get("a") == {"n": 1}
 
 
-def test_wrong_key_group_is_a_routing_error_and_none_deletes() -> None:
+def test_wrong_key_group_fails_the_snapshot_as_a_routing_error_and_none_deletes() -> None:
     state = KeyedState(key_groups.key_group_range(0, 2, 128), 128)
     foreign = next(f"k{i}" for i in range(1000) if key_groups.key_group_for(f"k{i}", 128) > 63)
-    with pytest.raises(KeyError, match="routed to the wrong subtask"):
-        state.put(foreign, 1)
     mine = next(f"k{i}" for i in range(1000) if key_groups.key_group_for(f"k{i}", 128) <= 63)
     state.put(mine, 1)
+    state.snapshot("count")
+    state.put(foreign, 1)
+    with pytest.raises(MisroutedKeyError, match=r"'count'.*routed to the wrong subtask"):
+        state.snapshot("count")
+    state.put(foreign, None)
     state.put(mine, None)
     assert len(state) == 0
+
+
+def test_a_value_mutated_in_place_after_the_barrier_keeps_its_barrier_value() -> None:
+    state = KeyedState((0, 127), 128)
+    seen = {"n": 1, "ids": [1]}
+    state.put("a", seen)
+    state.put("b", 5)
+    copy = state.snapshot_copy("count")  # the barrier
+    seen["n"] = 2
+    seen["ids"].append(2)
+    state.put("b", 6)
+    state.put("c", 1)
+    fresh = KeyedState((0, 127), 128)
+    fresh.restore([copy.encode()])  # serialised later, as on the upload thread
+    assert dict(fresh.items()) == {"a": {"n": 1, "ids": [1]}, "b": 5}
+
+
+@given(
+    st.dictionaries(
+        st.one_of(st.text(max_size=8), st.binary(max_size=8), st.integers(), st.integers(0, 99)),
+        st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_size=4), st.booleans()),
+        max_size=40,
+    )
+)
+def test_snapshot_stores_the_same_rows_as_encoding_each_key_and_value(held) -> None:
+    state = KeyedState((0, 127), 128)
+    for k, v in held.items():
+        state.put(k, v)
+    table = read_table(state.snapshot())
+    rows = sorted(
+        zip(*(table.column(c).to_pylist() for c in ("key_group", "key", "value")), strict=True)
+    )
+    want = sorted(
+        (key_groups.key_group_for(k, 128), values.encode(k), values.encode(v))
+        for k, v in held.items()
+    )
+    assert rows == want
+    assert table.column("key_group").to_pylist() == sorted(table.column("key_group").to_pylist())
