@@ -86,9 +86,10 @@ class FlatMapOperator(Operator):
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         fn = self._fn
         out: list[batch_mod.Record] = []
+        extend = out.extend
         for record in batch.rows():
             try:
-                out.extend(fn(record))
+                extend(fn(record))
             except Exception as exc:
                 if self._reject is None:
                     raise task_failure.UserFunctionError(self.step_id, record, exc) from exc

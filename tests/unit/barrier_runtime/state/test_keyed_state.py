@@ -3,13 +3,14 @@
 import subprocess
 import sys
 
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from barrier_runtime.core import values
 from barrier_runtime.state import key_groups
-from barrier_runtime.state.keyed import KeyedState, MisroutedKeyError, read_table
+from barrier_runtime.state.keyed import KeyedState, MisroutedKeyError, decode_column, read_table
 
 
 def test_hash_is_stable_across_processes() -> None:
@@ -137,3 +138,14 @@ def test_snapshot_stores_the_same_rows_as_encoding_each_key_and_value(held) -> N
     )
     assert rows == want
     assert table.column("key_group").to_pylist() == sorted(table.column("key_group").to_pylist())
+    fresh = KeyedState((0, 127), 128)
+    fresh.restore([state.snapshot()])
+    restored = dict(fresh.items())
+    assert restored == held
+    assert [type(restored[k]) for k in held] == [type(v) for v in held.values()]
+
+
+@pytest.mark.parametrize("column", [[b"05"], [b"+5"], [b" 5"], [b"5 "], [b"1", b"x"]])
+def test_restoring_bytes_that_only_look_like_ints_leaves_them_to_the_value_codec(column) -> None:
+    with pytest.raises(values.ValueDecodeError):
+        decode_column(pa.array(column, type=pa.binary()))
