@@ -64,7 +64,8 @@ _SCHEMA = pa.schema(
 )
 _SHARED = frozenset({int, float, str, bytes, bool})
 """Value types a snapshot copy may share with the live state: immutable, always encodable."""
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_FLAT_CONTAINERS = frozenset({list, tuple, set, frozenset})
+"""Containers copied (or, if immutable, shared) at the barrier when they hold only shared types."""
 
 
 class StateFormatError(ValueError):
@@ -129,8 +130,10 @@ class KeyedState:
     def snapshot_copy(self, step_id: str = "?") -> StateCopy:
         """The barrier's part of a snapshot: a copy that later processing cannot change.
 
-        Values of immutable types are shared, every other value is encoded now;
-        :class:`UnencodableStateError` (naming ``step_id``) if one cannot be.
+        Values of immutable types are shared, flat containers of them (``list``,
+        ``tuple``, ``set``, ``frozenset``, ``dict``) copied, every other value
+        is encoded now; :class:`UnencodableStateError` (naming ``step_id``) if
+        one cannot be.
         """
         held = self.values
         if set(map(type, held.values())) <= _SHARED:
@@ -138,8 +141,13 @@ class KeyedState:
         shared: dict[Key, Any] = {}
         encoded: dict[Key, bytes] = {}
         for key, value in held.items():
-            if type(value) in _SHARED:
+            kind = type(value)
+            if kind in _SHARED:
                 shared[key] = value
+            elif kind in _FLAT_CONTAINERS and set(map(type, value)) <= _SHARED:
+                shared[key] = value if kind is tuple or kind is frozenset else kind(value)
+            elif kind is dict and _flat_dict(value):
+                shared[key] = dict(value)
             else:
                 encoded[key] = _encode(step_id, key, value)
         return StateCopy(step_id, self.start, self.end, self.max_parallelism, shared, encoded)
@@ -164,7 +172,7 @@ class StateCopy:
     end: int
     max_parallelism: int
     shared: dict[Key, Any]
-    """Keys whose values are immutable, shared with the live state."""
+    """Keys whose values later processing cannot change (immutable and shared, or copied)."""
     encoded: dict[Key, bytes]
     """Keys whose values were encoded at the barrier."""
 
@@ -248,6 +256,10 @@ def decode_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
                 return list(ints.to_pylist())
     decode = values.decode
     return [decode(b) for b in column.to_pylist()]
+
+
+def _flat_dict(value: dict[Any, Any]) -> bool:
+    return set(map(type, value)) <= _SHARED and set(map(type, value.values())) <= _SHARED
 
 
 def _encode(step_id: str, key: Any, value: Any) -> bytes:

@@ -104,17 +104,23 @@ def test_wrong_key_group_fails_the_snapshot_as_a_routing_error_and_none_deletes(
 
 def test_a_value_mutated_in_place_after_the_barrier_keeps_its_barrier_value() -> None:
     state = KeyedState((0, 127), 128)
-    seen = {"n": 1, "ids": [1]}
+    seen = {"n": 1, "ids": [1]}  # nested: encoded at the barrier
+    flat = ({"n": 1}, [1], {1})  # flat containers: copied at the barrier
     state.put("a", seen)
     state.put("b", 5)
+    for i, value in enumerate(flat):
+        state.put(i, value)
     copy = state.snapshot_copy("count")  # the barrier
     seen["n"] = 2
     seen["ids"].append(2)
+    flat[0]["n"] = 2
+    flat[1].append(2)
+    flat[2].add(2)
     state.put("b", 6)
     state.put("c", 1)
     fresh = KeyedState((0, 127), 128)
     fresh.restore([copy.encode()])  # serialised later, as on the upload thread
-    assert dict(fresh.items()) == {"a": {"n": 1, "ids": [1]}, "b": 5}
+    assert dict(fresh.items()) == {"a": {"n": 1, "ids": [1]}, "b": 5, 0: {"n": 1}, 1: [1], 2: {1}}
 
 
 @given(
