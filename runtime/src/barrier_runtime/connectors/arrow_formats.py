@@ -55,6 +55,7 @@ Piece: TypeAlias = pa.RecordBatch | file_formats.Item
 
 BLOCK_BYTES = 4 << 20
 _BLANK_JSON = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
+_TWO_RECORDS = re.compile(rb"\}[ \t\r]*\{")
 _EMPTY_CSV = re.compile(rb"^\r?$", re.MULTILINE)
 _ARROW_TYPES: dict[file_formats.ColumnType, pa.DataType] = {
     "str": pa.string(),
@@ -102,9 +103,10 @@ def _line_count(data: bytes, begin: int, end: int) -> int:
     return newlines + (0 if end == begin or data[end - 1 : end] == b"\n" else 1)
 
 
-def _blank_lines(pattern: re.Pattern[bytes], data: bytes, begin: int, end: int) -> int:
+def _records(pattern: re.Pattern[bytes], data: bytes, begin: int, end: int, lines: int) -> int:
+    """The data records among ``lines`` lines: those not matching ``pattern`` (blank lines)."""
     stop = end - 1 if data[end - 1 : end] == b"\n" else end  # no line after the last newline
-    return len(pattern.findall(data, begin, stop))
+    return lines - len(pattern.findall(data, begin, stop))
 
 
 def _batches(table: pa.Table, skip: int, batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -115,11 +117,10 @@ def _jsonl_pieces(data: bytes, skip: int, batch_size: int, block_bytes: int) -> 
     first_line = 1
     for begin, end in _blocks(data, 0, block_bytes):
         lines = _line_count(data, begin, end)
-        records = lines - _blank_lines(_BLANK_JSON, data, begin, end)
-        if records <= skip:
+        if skip and (records := _records(_BLANK_JSON, data, begin, end, lines)) <= skip:
             skip -= records
         else:
-            table = _read_json_exactly(data[begin:end], records)
+            table = _read_json_exactly(data, begin, end, lines)
             if table is None:
                 block = data[begin:end]
                 yield from file_formats.jsonl_items(block, skip, first_line=first_line)
@@ -129,13 +130,18 @@ def _jsonl_pieces(data: bytes, skip: int, batch_size: int, block_bytes: int) -> 
         first_line += lines
 
 
-def _read_json_exactly(block: bytes, records: int) -> pa.Table | None:
-    options = pa_json.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16))
+def _read_json_exactly(data: bytes, begin: int, end: int, lines: int) -> pa.Table | None:
+    options = pa_json.ReadOptions(use_threads=False, block_size=max(end - begin, 1 << 16))
     try:
-        table = pa_json.read_json(pa.py_buffer(block), read_options=options)
+        table = pa_json.read_json(pa.py_buffer(data[begin:end]), read_options=options)
     except (pa.ArrowException, ValueError):
         return None
-    if table.num_rows != records or table.num_columns == 0:
+    rows = table.num_rows
+    # One row per line, unless blank lines (no row) and lines of two records cancel out.
+    one_per_line = rows == lines and not _TWO_RECORDS.search(data, begin, end)
+    if not one_per_line and rows != _records(_BLANK_JSON, data, begin, end, lines):
+        return None
+    if table.num_columns == 0:
         return None
     exact = all(_exact(chunk) for column in table.columns for chunk in column.chunks)
     return table if exact else None
@@ -203,8 +209,10 @@ class _CsvLayout:
 
 def _csv_layout(data: bytes, options: file_formats.CsvOptions) -> _CsvLayout | None:
     """How to read ``data`` with Arrow, or ``None`` for the per-line parser throughout."""
-    if "json" in options.column_types.values() or data.count(b"\r") != data.count(b"\r\n"):
+    if "json" in options.column_types.values():
         return None
+    if data.find(b"\r") >= 0 and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # lines ended by a bare carriage return
     body = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     columns = options.columns
     if columns is None:
@@ -234,12 +242,15 @@ def _csv_pieces(
     lines_before = layout.header_lines
     for begin, end in spans:
         lines = _line_count(data, begin, end)
-        known = None if layout.quoted else lines - _blank_lines(_EMPTY_CSV, data, begin, end)
-        if known is not None and known <= skip:
-            skip -= known
+        if (
+            skip
+            and not layout.quoted
+            and (records := _records(_EMPTY_CSV, data, begin, end, lines)) <= skip
+        ):
+            skip -= records
             lines_before += lines
             continue
-        table = _read_csv_exactly(data, begin, end, layout, known)
+        table = _read_csv_exactly(data, begin, end, layout, None if layout.quoted else lines)
         if table is None:
             if not (yield from _csv_fallback(data[begin:end], layout, skip, lines_before)):
                 return
@@ -251,9 +262,9 @@ def _csv_pieces(
 
 
 def _read_csv_exactly(
-    data: bytes, begin: int, end: int, layout: _CsvLayout, records: int | None
+    data: bytes, begin: int, end: int, layout: _CsvLayout, lines: int | None
 ) -> pa.Table | None:
-    if layout.numeric and (data.find(b"0x", begin, end) >= 0 or data.find(b"0X", begin, end) >= 0):
+    if layout.numeric and _hex_prefix(data, begin, end):
         return None  # Arrow reads hexadecimal numbers; Python's int() and float() do not
     read = pa_csv.ReadOptions(
         use_threads=False,
@@ -269,7 +280,21 @@ def _read_csv_exactly(
         )
     except (pa.ArrowException, ValueError):
         return None
-    return None if records is not None and table.num_rows != records else table
+    rows = table.num_rows
+    if (
+        lines is not None
+        and rows != lines
+        and rows != _records(_EMPTY_CSV, data, begin, end, lines)
+    ):
+        return None  # Arrow and the per-line parser do not agree on which lines are records
+    return table
+
+
+def _hex_prefix(data: bytes, begin: int, end: int) -> bool:
+    for x in (b"x", b"X"):
+        if data.find(x, begin, end) >= 0 and data.find(b"0" + x, begin, end) >= 0:
+            return True
+    return False
 
 
 def _csv_fallback(

@@ -248,3 +248,10 @@ def test_json_whole_numbers_among_floats_and_two_records_on_a_line_read_as_pytho
     assert outcome(pieces) == outcome(expected)
     assert any(isinstance(p, pa.RecordBatch) for p in pieces)
     assert [i.line for i in expected if i.record is None] == [21]
+
+
+def test_a_blank_line_does_not_hide_a_line_of_two_records() -> None:
+    data = b'{"a": 1}\n\n{"a": 2}{"a": 3}\n{"a": 4}\n'
+    pieces = list(arrow_formats.text_pieces(data, "jsonl"))
+    assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
+    assert [p.line for p in pieces if isinstance(p, file_formats.Item) and p.record is None] == [3]
