@@ -139,13 +139,15 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-w1", action="store_true")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset")
     ns = parser.parse_args()
     root = pathlib.Path(tempfile.mkdtemp(prefix="bench-file-source-"))
     write_inputs(root, ns.events, ns.files, ns.keys)
     events = ns.events // ns.files * ns.files
     reads: dict[str, list[float]] = {}
+    formats = [f for f in ns.formats.split(",") if f in FORMATS]
     for _ in range(ns.repeats):
-        for fmt in FORMATS:
+        for fmt in formats:
             for name, reader in (
                 ("file_source", read_through_file_source),
                 ("pyarrow", read_with_pyarrow),
@@ -164,7 +166,7 @@ def main() -> None:
         checkpoints: dict[str, list[float]] = {}
         for _ in range(ns.repeats):
             variants: list[tuple[str, sources_mod.Source]] = [
-                (f"file_source/{fmt}", source_of(root, fmt, ns.batch_size)) for fmt in FORMATS
+                (f"file_source/{fmt}", source_of(root, fmt, ns.batch_size)) for fmt in formats
             ]
             variants.append(
                 (

@@ -27,7 +27,8 @@ Record counts match the per-line parser's (blank lines and the header do not
 count, a malformed record does), so positions are the same; a block that lies
 wholly before the resume position is counted from its lines, not parsed.
 
-Parquet (:func:`parquet_batches`) is read row group by row group.
+Parquet (:func:`parquet_batches`) is read batch by batch, row group by row group.
+A partition holds its file's bytes and one block (or batch) read from them.
 
 >>> pieces = list(text_pieces(b'{"a": 1}\\n{"a": 2}\\n[3]\\n{"a": 4}\\n', "jsonl", skip=1))
 >>> [p.line if isinstance(p, file_formats.Item) else p.to_pylist() for p in pieces]
@@ -53,7 +54,7 @@ from barrier_runtime.connectors import file_formats
 Piece: TypeAlias = pa.RecordBatch | file_formats.Item
 """What a text file yields: an exactly-read Arrow batch, or one record of the per-line parser."""
 
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 _BLANK_JSON = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
 _TWO_RECORDS = re.compile(rb"\}[ \t\r]*\{")
 _EMPTY_CSV = re.compile(rb"^\r?$", re.MULTILINE)
@@ -110,17 +111,20 @@ def _records(pattern: re.Pattern[bytes], data: bytes, begin: int, end: int, line
 
 
 def _batches(table: pa.Table, skip: int, batch_size: int) -> Iterator[pa.RecordBatch]:
-    yield from table.slice(skip).combine_chunks().to_batches(max_chunksize=batch_size)
+    for batch in table.slice(skip).combine_chunks().to_batches(max_chunksize=batch_size):
+        if batch.num_rows:
+            yield batch
 
 
 def _jsonl_pieces(data: bytes, skip: int, batch_size: int, block_bytes: int) -> Iterator[Piece]:
     first_line = 1
+    text_columns: set[str] = set()  # strings Arrow took for timestamps: read them as text
     for begin, end in _blocks(data, 0, block_bytes):
         lines = _line_count(data, begin, end)
         if skip and (records := _records(_BLANK_JSON, data, begin, end, lines)) <= skip:
             skip -= records
         else:
-            table = _read_json_exactly(data, begin, end, lines)
+            table = _read_json_exactly(data, begin, end, lines, text_columns)
             if table is None:
                 block = data[begin:end]
                 yield from file_formats.jsonl_items(block, skip, first_line=first_line)
@@ -130,11 +134,14 @@ def _jsonl_pieces(data: bytes, skip: int, batch_size: int, block_bytes: int) -> 
         first_line += lines
 
 
-def _read_json_exactly(data: bytes, begin: int, end: int, lines: int) -> pa.Table | None:
-    options = pa_json.ReadOptions(use_threads=False, block_size=max(end - begin, 1 << 16))
-    try:
-        table = pa_json.read_json(pa.py_buffer(data[begin:end]), read_options=options)
-    except (pa.ArrowException, ValueError):
+def _read_json_exactly(
+    data: bytes, begin: int, end: int, lines: int, text_columns: set[str]
+) -> pa.Table | None:
+    table = _read_json(data[begin:end], text_columns)
+    if table is not None and any(pa.types.is_timestamp(f.type) for f in table.schema):
+        text_columns.update(f.name for f in table.schema if pa.types.is_timestamp(f.type))
+        table = _read_json(data[begin:end], text_columns)
+    if table is None:
         return None
     rows = table.num_rows
     # One row per line, unless blank lines (no row) and lines of two records cancel out.
@@ -145,6 +152,16 @@ def _read_json_exactly(data: bytes, begin: int, end: int, lines: int) -> pa.Tabl
         return None
     exact = all(_exact(chunk) for column in table.columns for chunk in column.chunks)
     return table if exact else None
+
+
+def _read_json(block: bytes, text_columns: set[str]) -> pa.Table | None:
+    options = pa_json.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16))
+    schema = pa.schema([(name, pa.string()) for name in sorted(text_columns)])
+    parse = pa_json.ParseOptions(explicit_schema=schema if text_columns else None)
+    try:
+        return pa_json.read_json(pa.py_buffer(block), read_options=options, parse_options=parse)
+    except (pa.ArrowException, ValueError):
+        return None
 
 
 def _exact(array: pa.Array) -> bool:
@@ -320,10 +337,11 @@ def parquet_batches(
 
     parquet = pq.ParquetFile(pa.BufferReader(data))
     for group in range(start.row_group, parquet.num_row_groups):
-        offset = start.offset if group == start.row_group else 0
-        table = parquet.read_row_group(group).slice(offset)
-        for batch in table.combine_chunks().to_batches(max_chunksize=batch_size):
-            if batch.num_rows:
-                offset += batch.num_rows
-                yield file_formats.ParquetPosition(group, offset), batch
+        skip = start.offset if group == start.row_group else 0
+        offset = 0  # rows of the group read so far (batches wholly before ``skip`` included)
+        for read in parquet.iter_batches(batch_size=batch_size, row_groups=[group]):
+            wanted = read.slice(max(0, skip - offset))
+            offset += read.num_rows
+            if wanted.num_rows:
+                yield file_formats.ParquetPosition(group, offset), wanted
         yield file_formats.ParquetPosition(group + 1, 0), None

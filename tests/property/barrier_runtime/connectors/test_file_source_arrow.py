@@ -255,3 +255,11 @@ def test_a_blank_line_does_not_hide_a_line_of_two_records() -> None:
     pieces = list(arrow_formats.text_pieces(data, "jsonl"))
     assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
     assert [p.line for p in pieces if isinstance(p, file_formats.Item) and p.record is None] == [3]
+
+
+def test_date_strings_stay_strings_and_still_read_as_arrow() -> None:
+    lines = [json.dumps({"at": f"2024-01-{i % 28 + 1:02d}T00:00:00", "n": i}) for i in range(50)]
+    data = "\n".join(lines).encode()
+    pieces = list(arrow_formats.text_pieces(data, "jsonl", block_bytes=200))
+    assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
+    assert all(isinstance(p, pa.RecordBatch) for p in pieces)
