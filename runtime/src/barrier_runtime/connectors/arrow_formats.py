@@ -21,7 +21,9 @@ are kept, and every record has the same Python value either way:
   says otherwise; empty text is ``""`` for ``str`` and ``None`` otherwise).
   Files with ``json`` columns, a single column with quotes, bare ``\\r`` line
   ends or an unusual header are read by the per-line parser throughout.
-  Quoted files are read as one block, since a quoted field may hold a newline.
+  Quoted files are read as one block, since a quoted field may hold a newline,
+  and by the per-line parser if a quote has field text on both sides (Arrow
+  reads ``"b"c`` as ``bc``, the per-line parser reports it).
 
 Record counts match the per-line parser's (blank lines and the header do not
 count, a malformed record does), so positions are the same; a block that lies
@@ -44,6 +46,7 @@ import re
 from collections.abc import Generator, Iterator
 from typing import Literal, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
@@ -283,6 +286,8 @@ def _read_csv_exactly(
 ) -> pa.Table | None:
     if layout.numeric and _hex_prefix(data, begin, end):
         return None  # Arrow reads hexadecimal numbers; Python's int() and float() do not
+    if layout.quoted and _stray_quote(data, begin, end, layout.options):
+        return None  # Arrow reads '"b"c' as 'bc'; the per-line parser calls it malformed
     read = pa_csv.ReadOptions(
         use_threads=False,
         column_names=list(layout.columns),
@@ -312,6 +317,18 @@ def _hex_prefix(data: bytes, begin: int, end: int) -> bool:
         if data.find(x, begin, end) >= 0 and data.find(b"0" + x, begin, end) >= 0:
             return True
     return False
+
+
+def _stray_quote(data: bytes, begin: int, end: int, options: file_formats.CsvOptions) -> bool:
+    """Whether a quote has field text on both sides (``"b"c``, or ``a"b`` which is harmless)."""
+    text = np.frombuffer(data, dtype=np.uint8, count=end - begin, offset=begin)
+    at = np.flatnonzero(text == ord(options.quotechar))
+    if not len(at):
+        return False
+    bounds = np.array([ord(options.delimiter), ord("\n"), ord("\r"), ord(options.quotechar)])
+    before = np.isin(text[np.maximum(at - 1, 0)], bounds) | (at == 0)
+    after = np.isin(text[np.minimum(at + 1, len(text) - 1)], bounds) | (at == len(text) - 1)
+    return bool(np.any(~before & ~after))
 
 
 def _csv_fallback(

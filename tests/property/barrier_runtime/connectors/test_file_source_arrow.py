@@ -263,3 +263,17 @@ def test_date_strings_stay_strings_and_still_read_as_arrow() -> None:
     pieces = list(arrow_formats.text_pieces(data, "jsonl", block_bytes=200))
     assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
     assert all(isinstance(p, pa.RecordBatch) for p in pieces)
+
+
+def test_text_after_a_closing_quote_stays_malformed() -> None:
+    good = csv_text([[f"k,{i}", str(i), "0.5", "true"] for i in range(5)])
+    data = good + b'"b"c,1,0.5,true\n"d",2,0.5,true\n'
+    options = file_formats.CsvOptions(column_types=CSV_TYPES)
+    pieces = list(arrow_formats.text_pieces(data, "csv", csv_options=options))
+    expected = list(file_formats.iter_items(data, "csv", csv_options=options))
+    assert outcome(pieces) == outcome(expected)
+    assert [(i.line, i.problem[:13]) for i in expected if i.record is None] == [
+        (7, "not valid CSV")
+    ]
+    quoted = list(arrow_formats.text_pieces(good, "csv", csv_options=options))
+    assert all(isinstance(p, pa.RecordBatch) for p in quoted)
