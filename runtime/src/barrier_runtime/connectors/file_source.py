@@ -232,6 +232,7 @@ class _TextPartition(FilePartition):
                 skip=self._position,
                 csv_options=self.source.csv_options,
                 batch_size=self.source.batch_size,
+                block_bytes=arrow_formats.BLOCK_BYTES,
             )
         rows: list[batch_mod.Record] = []
         for piece in self._pieces:

@@ -22,6 +22,7 @@ import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -204,10 +205,14 @@ def read(part, limit: int | None = None) -> list[dict]:
     batch_size=st.integers(1, 9),
     cut=st.integers(0, 30),
     name=st.sampled_from(["a.jsonl", "b.jsonl.gz", "c.csv", "d.csv.gz", "e.parquet"]),
+    block_bytes=st.sampled_from([40, 200, arrow_formats.BLOCK_BYTES]),
 )
-def test_a_read_cut_anywhere_and_resumed_equals_a_single_read(count, batch_size, cut, name) -> None:
+def test_a_read_cut_anywhere_and_resumed_equals_a_single_read(
+    count, batch_size, cut, name, block_bytes
+) -> None:
     records = [{"k": f"k{i % 5}", "n": i, "f": i + 0.25} for i in range(count)]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrow_formats, "BLOCK_BYTES", block_bytes)  # Arrow and per-line blocks mix
         root = pathlib.Path(tmp)
         write_files(root, records)
         source = FileSource(
