@@ -13,8 +13,9 @@ are kept, and every record has the same Python value either way:
 * JSON lines: a block falls back when Arrow fails on it, when one of its
   values is null (Arrow cannot tell ``null`` from a missing key, and a record
   must keep its own keys), when a float column holds a whole number (Arrow
-  would turn ``1`` into ``1.0`` next to ``1.5``), when Arrow infers a
-  timestamp from a string, or when a line does not hold exactly one record.
+  would turn ``1`` into ``1.0`` next to ``1.5``), or when a line does not hold
+  exactly one record. A top-level column of strings Arrow takes for
+  timestamps is read again (in this block and the next ones) as strings.
   A record read through Arrow lists its keys in the block's column order
   (the values are the same; only ``list(record)`` order may differ).
 * CSV: every column gets its explicit type (``str`` unless ``column_types``

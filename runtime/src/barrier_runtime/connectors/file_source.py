@@ -22,13 +22,15 @@ per-record step sees them as the same dicts the per-line parsers of
 :mod:`~barrier_runtime.connectors.file_formats` give (a JSON-lines or CSV
 block Arrow cannot read exactly — a malformed line, a null or missing key, a
 whole number in a float column — is read by those parsers and comes as rows).
+Only the order of a JSON record's keys may differ (the block's column order).
 
 A malformed record raises :class:`~errors.MalformedRecordError` naming the
 file and line (``on_error="fail"``, the default); with ``on_error="skip"``
 it is counted (metrics, the live view, the summary) and logged, and with
 ``on_error="dead-letter"`` it goes to the dataflow's dead-letter sink with its
 position and problem; either way reading goes on. Each file is read whole
-into memory when its partition first reads, and at most ``max_open_files``
+into memory when its partition first reads (then parsed a block of about
+``arrow_formats.BLOCK_BYTES`` or a Parquet batch at a time), and at most ``max_open_files``
 files per source object (on Spark: per worker process) are held at once;
 the others wait their turn, returning ``[]``.
 
