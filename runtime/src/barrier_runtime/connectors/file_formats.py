@@ -3,8 +3,11 @@
 Pure functions over a file's bytes (no I/O): JSON lines and CSV yield
 :class:`Item`\\ s (one per data record, well-formed or not, with its line
 number) starting after the first ``skip`` records, so a resume position is
-simply "records consumed"; Parquet yields row batches addressed by row group
-and offset. Text formats may be gzip-compressed (``.gz`` suffix).
+simply "records consumed"; Parquet positions are a row group and an offset
+(:class:`ParquetPosition`). Text formats may be gzip-compressed (``.gz``
+suffix). These per-line parsers define what a record is;
+:mod:`~barrier_runtime.connectors.arrow_formats` reads the same files as Arrow
+batches and falls back to them for a block Arrow cannot read exactly.
 
 >>> [(i.line, i.record, i.problem) for i in iter_items(b'{"a": 1}\\n\\n[2]\\n', "jsonl")]
 [(1, {'a': 1}, None), (3, None, 'a JSON array is not a record (expected an object)')]
@@ -94,7 +97,7 @@ def iter_items(
 ) -> Iterator[Item]:
     """Every data record of a text file after the first ``skip`` ones."""
     if fmt == "jsonl":
-        yield from _jsonl_items(data, skip)
+        yield from jsonl_items(data, skip)
         return
     options = csv_options or CsvOptions()
     if column_types is not None:
@@ -102,9 +105,10 @@ def iter_items(
     yield from _csv_items(data, skip, options)
 
 
-def _jsonl_items(data: bytes, skip: int) -> Iterator[Item]:
+def jsonl_items(data: bytes, skip: int, *, first_line: int = 1) -> Iterator[Item]:
+    """The records of JSON lines after the first ``skip``; ``data`` starts at ``first_line``."""
     index = 0
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(data.split(b"\n"), start=first_line):
         if not raw.strip():
             continue
         index += 1
@@ -227,23 +231,3 @@ class ParquetPosition:
         if not isinstance(value, Mapping) or not {"row_group", "offset"} <= set(value):
             raise ValueError(f"{value!r} is not a Parquet position (row_group and offset)")
         return cls(int(value["row_group"]), int(value["offset"]))
-
-
-def iter_parquet(
-    data: bytes, start: ParquetPosition, batch_size: int
-) -> Iterator[tuple[ParquetPosition, list[batch_mod.Record]]]:
-    """Row batches from ``start`` on, each with the position just after it.
-
-    Raises ``pyarrow.ArrowException`` (or ``OSError``) for a file that is not Parquet.
-    """
-    import pyarrow as pa  # noqa: PLC0415 - keep the module importable cheaply
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    parquet = pq.ParquetFile(pa.BufferReader(data))
-    for group in range(start.row_group, parquet.num_row_groups):
-        offset = start.offset if group == start.row_group else 0
-        table = parquet.read_row_group(group).slice(offset)
-        for batch in table.to_batches(max_chunksize=batch_size):
-            offset += batch.num_rows
-            yield ParquetPosition(group, offset), batch.to_pylist()
-        yield ParquetPosition(group + 1, 0), []

@@ -16,12 +16,21 @@ Positions, always *after* the last record returned:
   the CSV header do not count; a skipped malformed record does);
 * Parquet: ``{"row_group": g, "offset": o}``, the next row to read.
 
+Records come as Arrow ``RecordBatch``\\ es, read by pyarrow's Parquet, CSV
+and JSON readers (:mod:`~barrier_runtime.connectors.arrow_formats`); a
+per-record step sees them as the same dicts the per-line parsers of
+:mod:`~barrier_runtime.connectors.file_formats` give (a JSON-lines or CSV
+block Arrow cannot read exactly — a malformed line, a null or missing key, a
+whole number in a float column — is read by those parsers and comes as rows).
+Only the order of a JSON record's keys may differ (the block's column order).
+
 A malformed record raises :class:`~errors.MalformedRecordError` naming the
 file and line (``on_error="fail"``, the default); with ``on_error="skip"``
 it is counted (metrics, the live view, the summary) and logged, and with
 ``on_error="dead-letter"`` it goes to the dataflow's dead-letter sink with its
 position and problem; either way reading goes on. Each file is read whole
-into memory when its partition first reads, and at most ``max_open_files``
+into memory when its partition first reads (then parsed a block of about
+``arrow_formats.BLOCK_BYTES`` or a Parquet batch at a time), and at most ``max_open_files``
 files per source object (on Spark: per worker process) are held at once;
 the others wait their turn, returning ``[]``.
 
@@ -32,9 +41,9 @@ the others wait their turn, returning ``[]``.
 >>> src.partitions()
 ['a.jsonl']
 >>> part = src.open("a.jsonl", None)
->>> part.next_batch(), part.snapshot()
+>>> part.next_batch().to_pylist(), part.snapshot()
 ([{'n': 1}, {'n': 2}], 2)
->>> src.open("a.jsonl", 2).next_batch()
+>>> src.open("a.jsonl", 2).next_batch().to_pylist()
 [{'n': 3}]
 """
 
@@ -47,9 +56,11 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
+import pyarrow as pa
+
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources
-from barrier_runtime.connectors import errors, file_formats
+from barrier_runtime.connectors import arrow_formats, errors, file_formats
 from barrier_runtime.storage import object_store
 
 log = logging.getLogger(__name__)
@@ -205,30 +216,48 @@ class _TextPartition(FilePartition):
         super().__init__(source, key)
         self._fmt: Literal["jsonl", "csv"] = fmt
         self._position = position
-        self._items: Iterator[file_formats.Item] | None = None
+        self._pieces: Iterator[arrow_formats.Piece] | None = None
+        self._held: pa.RecordBatch | None = None
 
-    def next_batch(self) -> Sequence[batch_mod.Record] | None:
+    def next_batch(self) -> Sequence[batch_mod.Record] | pa.RecordBatch | None:
+        if self._held is not None:
+            return self._hand_out(self._held)
         if self._finished:
             return None
-        if self._items is None:
+        if self._pieces is None:
             data = self._load()
             if data is None:
                 return []
-            self._items = file_formats.iter_items(
-                data, self._fmt, skip=self._position, csv_options=self.source.csv_options
+            self._pieces = arrow_formats.text_pieces(
+                data,
+                self._fmt,
+                skip=self._position,
+                csv_options=self.source.csv_options,
+                batch_size=self.source.batch_size,
+                block_bytes=arrow_formats.BLOCK_BYTES,
             )
         rows: list[batch_mod.Record] = []
-        for item in self._items:
+        for piece in self._pieces:
+            if isinstance(piece, pa.RecordBatch):
+                if not rows:
+                    return self._hand_out(piece)
+                self._held = piece  # the rows parsed before it go first
+                return rows
             self._position += 1
-            if item.record is None:
-                self._malformed(f"line {item.line}: {item.problem}", item.raw)
+            if piece.record is None:
+                self._malformed(f"line {piece.line}: {piece.problem}", piece.raw)
             else:
-                rows.append(item.record)
+                rows.append(piece.record)
             if len(rows) >= self.source.batch_size:
                 return rows
-        self._items = iter(())
+        self._pieces = iter(())
         self._finish()
         return rows or None
+
+    def _hand_out(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        self._held = None
+        self._position += batch.num_rows
+        return batch
 
     def snapshot(self) -> sources.Position:
         return self._position
@@ -241,9 +270,11 @@ class _ParquetPartition(FilePartition):
             self._position = file_formats.ParquetPosition.from_storage(resume_from)
         except ValueError as exc:
             raise errors.ConnectorError(f"cannot resume {self.where()}: {exc}") from exc
-        self._batches: Iterator[tuple[file_formats.ParquetPosition, list[Any]]] | None = None
+        self._batches: (
+            Iterator[tuple[file_formats.ParquetPosition, pa.RecordBatch | None]] | None
+        ) = None
 
-    def next_batch(self) -> Sequence[batch_mod.Record] | None:
+    def next_batch(self) -> Sequence[batch_mod.Record] | pa.RecordBatch | None:
         if self._finished:
             return None
         try:
@@ -251,13 +282,13 @@ class _ParquetPartition(FilePartition):
                 data = self._load()
                 if data is None:
                     return []
-                self._batches = file_formats.iter_parquet(
+                self._batches = arrow_formats.parquet_batches(
                     data, self._position, self.source.batch_size
                 )
-            for position, rows in self._batches:
+            for position, batch in self._batches:
                 self._position = position
-                if rows:
-                    return rows
+                if batch is not None:
+                    return batch
         except errors.MalformedRecordError:
             raise
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file

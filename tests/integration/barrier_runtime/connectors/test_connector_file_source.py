@@ -65,12 +65,17 @@ def url(request, tmp_path) -> str:
     return server.url(BUCKET, f"files-{uuid.uuid4().hex[:10]}")
 
 
+def rows_of(batch) -> list[dict] | None:
+    """A ``next_batch()`` result as rows (FileSource hands out Arrow batches, or rows)."""
+    return batch.to_pylist() if isinstance(batch, pa.RecordBatch) else batch
+
+
 def read_all(source: FileSource, partition: str, resume_from=None) -> tuple[list[dict], object]:
     part = source.open(partition, resume_from)
     rows: list[dict] = []
     try:
         while (batch := part.next_batch()) is not None:
-            rows.extend(batch)
+            rows.extend(rows_of(batch))
         return rows, part.snapshot()
     finally:
         part.close()
@@ -102,7 +107,7 @@ def test_resume_from_a_mid_file_position(url: str, fmt: str) -> None:
     part = source.open(f"events.{fmt}", None)
     seen: list[dict] = []
     while len(seen) < 100:  # Parquet batches end at row-group boundaries (64 rows each)
-        seen += part.next_batch()
+        seen += rows_of(part.next_batch())
     position = part.snapshot()
     part.close()
     expected = {"row_group": 1, "offset": 50} if fmt == "parquet" else 100
@@ -162,7 +167,7 @@ def test_malformed_records_can_be_skipped_but_never_silently(tmp_path, caplog) -
     source = FileSource(str(tmp_path), on_error="skip")
     part = source.open("bad.jsonl", None)
     with caplog.at_level(logging.WARNING, logger="barrier_runtime.connectors.file_source"):
-        rows = part.next_batch()
+        rows = rows_of(part.next_batch())
         assert part.next_batch() is None
     assert rows == [{"n": 1}, {"n": 3}, {"n": 4}]
     assert part.skipped == 3
@@ -188,7 +193,7 @@ def test_malformed_csv_rows(tmp_path) -> None:
         read_all(FileSource(str(tmp_path), column_types={"seq": "int"}), "x.csv")
     source = FileSource(str(tmp_path), column_types={"seq": "int"}, on_error="skip")
     part = source.open("x.csv", None)
-    assert part.next_batch() == [{"key": "a", "seq": 1}, {"key": "d", "seq": 4}]
+    assert rows_of(part.next_batch()) == [{"key": "a", "seq": 1}, {"key": "d", "seq": 4}]
     assert part.skipped == 2
 
 
@@ -258,9 +263,11 @@ def test_at_most_max_open_files_are_held_at_once(tmp_path) -> None:
         (tmp_path / f"{name}.jsonl").write_bytes(encode("jsonl", ROWS[:20]))
     source = FileSource(str(tmp_path), batch_size=10, max_open_files=1)
     a, b = source.open("a.jsonl", None), source.open("b.jsonl", None)
-    assert a.next_batch() == ROWS[:10]
+    assert rows_of(a.next_batch()) == ROWS[:10]
     assert b.next_batch() == []  # waits: a holds the only slot
-    assert a.next_batch() == ROWS[10:20] and a.next_batch() is None  # a ends, frees its slot
-    assert b.next_batch() == ROWS[:10]
+    assert (
+        rows_of(a.next_batch()) == ROWS[10:20] and a.next_batch() is None
+    )  # a ends, frees its slot
+    assert rows_of(b.next_batch()) == ROWS[:10]
     b.close()
     a.close()
