@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 Phases = Sequence[tuple[str, float]]
 """Start-up phases and the wall-clock time each ended, in order."""
 _JOIN_TIMEOUT = 30.0
+_PEERS_GRACE = 10.0
+"""Seconds a worker waits for the peers beyond the driver's rendezvous timeout."""
 LOG_LEVEL_ENV = "CJOB_WORKER_LOG_LEVEL"
 """Log level of worker processes (default WARNING); ``cjob`` sets it from its own verbosity."""
 
@@ -306,15 +308,18 @@ def _await_peers(link: wire.FramedConnection, cfg: config_mod.WorkerConfig) -> l
     """Step 3: the driver's ``Peers`` (its first message), within ``connect_timeout``.
 
     The driver sends it once every worker of the attempt said ``Hello``; if one
-    never does, the driver fails the attempt (its rendezvous timeout) and closes
-    this connection, which ends the wait here.
+    never does, the driver fails the attempt (its rendezvous timeout, counted
+    from the first ``Hello``) and closes this connection, which ends the wait
+    here. The worker's own limit is longer, so that the driver's error, which
+    names the missing workers, is the one reported.
     """
-    link.sock.settimeout(cfg.connect_timeout)
+    limit = cfg.connect_timeout + _PEERS_GRACE
+    link.sock.settimeout(limit)
     try:
         frame = link.receive()
     except (OSError, EOFError, wire.AuthenticationError) as exc:
         raise RendezvousFailedError(
-            f"no peer addresses from the driver within {cfg.connect_timeout:g}s: {exc}"
+            f"no peer addresses from the driver within {limit:g}s: {exc}"
         ) from exc
     link.sock.settimeout(None)
     if frame is None:
