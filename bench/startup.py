@@ -8,7 +8,8 @@ Two situations, interleaved repeat by repeat (medians printed as JSON):
   has completed a checkpoint, the benchmark SIGKILLs one worker (by the pid
   in its sink's stamp) and times attempt 1, which restores that checkpoint.
   Per attempt: submit (the stage launch) → all workers ``Running`` (seen by the
-  driver) → first record at a sink; for the restart also kill → first record.
+  driver) → first record at a sink; for the restart also kill → submit
+  (failure noticed, old stage torn down, backoff of 0.1 s) and kill → first record.
   When the workers report their start-up phases (``Running.startup``) the
   breakdown is printed too (median per phase, seconds after submit).
 * **cold**: ``cjob run startup_pipeline.py`` in a fresh process, as a user
@@ -146,7 +147,10 @@ def warm_once(spark: Any, tmp: pathlib.Path) -> dict[str, Any]:
             launcher.launched[0], running.get(0), first0["first"], startups.get(0)
         ),
         "attempt1": _attempt(launcher.launched[1], running.get(1), first1["first"], startups.get(1))
-        | {"kill_to_first_record": first1["first"] - killed},
+        | {
+            "kill_to_submit": launcher.launched[1] - killed,
+            "kill_to_first_record": first1["first"] - killed,
+        },
     }
 
 
