@@ -89,8 +89,7 @@ class JobResult:
     failure_times: list[float] = field(default_factory=list)
     """When each failed attempt failed (the driver's clock)."""
     last_failure: task_failure.TaskFailure | None = None
-    startup_seconds: list[float] = field(default_factory=list)
-    """Per attempt that got running: seconds from its start to every subtask running."""
+    startup_seconds: list[float] = field(default_factory=list)  # start → all subtasks running
 
 
 class JobDriver:
@@ -326,8 +325,7 @@ class JobDriver:
         """True when the job finished (or was stopped) and its last checkpoint completed."""
         self.coordinator.reset_for_restart(self.plan.task_keys())
         with self._live_lock:
-            self._live = run
-        started = self.clock.now()
+            self._live, started = run, self.clock.now()
         run.start()
         while not run.ready:
             if run.stopping:
