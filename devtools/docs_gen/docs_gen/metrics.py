@@ -69,6 +69,7 @@ class _StandInJob:
             max_parallelism=1,
             start_time=0.0,
             ready=True,
+            startup_seconds=1.0,
         )
 
     def checkpoint_stats(self) -> stats.CheckpointStats:

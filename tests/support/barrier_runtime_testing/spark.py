@@ -1,11 +1,11 @@
 """Test helpers: run an attempt's workers on threads of this process instead of a Spark stage.
 
 :class:`ThreadStageLauncher` is a :class:`~barrier_runtime.spark.attempt.StageLauncher`
-that starts every worker on a thread and rendezvouses them with an in-process
-``all_gather``. Workers still talk to the driver and to each other over real
-TCP connections, so the whole distributed protocol runs — in seconds and
-without Java. If any worker fails, the others are told to stop, as Spark
-kills the other tasks of a failed barrier stage.
+that starts every worker on a thread. Workers still talk to the driver (and
+rendezvous through it) and to each other over real TCP connections, so the
+whole distributed protocol runs — in seconds and without Java. If any worker
+fails, the driver fails the attempt and closes the others' connections, which
+stops them, as Spark kills the other tasks of a failed barrier stage.
 """
 
 from __future__ import annotations
@@ -17,35 +17,12 @@ from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import worker as worker_mod
 
 
-class _AllGather:
-    """``BarrierTaskContext.allGather`` for threads: everyone gets every message, by index."""
-
-    def __init__(self, parties: int) -> None:
-        self._messages: dict[int, str] = {}
-        self._barrier = threading.Barrier(parties)
-        self._lock = threading.Lock()
-
-    def bind(self, index: int) -> Callable[[str], list[str]]:
-        def all_gather(message: str) -> list[str]:
-            with self._lock:
-                self._messages[index] = message
-            self._barrier.wait(timeout=60)
-            with self._lock:
-                return [self._messages[i] for i in sorted(self._messages)]
-
-        return all_gather
-
-    def abort(self) -> None:
-        self._barrier.abort()
-
-
 class ThreadStage:
-    def __init__(self, threads: list[threading.Thread], gather: _AllGather) -> None:
+    def __init__(self, threads: list[threading.Thread]) -> None:
         self._threads = threads
-        self._gather = gather
 
     def cancel(self) -> None:
-        self._gather.abort()
+        """Nothing to kill: the workers stop when the driver closes their connections."""
 
     def join(self, timeout: float) -> bool:
         for t in self._threads:
@@ -63,18 +40,16 @@ class ThreadStageLauncher:
         self, config: config_mod.WorkerConfig, on_end: Callable[[BaseException | None], None]
     ) -> ThreadStage:
         self.launched.append(config)
-        gather = _AllGather(config.parallelism)
         errors: list[BaseException] = []
         lock = threading.Lock()
         left = [config.parallelism]
 
         def body(index: int) -> None:
             try:
-                worker_mod.run_worker(config, index, gather.bind(index))
+                worker_mod.run_worker(config, index)
             except BaseException as exc:
                 with lock:
                     errors.append(exc)
-                gather.abort()
             with lock:
                 left[0] -= 1
                 last = left[0] == 0
@@ -87,4 +62,4 @@ class ThreadStageLauncher:
         ]
         for t in threads:
             t.start()
-        return ThreadStage(threads, gather)
+        return ThreadStage(threads)

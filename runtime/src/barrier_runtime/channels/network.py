@@ -4,7 +4,7 @@ Life of a worker's network (one per worker process and job attempt):
 
 1. ``WorkerNetwork(worker, num_workers, token)`` listens on an ephemeral port.
 2. The worker publishes :attr:`WorkerNetwork.address` (``"host:port"``); the
-   Spark layer exchanges addresses with ``BarrierTaskContext.allGather``.
+   Spark layer exchanges addresses through the driver (``spark/rendezvous.py``).
 3. :meth:`WorkerNetwork.connect` opens one connection to every peer, retrying
    refused connections until its timeout, and introduces itself with HELLO
    (attempt token, its index, the peer's index). The peer answers WELCOME or

@@ -49,7 +49,20 @@ def summary(
         )
         + (f" (stopped by {stopped_by}; the next run resumes from it)" if stopped_by else "")
         + rejected_text(metrics.records_rejected)
+        + startup_text(result.startup_seconds)
     )
+
+
+def startup_text(seconds: list[float]) -> str:
+    """``; start-up 1.4s`` (per attempt: from its start to every worker running), or nothing.
+
+    >>> startup_text([1.42, 0.61])
+    '; start-up 1.4s, 0.6s after restarts'
+    """
+    if not seconds:
+        return ""
+    restarts = ", ".join(f"{s:.1f}s" for s in seconds[1:])
+    return f"; start-up {seconds[0]:.1f}s" + (f", {restarts} after restarts" if restarts else "")
 
 
 def counts(result: job_driver.JobResult) -> dict[str, Any]:
@@ -59,4 +72,5 @@ def counts(result: job_driver.JobResult) -> dict[str, Any]:
         "checkpoints_completed": len(result.completed_checkpoints),
         "restored_from": result.restored_from,
         "failures": result.failures,
+        "startup_s": [round(s, 2) for s in result.startup_seconds],
     }

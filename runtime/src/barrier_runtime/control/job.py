@@ -38,6 +38,8 @@ class JobInfo:
     """The last failure's traceback (of the user's code, for an error in a step)."""
     failure_times: tuple[float, ...] = ()
     """When each failed attempt of this driver failed (epoch seconds)."""
+    startup_seconds: float | None = None
+    """The latest attempt that got running: seconds from its start to every subtask running."""
 
 
 @dataclass(frozen=True, slots=True)

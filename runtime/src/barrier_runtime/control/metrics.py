@@ -212,6 +212,17 @@ class JobMetrics:
         self, base: _Labels, info: job.JobInfo, totals: CheckpointTotals
     ) -> list[Metric]:
         up = info.state is job.JobState.RUNNING and info.ready
+        startup = (
+            []
+            if info.startup_seconds is None
+            else [
+                base.gauge(
+                    "cjob_job_startup_seconds",
+                    "The latest attempt that got running: its start to every subtask running.",
+                    info.startup_seconds,
+                )
+            ]
+        )
         return [
             base.gauge(
                 "cjob_job_up", "1 while every subtask of the job is running.", 1 if up else 0
@@ -223,6 +234,7 @@ class JobMetrics:
             base.gauge("cjob_job_attempt", "The current attempt (0 = the first).", info.attempt),
             base.gauge("cjob_job_parallelism", "Parallel slices of the job.", info.parallelism),
             base.gauge("cjob_job_start_time_seconds", "When the job started.", info.start_time),
+            *startup,
         ]
 
     def _runtime_families(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:

@@ -34,6 +34,8 @@ class JobView(TypedDict):
     """The last failure's traceback."""
     failureTimestamps: list[float]
     """When each failed attempt of this driver failed (epoch seconds)."""
+    startupSeconds: float | None
+    """The latest attempt that got running: its start to every subtask running."""
     storage: str | None
 
 
@@ -115,6 +117,7 @@ def job_view(info: job.JobInfo, storage: str | None = None) -> JobView:
         "failure": info.failure,
         "failureDetail": info.failure_detail,
         "failureTimestamps": list(info.failure_times),
+        "startupSeconds": info.startup_seconds,
         "storage": storage,
     }
 

@@ -89,6 +89,7 @@ class JobResult:
     failure_times: list[float] = field(default_factory=list)
     """When each failed attempt failed (the driver's clock)."""
     last_failure: task_failure.TaskFailure | None = None
+    startup_seconds: list[float] = field(default_factory=list)  # start → all subtasks running
 
 
 class JobDriver:
@@ -160,6 +161,7 @@ class JobDriver:
             failure=result.failures[-1] if result.failures else None,
             failure_detail=result.last_failure.detail if result.last_failure else None,
             failure_times=tuple(result.failure_times),
+            startup_seconds=result.startup_seconds[-1] if result.startup_seconds else None,
         )
 
     def trigger_checkpoint(
@@ -323,12 +325,13 @@ class JobDriver:
         """True when the job finished (or was stopped) and its last checkpoint completed."""
         self.coordinator.reset_for_restart(self.plan.task_keys())
         with self._live_lock:
-            self._live = run
+            self._live, started = run, self.clock.now()
         run.start()
         while not run.ready:
             if run.stopping:
                 return False
             run.wait(self.tick_interval)
+        self.result.startup_seconds.append(self.clock.now() - started)
         self._running.set()
         self._state = job.JobState.RUNNING
         while not run.all_finished and not self._shutdown.is_set():

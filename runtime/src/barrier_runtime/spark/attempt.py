@@ -5,12 +5,15 @@ for workers launched by a :class:`StageLauncher` (a Spark barrier stage in
 production, threads in tests) that connect back to the driver's
 :class:`~barrier_runtime.spark.coordinator_server.CoordinatorServer`.
 
-States: *launching* (stage submitted, workers connecting) → *ready* (every
-worker reported ``Running``) → *shutting down* (``Shutdown`` posted, waiting
+States: *launching* (stage submitted, workers connecting; once all P said
+``Hello`` the attempt sends each the peers' addresses, see
+:mod:`~barrier_runtime.spark.peer_registry`) → *ready* (every worker
+reported ``Running``) → *shutting down* (``Shutdown`` posted, waiting
 for every ``Bye`` and for the stage to end) or *stopping* (failed or torn
 down: connections closed, which aborts the workers, and the stage
 cancelled). The first failure wins: a worker's ``Failed`` report, a worker
-connection that ends without ``Bye``, or the stage ending on its own.
+connection that ends without ``Bye``, the stage ending on its own, or the
+rendezvous timing out (checked in :meth:`RemoteAttempt.wait`).
 
 Threading: connection threads deliver worker messages; the driver loop and
 coordinator callbacks call the rest. One lock guards the fields and a
@@ -22,17 +25,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
 from barrier_runtime import task_failure
+from barrier_runtime.core import clock as clock_mod
 from barrier_runtime.core import metadata
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
-from barrier_runtime.spark import coordinator_server, messages, wire
-from barrier_runtime.task import control, faults
+from barrier_runtime.spark import coordinator_server, messages, peer_registry, startup, wire
+from barrier_runtime.task import control
 from barrier_runtime.task import metrics as task_metrics
 
 log = logging.getLogger(__name__)
@@ -95,6 +100,7 @@ class RemoteAttempt:
         server: coordinator_server.CoordinatorServer,
         acknowledge: attempts.Acknowledge,
         decline: attempts.Decline,
+        clock: clock_mod.Clock | None = None,
     ) -> None:
         self._number = number
         secret = os.urandom(32)
@@ -129,6 +135,14 @@ class RemoteAttempt:
         self._shutting_down = False
         self._stage: LaunchedStage | None = None
         self._stage_ended = threading.Event()
+        self._peers = peer_registry.PeerRegistry(
+            attempt=number,
+            parallelism=self._parallelism,
+            timeout=self._config.connect_timeout,
+            clock=clock or clock_mod.SystemClock(),
+        )
+        self.startup = startup.StartupTimes()
+        """Submit → every worker running, and each worker's start-up phases."""
 
     # -- the Attempt protocol -------------------------------------------------------------
 
@@ -169,11 +183,15 @@ class RemoteAttempt:
 
     def start(self) -> None:
         self._server.serve(self)
+        self.startup.launched(time.time())
         self._stage = self._launcher.launch(self._config, self._stage_end)
 
     def wait(self, timeout: float) -> None:
         with self._changed:
             self._changed.wait(timeout)
+            overdue = self._peers.overdue()
+        if overdue is not None:
+            self.fail(overdue)
 
     def wake(self) -> None:
         with self._changed:
@@ -273,17 +291,32 @@ class RemoteAttempt:
 
     def worker_connected(self, hello: messages.Hello, conn: wire.FramedConnection) -> bool:
         with self._changed:
-            if self._stopping or hello.worker in self._conns:
+            if self._stopping:
                 return False
-            if not 0 <= hello.worker < self._parallelism:
+            registration = self._peers.register(hello.attempt, hello.worker, hello.peer_address)
+            if not registration.accepted:
+                log.debug("attempt %d refused %s: %s", self._number, hello, registration.value)
                 return False
             self._conns[hello.worker] = conn
             self._pids[hello.worker] = hello.pid
+            peers = self._peers.addresses
+            conns = dict(self._conns)
             self._changed.notify_all()
         log.debug(
             "worker %d (pid %d) connected for attempt %d", hello.worker, hello.pid, self._number
         )
+        if registration is peer_registry.Registration.COMPLETED:
+            assert peers is not None
+            self._send_peers(conns, peers)
         return True
+
+    def _send_peers(self, conns: dict[int, wire.FramedConnection], peers: tuple[str, ...]) -> None:
+        """Every worker said ``Hello``: tell each of them all the addresses (once)."""
+        for worker, conn in sorted(conns.items()):
+            try:
+                conn.send(messages.Peers(self._number, peers))
+            except OSError as exc:  # its connection thread reports the loss
+                log.debug("could not send the peers to worker %d: %s", worker, exc)
 
     def worker_message(self, worker: int, message: object) -> None:
         try:
@@ -314,6 +347,10 @@ class RemoteAttempt:
         with self._changed:
             if isinstance(message, messages.Running):
                 self._running.add(worker)
+                all_running = len(self._running) == self._parallelism
+                self.startup.worker_running(
+                    worker, message.startup, time.time(), all_running=all_running
+                )
             elif isinstance(message, messages.TaskFinished):
                 self._finished.add(message.task)
             elif isinstance(message, messages.Metrics):
@@ -350,44 +387,3 @@ class RemoteAttempt:
         elif not shutting_down:  # else shutdown() checks that every worker said goodbye
             self.fail(StageEndedError("the stage ended before the attempt did"), secondary=True)
         self.wake()
-
-
-class RemoteAttemptRunner:
-    """Creates :class:`RemoteAttempt` objects for a :class:`~.job_driver.JobDriver`."""
-
-    def __init__(
-        self,
-        plan: plan_mod.ExecutionPlan,
-        *,
-        worker_config: config_mod.WorkerConfig,
-        launcher: StageLauncher,
-        server: coordinator_server.CoordinatorServer,
-    ) -> None:
-        self.plan = plan
-        self.worker_config = worker_config
-        self.launcher = launcher
-        self.server = server
-        self.current: RemoteAttempt | None = None
-
-    def create(
-        self,
-        number: int,
-        restore_point: metadata.CheckpointMetadata | None,
-        acknowledge: attempts.Acknowledge,
-        decline: attempts.Decline,
-    ) -> RemoteAttempt:
-        attempt = RemoteAttempt(
-            number,
-            plan=self.plan,
-            worker_config=replace(
-                self.worker_config,
-                restore_point=restore_point,
-                crashes=faults.crashes_for(self.worker_config.crashes, number),
-            ),
-            launcher=self.launcher,
-            server=self.server,
-            acknowledge=acknowledge,
-            decline=decline,
-        )
-        self.current = attempt
-        return attempt

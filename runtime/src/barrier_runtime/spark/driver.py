@@ -25,15 +25,16 @@ threads; it lives in ``tests/support``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.core import types
+from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock, SystemClock
-from barrier_runtime.driver import job_driver, restart
+from barrier_runtime.driver import attempts, job_driver, restart
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import attempt as attempt_mod
 from barrier_runtime.spark import config as config_mod
@@ -121,6 +122,47 @@ def open_checked_store(spec: SparkJobSpec) -> checkpoint_store.CheckpointStore:
     return store
 
 
+class RemoteAttemptRunner:
+    """Creates :class:`~.attempt.RemoteAttempt` objects for a :class:`~.job_driver.JobDriver`."""
+
+    def __init__(
+        self,
+        plan: plan_mod.ExecutionPlan,
+        *,
+        worker_config: config_mod.WorkerConfig,
+        launcher: attempt_mod.StageLauncher,
+        server: coordinator_server.CoordinatorServer,
+    ) -> None:
+        self.plan = plan
+        self.worker_config = worker_config
+        self.launcher = launcher
+        self.server = server
+        self.current: attempt_mod.RemoteAttempt | None = None
+
+    def create(
+        self,
+        number: int,
+        restore_point: metadata.CheckpointMetadata | None,
+        acknowledge: attempts.Acknowledge,
+        decline: attempts.Decline,
+    ) -> attempt_mod.RemoteAttempt:
+        attempt = attempt_mod.RemoteAttempt(
+            number,
+            plan=self.plan,
+            worker_config=dataclasses.replace(
+                self.worker_config,
+                restore_point=restore_point,
+                crashes=faults.crashes_for(self.worker_config.crashes, number),
+            ),
+            launcher=self.launcher,
+            server=self.server,
+            acknowledge=acknowledge,
+            decline=decline,
+        )
+        self.current = attempt
+        return attempt
+
+
 class SparkDriver:
     """Runs one job on Spark until its sources end, it is stopped, or its restarts run out."""
 
@@ -152,7 +194,7 @@ class SparkDriver:
         self.server = coordinator_server.CoordinatorServer(
             spec.coordinator_bind, spec.coordinator_port, spec.coordinator_host
         )
-        self.runner = attempt_mod.RemoteAttemptRunner(
+        self.runner = RemoteAttemptRunner(
             self.plan,
             worker_config=config_mod.WorkerConfig(
                 attempt=0,

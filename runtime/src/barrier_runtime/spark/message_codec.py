@@ -12,11 +12,11 @@ even with the attempt's MAC key. Both ends run the same release, so class
 names are the stable names.
 
 >>> from barrier_runtime.core import metadata
->>> hello = messages.Hello(attempt=1, worker=0, pid=42, host="127.0.0.1")
+>>> hello = messages.Hello(1, worker=0, pid=42, host="127.0.0.1", peer_address="127.0.0.1:4000")
 >>> decode(encode(hello)) == hello
 True
 >>> decode(encode(messages.Running()))
-Running()
+Running(startup=())
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ REGISTRY = values.Registry()
 
 MESSAGE_TYPES: tuple[type, ...] = (
     messages.Hello,
+    messages.Peers,
     messages.Running,
     messages.Ack,
     messages.Decline,

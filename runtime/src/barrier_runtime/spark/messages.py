@@ -1,13 +1,16 @@
 """What the driver's coordinator and the workers say to each other.
 
 Worker → driver, in the order a healthy worker sends them:
-``Hello`` (first frame), ``Running`` (its subtasks started), then any number
-of ``Ack``, ``Decline``, ``TaskFinished`` and ``Metrics``; finally ``Bye``
-(after a ``Shutdown``) or ``Failed``.
+``Hello`` (first frame, with the address its peers reach it at), ``Running``
+(its subtasks started), then any number of ``Ack``, ``Decline``,
+``TaskFinished`` and ``Metrics``; finally ``Bye`` (after a ``Shutdown``) or
+``Failed``.
 
-Driver → worker: ``Post`` wraps the control messages the subtasks already
-understand (trigger, complete, abort, shutdown). The driver aborts a worker
-by closing its connection; a worker that loses the driver stops at once.
+Driver → worker: ``Peers`` first (every worker's address, once all P said
+``Hello``: see :mod:`~barrier_runtime.spark.peer_registry`), then ``Post``,
+which wraps the control messages the subtasks already understand (trigger,
+complete, abort, shutdown). The driver aborts a worker by closing its
+connection; a worker that loses the driver stops at once.
 
 They travel in :mod:`~barrier_runtime.spark.wire` frames, encoded by
 :mod:`~barrier_runtime.spark.message_codec` (a message class added here must
@@ -30,11 +33,24 @@ class Hello:
     worker: int
     pid: int
     host: str
+    peer_address: str
+    """``host:port`` where this worker's peers connect to it (already listening)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Peers:
+    """Every worker's peer address, by index: the attempt's rendezvous is complete."""
+
+    attempt: int
+    addresses: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Running:
     """Every subtask of the worker's slice has been started."""
+
+    startup: tuple[tuple[str, float], ...] = ()
+    """When the worker reached each start-up phase (wall-clock seconds), in order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,29 @@
-"""The barrier task's early rendezvous: start ``allGather`` before the slow start-up work.
+"""The worker's side of the rendezvous: listen first, learn the peers' addresses from the driver.
 
-Spark's ``BarrierTaskContext.allGather`` sends its request to the
-``BarrierCoordinator`` and then waits in a loop that *sleeps one second*
-before it checks whether the answer arrived (``Thread.sleep(1000)`` in
-``BarrierTaskContext.runBarrier``, so that it can notice a killed task). So
-the rendezvous of an attempt ends about one second after the *first* worker
-called ``allGather``, however quickly the others follow (measured on Spark 4
-local mode: 0.98 to 1.02 s). That second is spent here, in parallel with the
-rest of a worker's start-up, rather than after it:
+Workers of an attempt learn each other's ``host:port`` through the driver,
+which already hears from every one of them:
 
-1. :func:`start` runs first in the task, before the runtime (pyarrow, the
-   pipeline, the store) is imported: it binds the worker's peer listener on
-   an ephemeral port and calls ``allGather`` with its address on a thread;
-2. the worker meanwhile imports the runtime, says ``Hello``, loads and plans
-   the pipeline and opens the store, then builds its
-   :class:`~barrier_runtime.channels.network.WorkerNetwork` on that listener;
-3. its rendezvous step waits for the addresses gathered in step 1.
+1. :func:`listen` runs first in the barrier task, before the runtime
+   (pyarrow, the pipeline, the store) is imported: it binds the worker's
+   peer listener on an ephemeral port, so peers that learn the address
+   early can connect (their connection waits in the backlog);
+2. the worker imports the runtime and says ``Hello`` to the driver's
+   coordinator with that address
+   (:class:`~barrier_runtime.spark.messages.Hello`);
+3. it loads and plans the pipeline and opens the store meanwhile; the driver
+   answers every worker with :class:`~barrier_runtime.spark.messages.Peers`
+   once all P registered (:mod:`~barrier_runtime.spark.peer_registry`);
+4. the worker builds its :class:`~barrier_runtime.channels.WorkerNetwork`
+   on the listener and connects to the addresses received.
+
+So the rendezvous ends when the slowest worker said ``Hello``, plus one
+round trip. It used to be Spark's ``BarrierTaskContext.allGather``, which
+sends its request to the ``BarrierCoordinator`` and then *sleeps one second*
+before it checks for the answer (``Thread.sleep(1000)`` in
+``BarrierTaskContext.runBarrier``): about one second per attempt, whatever
+the workers did (measured on Spark 4 local mode: 0.98 to 1.02 s). The stage
+stays a barrier stage — Spark still gang-schedules its P tasks and fails them
+all together — it just no longer asks Spark to exchange the addresses.
 
 This module stays import-light (standard library only) so step 1 can happen
 before anything heavy is imported.
@@ -25,10 +33,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
-from collections.abc import Callable
-
-AllGather = Callable[[str], list[str]]
 
 
 def listen_host(configured: str | None) -> str:
@@ -49,45 +53,22 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class EarlyRendezvous:
-    """An ``allGather`` of this worker's peer address, started before the worker runs."""
+class PeerListener:
+    """This worker's peer listener, bound on an ephemeral port of ``host``, and its address."""
 
-    def __init__(self, all_gather: AllGather, host: str, num_workers: int) -> None:
+    def __init__(self, host: str, num_workers: int) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.host = host
         self.listener = socket.create_server(
             (host, 0), family=family, backlog=max(16, 2 * num_workers)
         )
         self.address = format_address(host, self.listener.getsockname()[1])
-        self._all_gather = all_gather
-        self._done = threading.Event()
-        self._addresses: list[str] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._gather, name="cjob-rendezvous", daemon=True)
-        self._thread.start()
-
-    def _gather(self) -> None:
-        try:
-            self._addresses = self._all_gather(self.address)
-        except BaseException as exc:  # handed to the worker's rendezvous step
-            self._error = exc
-        finally:
-            self._done.set()
-
-    def all_gather(self, address: str) -> list[str]:
-        """The gathered addresses (waits); ``address`` must be the one gathered."""
-        if address != self.address:
-            raise ValueError(f"the worker listens at {address}, but {self.address} was gathered")
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._addresses is not None
-        return self._addresses
 
     def close(self) -> None:
-        """Close the listener if the worker never took it over."""
+        """Close the listener (a no-op once the worker's network took it over and closed it)."""
         self.listener.close()
 
 
-def start(all_gather: AllGather, configured_host: str | None, num_workers: int) -> EarlyRendezvous:
-    """Step 1: listen for peers and start gathering addresses."""
-    return EarlyRendezvous(all_gather, listen_host(configured_host), num_workers)
+def listen(configured_host: str | None, num_workers: int) -> PeerListener:
+    """Step 1: listen for peers on this worker's address."""
+    return PeerListener(listen_host(configured_host), num_workers)

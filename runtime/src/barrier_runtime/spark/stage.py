@@ -8,18 +8,19 @@ of its job, Spark never retries it ("Could not recover from a failed barrier
 ResultStage") — the driver's restart loop does.
 
 :func:`barrier_task` is what the executors' Python workers run: it takes the
-task's index and ``allGather`` from ``BarrierTaskContext``, starts the
-rendezvous at once (:mod:`~barrier_runtime.spark.rendezvous`: Spark's
-``allGather`` costs about a second whatever the workers do, so the rest of
-the start-up overlaps it) and hands over to
-:func:`~barrier_runtime.spark.worker.run_worker`. Spark's cloudpickle sends
-only a reference to this module-level function plus the
+task's index from ``BarrierTaskContext``, binds the worker's peer listener at
+once (:mod:`~barrier_runtime.spark.rendezvous`; the addresses are exchanged
+through the driver, not with Spark's ``allGather``, which costs about a
+second) and hands over to :func:`~barrier_runtime.spark.worker.run_worker`,
+with the times its first start-up phases ended (the Python worker process
+started, the task body entered, the runtime imported). Spark's cloudpickle
+sends only a reference to this module-level function plus the
 :class:`~barrier_runtime.spark.config.WorkerConfig` as *bytes* of the
 data-only :mod:`~barrier_runtime.spark.message_codec` (never pickle):
-decoding the config imports the runtime (pyarrow, numpy: ~0.5 s in a fresh worker
-process), which must come after the rendezvous started, so this module
-imports the runtime lazily too. The pipeline is loaded by each worker from
-its reference (see :mod:`~barrier_runtime.spark.pipeline`).
+decoding the config imports the runtime (pyarrow, numpy: ~0.3-0.5 s in a
+fresh worker process), which must come after the listener is bound, so this
+module imports the runtime lazily too. The pipeline is loaded by each worker
+from its reference (see :mod:`~barrier_runtime.spark.pipeline`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -47,25 +50,48 @@ def barrier_task(
     """The body of one barrier task: run worker ``partitionId()`` of the attempt.
 
     ``config_bytes``: the encoded :class:`~barrier_runtime.spark.config.WorkerConfig`
-    (its ``host`` and ``parallelism`` come separately, to start the rendezvous first).
+    (its ``host`` and ``parallelism`` come separately, to bind the peer listener first).
     """
+    entered = time.time()
     from pyspark import BarrierTaskContext  # noqa: PLC0415 (runs in the executor)
 
     context = BarrierTaskContext.get()
-    early = rendezvous.start(context.allGather, host, parallelism)
+    peers = rendezvous.listen(host, parallelism)
     try:
-        from barrier_runtime.spark import (  # noqa: PLC0415 (after the start)
+        from barrier_runtime.spark import (  # noqa: PLC0415 (after the listener)
             message_codec,
         )
-        from barrier_runtime.spark import worker as worker_mod  # noqa: PLC0415 (after the start)
+        from barrier_runtime.spark import worker as worker_mod  # noqa: PLC0415 (after the listener)
 
+        imported = time.time()
         config = message_codec.decode_config(config_bytes)
         index = context.partitionId()
         worker_mod.configure_process_logging(index)
-        summary = worker_mod.run_worker(config, index, early.all_gather, early.listener)
+        phases = [("task", entered), ("imports", imported)]
+        started = process_start_time()
+        if started is not None:
+            phases.insert(0, ("process", started))
+        summary = worker_mod.run_worker(config, index, peers, phases)
     finally:
-        early.close()
+        peers.close()
     yield json.dumps(summary)
+
+
+def process_start_time() -> float | None:
+    """When this process started (wall clock, ~10 ms resolution; ``None`` where unknown).
+
+    Linux: its age is the system's uptime less the process's start in clock
+    ticks after boot (``/proc/self/stat`` field 22).
+    """
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        ticks = os.sysconf("SC_CLK_TCK")
+        return time.time() - (uptime - int(fields[19]) / ticks)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def task_for(config: config_mod.WorkerConfig) -> Callable[[Iterable[int]], Iterator[str]]:

@@ -1,21 +1,24 @@
 """One worker of an attempt: hosts subtask *i* of every task, talks to the driver and its peers.
 
 A worker is one Spark barrier task (see :mod:`~barrier_runtime.spark.stage`),
-but nothing here imports Spark: the task passes its index and
-``BarrierTaskContext.allGather`` in, so tests can run workers on threads.
+but nothing here imports Spark: the task passes its index (and the peer
+listener it bound first) in, so tests can run workers on threads.
 
 Life of a worker (numbered as in the code):
 
-1. Connect to the driver's coordinator and say ``Hello`` (signed with the
+1. Listen for peers (unless the task did already,
+   :mod:`~barrier_runtime.spark.rendezvous`), connect to the driver's
+   coordinator and say ``Hello`` with that address (signed with the
    attempt's key: a worker of an older attempt is refused).
 2. Load the pipeline from its reference, plan it, and check the plan's
    fingerprint against the driver's; open the checkpoint store.
-3. Listen for peers (:class:`~barrier_runtime.channels.WorkerNetwork`, on
-   the listener of an early rendezvous if the task started one, see
-   :mod:`~barrier_runtime.spark.rendezvous`), exchange addresses with
-   ``all_gather``, connect to every peer.
+3. Wait for the driver's ``Peers`` (every worker's address, sent once all
+   said ``Hello``), build the
+   :class:`~barrier_runtime.channels.WorkerNetwork` on the listener and
+   connect to every peer.
 4. Build the slice's subtasks — in-memory channels between them, network
-   channels to other slices — start them, and report ``Running``.
+   channels to other slices — start them, and report ``Running`` with the
+   times its start-up phases ended.
 5. Until a ``Shutdown`` arrives and the subtasks have left: forward the
    driver's messages to the subtasks; send acknowledgements, declines,
    finished tasks and, periodically, metrics.
@@ -31,7 +34,8 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from barrier_runtime import task_failure
@@ -51,8 +55,11 @@ from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
 
-AllGather = Callable[[str], list[str]]
+Phases = Sequence[tuple[str, float]]
+"""Start-up phases and the wall-clock time each ended, in order."""
 _JOIN_TIMEOUT = 30.0
+_PEERS_GRACE = 10.0
+"""Seconds a worker waits for the peers beyond the driver's rendezvous timeout."""
 LOG_LEVEL_ENV = "CJOB_WORKER_LOG_LEVEL"
 """Log level of worker processes (default WARNING); ``cjob`` sets it from its own verbosity."""
 
@@ -67,15 +74,16 @@ listen_host = rendezvous.listen_host
 def run_worker(
     config: config_mod.WorkerConfig,
     index: int,
-    all_gather: AllGather,
-    listener: socket.socket | None = None,
+    peers: rendezvous.PeerListener | None = None,
+    startup: Phases = (),
 ) -> dict[str, Any]:
     """Run worker ``index`` of ``config``'s attempt to the end; return a small summary.
 
-    ``listener``: the peer listener the address given to ``all_gather`` belongs to,
-    when the rendezvous was started early (:mod:`~barrier_runtime.spark.rendezvous`).
+    ``peers``: the peer listener, when the task bound it early
+    (:mod:`~barrier_runtime.spark.rendezvous`); ``startup``: phases the task
+    went through before (reported with ``Running``).
     """
-    return Worker(config, index).run(all_gather, listener)
+    return Worker(config, index).run(peers, startup)
 
 
 def configure_process_logging(index: int) -> None:
@@ -99,32 +107,32 @@ class Worker:
         self._shutdown = threading.Event()
         self._driver_lost: str | None = None
 
-    def run(self, all_gather: AllGather, listener: socket.socket | None = None) -> dict[str, Any]:
+    def run(
+        self, peers: rendezvous.PeerListener | None = None, startup: Phases = ()
+    ) -> dict[str, Any]:
         cfg = self.config
+        phases = list(startup)
         # Step 1
-        link = _connect(cfg, self.index, self.host)
+        peers = peers or rendezvous.PeerListener(self.host, cfg.parallelism)
+        link = self._hello(peers, phases)
         net: network_mod.WorkerNetwork | None = None
         ctx: attempt_mod.AttemptContext | None = None
         threads: list[threading.Thread] = []
         try:
             # Step 2
-            plan = self._plan()
-            store = cfg.store.open()
+            plan, store = self._load(phases)
             # Step 3
-            token = wire.derive_key(cfg.secret, "data-plane").hex()
-            net = network_mod.WorkerNetwork(
-                self.index, cfg.parallelism, token, host=self.host, listener=listener
-            )
-            addresses = _rendezvous(all_gather, net.address)
-            net.connect(dict(enumerate(addresses)), timeout=cfg.connect_timeout)
+            net = self._join_peers(link, peers, phases)
             # Step 4
             ctx = self._context(plan, store, link)
             subtasks = attempt_mod.build_subtasks(
                 ctx, cfg.channel_capacity, hosted_slice=self.index, remote=_NetworkChannels(net)
             )
             net.wait_for_peers(timeout=cfg.connect_timeout)
+            phases.append(("connected", time.time()))
             threads = _start(subtasks, cfg.attempt)
-            link.send(messages.Running())
+            phases.append(("running", time.time()))
+            link.send(messages.Running(tuple(phases)))
             # Step 5
             reader = threading.Thread(
                 target=self._read_driver,
@@ -159,7 +167,52 @@ class Worker:
                 for t in threads:
                     t.join(_JOIN_TIMEOUT)
                 ctx.close()
+            if net is None:
+                peers.close()
             link.close()
+
+    def _hello(
+        self, peers: rendezvous.PeerListener, phases: list[tuple[str, float]]
+    ) -> wire.FramedConnection:
+        """Step 1: say ``Hello`` to the driver with the peer address (close the listener if not)."""
+        try:
+            link = _connect(self.config, self.index, self.host, peers.address)
+        except BaseException:
+            peers.close()
+            raise
+        phases.append(("hello", time.time()))
+        return link
+
+    def _load(
+        self, phases: list[tuple[str, float]]
+    ) -> tuple[plan_mod.ExecutionPlan, checkpoint_store.CheckpointStore]:
+        """Step 2: the planned pipeline and the opened checkpoint store."""
+        plan = self._plan()
+        phases.append(("pipeline", time.time()))
+        store = self.config.store.open()
+        phases.append(("store", time.time()))
+        return plan, store
+
+    def _join_peers(
+        self,
+        link: wire.FramedConnection,
+        peers: rendezvous.PeerListener,
+        phases: list[tuple[str, float]],
+    ) -> network_mod.WorkerNetwork:
+        """Step 3: the network on the peer listener, connected to the addresses the driver sent."""
+        cfg = self.config
+        token = wire.derive_key(cfg.secret, "data-plane").hex()
+        net = network_mod.WorkerNetwork(
+            self.index, cfg.parallelism, token, host=peers.host, listener=peers.listener
+        )
+        try:
+            addresses = _await_peers(link, cfg)
+            phases.append(("peers", time.time()))
+            net.connect(dict(enumerate(addresses)), timeout=cfg.connect_timeout)
+        except BaseException:
+            net.abort()
+            raise
+        return net
 
     def _plan(self) -> plan_mod.ExecutionPlan:
         cfg = self.config
@@ -248,14 +301,38 @@ def _cause(exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> BaseEx
 
 
 class RendezvousFailedError(RuntimeError):
-    """The exchange of addresses failed: another task of the stage failed first."""
+    """The driver never sent the peers' addresses: another worker failed or never came."""
 
 
-def _rendezvous(all_gather: AllGather, address: str) -> list[str]:
+def _await_peers(link: wire.FramedConnection, cfg: config_mod.WorkerConfig) -> list[str]:
+    """Step 3: the driver's ``Peers`` (its first message), within ``connect_timeout``.
+
+    The driver sends it once every worker of the attempt said ``Hello``; if one
+    never does, the driver fails the attempt (its rendezvous timeout, counted
+    from the first ``Hello``) and closes this connection, which ends the wait
+    here. The worker's own limit is longer, so that the driver's error, which
+    names the missing workers, is the one reported.
+    """
+    limit = cfg.connect_timeout + _PEERS_GRACE
+    link.sock.settimeout(limit)
     try:
-        return all_gather(address)
-    except Exception as exc:
-        raise RendezvousFailedError(f"rendezvous with the other workers failed: {exc}") from exc
+        frame = link.receive()
+    except (OSError, EOFError, wire.AuthenticationError) as exc:
+        raise RendezvousFailedError(
+            f"no peer addresses from the driver within {limit:g}s: {exc}"
+        ) from exc
+    link.sock.settimeout(None)
+    if frame is None:
+        raise RendezvousFailedError(
+            "the driver closed the connection before every worker of the attempt registered"
+        )
+    if not isinstance(frame, messages.Peers) or frame.attempt != cfg.attempt:
+        raise RendezvousFailedError(f"expected the peers of attempt {cfg.attempt}, got {frame!r}")
+    if len(frame.addresses) != cfg.parallelism:
+        raise RendezvousFailedError(
+            f"the driver sent {len(frame.addresses)} peer addresses for {cfg.parallelism} workers"
+        )
+    return list(frame.addresses)
 
 
 _CONSEQUENCES = (channel_errors.ChannelClosedError, RendezvousFailedError)
@@ -283,13 +360,15 @@ class _NetworkChannels:
         return self._net.output_channel(channel_id, receiver_slice, sender)
 
 
-def _connect(cfg: config_mod.WorkerConfig, index: int, host: str) -> wire.FramedConnection:
+def _connect(
+    cfg: config_mod.WorkerConfig, index: int, host: str, peer_address: str
+) -> wire.FramedConnection:
     driver_host, port = network_mod.parse_address(cfg.driver_address)
     sock = socket.create_connection((driver_host, port), timeout=cfg.connect_timeout)
     sock.settimeout(None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     link = wire.connect_side(sock, wire.derive_key(cfg.secret, "control"))
-    link.send(messages.Hello(cfg.attempt, index, os.getpid(), host))
+    link.send(messages.Hello(cfg.attempt, index, os.getpid(), host, peer_address))
     return link
 
 

@@ -7,11 +7,17 @@ that writes, commits, verifies, restores and retains checkpoints in the
 layout of docs/architecture.md, 'Checkpoint storage', the named storage errors, and
 :class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops).
 Nothing here knows about barriers, operators or Spark.
+
+:class:`S3ObjectStore`, :class:`EmbeddedS3Server` and :func:`find_weed_binary`
+load on first use: they import the ``minio`` SDK (about a fifth of a Spark
+worker's import time), which a job on a local directory never needs.
 """
+
+import importlib
+from typing import TYPE_CHECKING
 
 from barrier_runtime.core.layout import CheckpointRef, Inventory, RejectedCheckpoint
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
-from barrier_runtime.storage.embedded import EmbeddedS3Server, find_weed_binary
 from barrier_runtime.storage.errors import (
     BucketNotFoundError,
     CheckpointAlreadyExistsError,
@@ -27,7 +33,12 @@ from barrier_runtime.storage.errors import (
 )
 from barrier_runtime.storage.local import LocalObjectStore
 from barrier_runtime.storage.object_store import ObjectInfo, ObjectStore, open_object_store
-from barrier_runtime.storage.s3 import S3ObjectStore
+
+if TYPE_CHECKING:
+    from barrier_runtime.storage.embedded import EmbeddedS3Server, find_weed_binary
+    from barrier_runtime.storage.s3 import S3ObjectStore
+
+_LAZY = {"EmbeddedS3Server": "embedded", "find_weed_binary": "embedded", "S3ObjectStore": "s3"}
 
 __all__ = [
     "BucketNotFoundError",
@@ -53,3 +64,10 @@ __all__ = [
     "find_weed_binary",
     "open_object_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -87,6 +87,7 @@ def test_probes_are_open_without_a_token(job: Running) -> None:
     assert ready.status == 200 and ready.json["state"] == "RUNNING"
     scrape = job.client.get("/metrics", auth=None)
     assert scrape.status == 200 and "cjob_job_up" in scrape.text
+    assert "cjob_job_startup_seconds{" in scrape.text
     assert TOKEN not in scrape.text
 
 
@@ -122,6 +123,7 @@ def test_job_describes_the_running_job(job: Running) -> None:
     assert (doc["state"], doc["attempt"], doc["restarts"]) == ("RUNNING", 0, 0)
     assert (doc["parallelism"], doc["maxParallelism"]) == (2, 128)
     assert doc["ready"] is True and doc["restoredFrom"] is None and doc["failure"] is None
+    assert 0 < doc["startupSeconds"] < 60  # the attempt's start to every subtask running
     started = datetime.datetime.fromisoformat(doc["startTime"].replace("Z", "+00:00"))
     assert abs(started.timestamp() - doc["startTimestamp"]) < 1e-3
     assert 0 < time.time() - doc["startTimestamp"] < 600

@@ -100,6 +100,7 @@ def _every_endpoint_answers(base: str, token: str) -> None:
     assert status == 200 and job["name"] == "running-count", job
     assert (job["state"], job["parallelism"], job["ready"]) == ("RUNNING", P, True), job
     assert job["restoredFrom"] is None and 0 < time.time() - job["startTimestamp"] < 600
+    assert 0 < job["startupSeconds"] < 120, job  # the stage submitted to every worker running
 
     checkpoint = _trigger(base, token, "checkpoint")
     assert "/checkpoints/chk-" in checkpoint["path"] and checkpoint["size"] > 0, checkpoint

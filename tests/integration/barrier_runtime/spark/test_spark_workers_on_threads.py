@@ -122,7 +122,7 @@ def test_the_coordinator_refuses_connections_without_the_attempt_key(tmp_path) -
     host, port = job.server.address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         conn = wire.connect_side(sock, wire.derive_key(b"not the secret", "control"))
-        conn.send(messages.Hello(0, 0, 1, "127.0.0.1"))
+        conn.send(messages.Hello(0, 0, 1, "127.0.0.1", "127.0.0.1:9"))
         sock.settimeout(5)
         assert conn.receive() is None  # refused: the server closed the connection
     assert job.job.info().restarts == 0

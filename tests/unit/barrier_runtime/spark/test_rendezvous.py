@@ -1,9 +1,10 @@
-"""The early rendezvous of a barrier task: allGather starts before the worker runs."""
+"""The worker's side of the rendezvous: the peer listener is bound before the worker runs."""
 
 from __future__ import annotations
 
 import socket
-import threading
+import subprocess
+import sys
 
 import pytest
 
@@ -11,47 +12,20 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, message_codec, pipeline, rendezvous, stage
 
 
-def test_gathers_the_listener_address_while_the_caller_goes_on() -> None:
-    release = threading.Event()
-    calls: list[str] = []
-
-    def all_gather(address: str) -> list[str]:
-        calls.append(address)
-        release.wait(5)
-        return [address, "127.0.0.1:9"]
-
-    early = rendezvous.start(all_gather, "127.0.0.1", 2)
+def test_the_listener_accepts_peers_before_the_worker_takes_it_over() -> None:
+    peers = rendezvous.listen("127.0.0.1", 2)
     try:
-        port = early.listener.getsockname()[1]
-        assert early.address == f"127.0.0.1:{port}"
+        port = peers.listener.getsockname()[1]
+        assert peers.address == f"127.0.0.1:{port}"
         with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass  # the listener already accepts peers
-        release.set()
-        assert early.all_gather(early.address) == [early.address, "127.0.0.1:9"]
-        assert calls == [early.address]
+            pass  # queued in the backlog until the worker's network accepts it
     finally:
-        early.close()
+        peers.close()
 
 
-def test_a_failed_gather_is_raised_to_the_worker() -> None:
-    def all_gather(address: str) -> list[str]:
-        raise RuntimeError("another task failed")
-
-    early = rendezvous.start(all_gather, "127.0.0.1", 2)
-    try:
-        with pytest.raises(RuntimeError, match="another task failed"):
-            early.all_gather(early.address)
-    finally:
-        early.close()
-
-
-def test_the_worker_must_use_the_gathered_address() -> None:
-    early = rendezvous.start(lambda a: [a], "127.0.0.1", 1)
-    try:
-        with pytest.raises(ValueError, match="was gathered"):
-            early.all_gather("127.0.0.1:1")
-    finally:
-        early.close()
+def test_ipv6_addresses_are_bracketed() -> None:
+    assert rendezvous.format_address("::1", 4000) == "[::1]:4000"
+    assert rendezvous.format_address("10.0.0.1", 4000) == "10.0.0.1:4000"
 
 
 def test_the_task_closure_carries_the_config_as_bytes() -> None:
@@ -62,6 +36,20 @@ def test_the_task_closure_carries_the_config_as_bytes() -> None:
     assert isinstance(config_bytes, bytes)
     assert (host, parallelism) == (cfg.host, cfg.parallelism)
     assert message_codec.decode_config(config_bytes) == cfg
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_fresh_process_knows_when_it_started() -> None:
+    code = (
+        "import time; from barrier_runtime.spark import stage; "
+        "print(time.time() - stage.process_start_time())"
+    )
+    age = float(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert 0.0 <= age < 10.0  # the interpreter's start-up, at ~10 ms resolution
 
 
 def _config() -> config.WorkerConfig:

@@ -116,8 +116,10 @@ def _every_message() -> list[object]:
     metrics = task_metrics.AttemptMetrics({"count": 5}, {"count": 4}, {"count": 0.5}, {})
     failure = task_failure.TaskFailure(task_failure.FailureClass.RECORD, "E: x", "f", "map", "tb")
     return [
-        messages.Hello(1, 0, 42, "127.0.0.1"),
+        messages.Hello(1, 0, 42, "127.0.0.1", "127.0.0.1:4000"),
+        messages.Peers(1, ("127.0.0.1:4000", "[::1]:4001")),
         messages.Running(),
+        messages.Running((("imports", 1.5), ("running", 2.25))),
         messages.Ack(ack),
         messages.Decline(types.CheckpointId(3), task, types.FailureReason.TIMEOUT),
         messages.TaskFinished(task),
