@@ -21,12 +21,16 @@ What belongs here, one module per system:
 
 Broker client libraries (``nats-py``, ``confluent-kafka``) are optional and
 imported only when a connection is made, so the core runtime needs neither.
+The broker connectors and embedded brokers themselves load on first use
+(attribute access on this package), so a worker whose pipeline reads files
+or generators does not pay for importing them.
 """
+
+import importlib
+from typing import TYPE_CHECKING
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.connectors.discard import DiscardSink
-from barrier_runtime.connectors.embedded_kafka import EmbeddedKafkaBroker
-from barrier_runtime.connectors.embedded_nats import EmbeddedNatsServer
 from barrier_runtime.connectors.errors import (
     BrokerUnavailableError,
     ConnectorDependencyError,
@@ -38,8 +42,22 @@ from barrier_runtime.connectors.errors import (
 from barrier_runtime.connectors.file_source import FileSource
 from barrier_runtime.connectors.files import FileSink, TransactionLostError
 from barrier_runtime.connectors.generator import GeneratorSource
-from barrier_runtime.connectors.kafka import KafkaSink, KafkaSource
-from barrier_runtime.connectors.nats import NatsSink, NatsSource, ensure_stream
+
+if TYPE_CHECKING:
+    from barrier_runtime.connectors.embedded_kafka import EmbeddedKafkaBroker
+    from barrier_runtime.connectors.embedded_nats import EmbeddedNatsServer
+    from barrier_runtime.connectors.kafka import KafkaSink, KafkaSource
+    from barrier_runtime.connectors.nats import NatsSink, NatsSource, ensure_stream
+
+_LAZY = {
+    "EmbeddedKafkaBroker": "embedded_kafka",
+    "EmbeddedNatsServer": "embedded_nats",
+    "KafkaSink": "kafka",
+    "KafkaSource": "kafka",
+    "NatsSink": "nats",
+    "NatsSource": "nats",
+    "ensure_stream": "nats",
+}
 
 __all__ = [
     "BrokerUnavailableError",
@@ -62,3 +80,10 @@ __all__ = [
     "TransactionTooLargeError",
     "ensure_stream",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
