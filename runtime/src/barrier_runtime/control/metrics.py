@@ -37,6 +37,7 @@ from prometheus_client.metrics_core import (
 
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
+from barrier_runtime.core import latency
 
 DURATION_BUCKETS: tuple[float, ...] = (
     0.05,
@@ -251,7 +252,22 @@ class JobMetrics:
         )
         for step, n in sorted(runtime.records_rejected.items()):
             base.add(rejected, track("rejected", step, n), step=step)
-        return [records_in, records_out, backpressure, rejected]
+        return [
+            records_in,
+            records_out,
+            backpressure,
+            rejected,
+            base.latencies(
+                "cjob_sink_arrival_latency_seconds",
+                "Sink write time minus creation time of records stamped with event_created.",
+                runtime.arrival_latency,
+            ),
+            base.latencies(
+                "cjob_sink_commit_latency_seconds",
+                "Checkpoint commit time minus creation time of records stamped with event_created.",
+                runtime.commit_latency,
+            ),
+        ]
 
     def _checkpoint_families(
         self, base: _Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals
@@ -350,6 +366,15 @@ class _Labels:
 
     def add(self, family: CounterMetricFamily, value: float, **extra: str) -> None:
         family.add_metric(self.values(**extra), value)
+
+    def latencies(
+        self, name: str, doc: str, per_step: Mapping[str, latency.LatencyHistogram]
+    ) -> HistogramMetricFamily:
+        """A histogram family with one series per sink step."""
+        family = HistogramMetricFamily(name, doc, labels=self.names("step"))
+        for step, h in sorted(per_step.items()):
+            family.add_metric(self.values(step=step), h.cumulative(), h.sum_seconds)
+        return family
 
     def counter(self, name: str, doc: str, value: float) -> CounterMetricFamily:
         family = CounterMetricFamily(name, doc, labels=self.names())
