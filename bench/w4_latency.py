@@ -96,6 +96,8 @@ class Ours:
         ]
         if rate is not None:
             args += ["--rate", str(rate)]
+        if a.switch_interval is not None:
+            args += ["--switch-interval", str(a.switch_interval)]
         checkpoint = CheckpointConfig(
             interval=1e9 if mode == "none" else a.interval,
             timeout=120.0,
@@ -134,6 +136,8 @@ class Ours:
             "latency_ms": quantiles_ms(bins, w4_pipeline.BIN_NS),
             "measured_records": int(bins.sum()),
             "checkpoints_completed": stats.counts.completed,
+            "checkpoint_ms_median": _median_ms([e.duration for e in stats.history]),
+            "alignment_ms_median": _median_ms([e.alignment_duration for e in stats.history]),
             "attempts": result.attempts,
             "runtime_metrics_bucket_bounds_ms": {
                 kind: {
@@ -152,6 +156,11 @@ class Ours:
             raise RuntimeError(f"{name}: the sink received {records} records, expected {events}")
         log(f"{name}: {json.dumps({k: v for k, v in out.items() if 'loadavg' not in k})}")
         return out
+
+
+def _median_ms(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(float(np.median(known)) * 1000, 1) if known else None
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -259,6 +268,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds not measured per run")
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="the workers' GIL switch interval, s (Python's default: 0.005)",
+    )
     parser.add_argument("--skip-spark-ss", action="store_true")
     parser.add_argument("--skip-real-time", action="store_true")
     return parser.parse_args()

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import pathlib
+import sys
 import time
 from collections.abc import Iterable, Sequence
 
@@ -50,7 +51,10 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--stamps", required=True, help="directory for the sink's histograms")
+    parser.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval")
     ns = parser.parse_args(list(args))
+    if ns.switch_interval is not None:
+        sys.setswitchinterval(ns.switch_interval)
     source = GeneratorSource(
         keys=ns.keys,
         events_per_key=max(1, ns.events // ns.keys),
