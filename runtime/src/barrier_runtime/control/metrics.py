@@ -110,6 +110,7 @@ class CheckpointTracker:
         self._failed: dict[str, int] = {}
         self._high: dict[str, int] = {}
         self._peaks: dict[tuple[str, str], float] = {}
+        self._histograms: dict[tuple[str, str], latency.LatencyHistogram] = {}
 
     def observe(self, snapshot: stats.CheckpointStats, restarts: int) -> CheckpointTotals:
         visible = {e.checkpoint_id: e for e in _finished(snapshot)}
@@ -139,6 +140,24 @@ class CheckpointTracker:
         best = max(value, self._peaks.get(key, value))
         self._peaks[key] = best
         return best
+
+    def peak_histograms(
+        self, family: str, per_step: Mapping[str, latency.LatencyHistogram]
+    ) -> dict[str, latency.LatencyHistogram]:
+        """Bucket by bucket the highest counts seen per step (so no bucket goes down)."""
+        out = {}
+        for step, now in per_step.items():
+            best = self._histograms.get((family, step))
+            served = (
+                now
+                if best is None
+                else latency.LatencyHistogram(
+                    tuple(max(a, b) for a, b in zip(now.counts, best.counts, strict=True)),
+                    max(now.sum_seconds, best.sum_seconds),
+                )
+            )
+            self._histograms[(family, step)] = out[step] = served
+        return out
 
     def _count(self, entry: stats.CheckpointStatsEntry) -> None:
         if entry.status is stats.CheckpointStatus.COMPLETED:
@@ -260,12 +279,16 @@ class JobMetrics:
             base.latencies(
                 "cjob_sink_arrival_latency_seconds",
                 "Sink write time minus creation time of records stamped with event_created.",
-                runtime.arrival_latency,
+                self._tracker.peak_histograms(
+                    "cjob_sink_arrival_latency_seconds", runtime.arrival_latency
+                ),
             ),
             base.latencies(
                 "cjob_sink_commit_latency_seconds",
                 "Checkpoint commit time minus creation time of records stamped with event_created.",
-                runtime.commit_latency,
+                self._tracker.peak_histograms(
+                    "cjob_sink_commit_latency_seconds", runtime.commit_latency
+                ),
             ),
         ]
 

@@ -60,9 +60,13 @@ def created_times(batch: batch_mod.Batch) -> npt.NDArray[np.int64] | None:
             return None
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
     rows = batch.rows()
-    if not isinstance(rows[0].get(sources.CREATED_COLUMN), int):
+    first = rows[0]
+    if not isinstance(first, dict) or not isinstance(first.get(sources.CREATED_COLUMN), int):
         return None
-    stamps = [r.get(sources.CREATED_COLUMN) for r in rows]
+    try:
+        stamps = [r[sources.CREATED_COLUMN] for r in rows]
+    except (KeyError, TypeError):  # a record without the stamp: the batch is not measured
+        return None
     if not all(isinstance(s, int) for s in stamps):
         return None
     return np.array(stamps, dtype=np.int64)

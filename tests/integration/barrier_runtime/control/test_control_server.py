@@ -301,6 +301,12 @@ def test_sink_latency_histograms_are_exported_per_step(served: Any, scripted: Sc
     assert samples["cjob_sink_commit_latency_seconds_bucket"][(("le", "0.5"), *step)] == 0
     assert samples["cjob_sink_commit_latency_seconds_bucket"][(("le", "1"), *step)] == 3
 
+    # a restart is folding the live attempt's histograms into the totals: they dip
+    scripted.runtime = RuntimeMetrics(arrival_latency={"out": LatencyHistogram.of_seconds([2.0])})
+    again = _scrape(served)
+    assert again["cjob_sink_arrival_latency_seconds_count"] == {step: 4}
+    assert again["cjob_sink_arrival_latency_seconds_bucket"][(("le", "0.005"), *step)] == 2
+
 
 def test_metrics_without_checkpoints_omit_the_last_checkpoint_gauges(served: Any) -> None:
     samples = _scrape(served)

@@ -37,6 +37,8 @@ def test_created_times_read_rows_and_arrow_and_ignore_unstamped_batches() -> Non
     assert task_latency.created_times(batch_mod.Batch.from_rows([{"k": 1}])) is None
     unstamped = batch_mod.Batch.from_rows([{"k": 1, CREATED_COLUMN: "yesterday"}])
     assert task_latency.created_times(unstamped) is None
+    partly = batch_mod.Batch.from_rows([{CREATED_COLUMN: 5}, {"k": 2}])
+    assert task_latency.created_times(partly) is None
 
 
 def test_commit_latency_counts_each_epoch_once_at_the_checkpoint_that_publishes_it() -> None:
