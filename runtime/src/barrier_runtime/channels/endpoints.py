@@ -180,9 +180,17 @@ class RemoteOutputChannel:
 
     # -- connection side (``cond`` held) ----------------------------------------------
 
-    def _granted(self, batches: int) -> None:
+    def _granted(self, batches: int) -> bool:
+        """Add credits; True when they lift back-pressure (the sender may be waiting)."""
+        blocked = self._data >= self._credits
         self._credits += batches
         self._opened = True
+        return blocked and self._data < self._credits
+
+    @property
+    def _waiting_for_credits(self) -> bool:
+        """Data is queued that the writer can send only with a new credit."""
+        return self._data > 0 and self._credits <= 0
 
     def _wake(self) -> None:
         self._sender.notify()
