@@ -135,6 +135,7 @@ class Ours:
             "sink_events_per_second": round(records / max(last - first, 1e-9)),
             "latency_ms": quantiles_ms(bins, w4_pipeline.BIN_NS),
             "measured_records": int(bins.sum()),
+            "records_per_sink_write": round(records / max(1, sum(m["writes"] for m in marks)), 1),
             "checkpoints_completed": stats.counts.completed,
             "checkpoint_ms_median": _median_ms([e.duration for e in stats.history]),
             "alignment_ms_median": _median_ms([e.alignment_duration for e in stats.history]),

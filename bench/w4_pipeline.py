@@ -95,6 +95,7 @@ class _LatencyWriter(DiscardWriter):
         self._first: float | None = None
         self._last: float | None = None
         self._bins = np.zeros(MAX_BINS, dtype=np.int64)
+        self._writes = 0
 
     def write(self, records: Sequence[Record]) -> None:
         super().write(records)
@@ -106,6 +107,7 @@ class _LatencyWriter(DiscardWriter):
 
     def _measure(self, created: np.ndarray) -> None:  # type: ignore[type-arg]
         now = time.time_ns()
+        self._writes += 1
         self._last = now / 1e9
         if self._first is None:
             self._first = self._last
@@ -129,6 +131,7 @@ class _LatencyWriter(DiscardWriter):
             "first": self._first,
             "last": self._last,
             "records": self.records,
+            "writes": self._writes,
             "bin_ns": BIN_NS,
             "bins": dict(zip(nonzero.tolist(), self._bins[nonzero].tolist(), strict=True)),
         }
