@@ -141,23 +141,14 @@ class CheckpointTracker:
         self._peaks[key] = best
         return best
 
-    def peak_histograms(
-        self, family: str, per_step: Mapping[str, latency.LatencyHistogram]
-    ) -> dict[str, latency.LatencyHistogram]:
-        """Bucket by bucket the highest counts seen per step (so no bucket goes down)."""
-        out = {}
-        for step, now in per_step.items():
-            best = self._histograms.get((family, step))
-            served = (
-                now
-                if best is None
-                else latency.LatencyHistogram(
-                    tuple(max(a, b) for a, b in zip(now.counts, best.counts, strict=True)),
-                    max(now.sum_seconds, best.sum_seconds),
-                )
-            )
-            self._histograms[(family, step)] = out[step] = served
-        return out
+    def peak_histogram(
+        self, family: str, step: str, now: latency.LatencyHistogram
+    ) -> latency.LatencyHistogram:
+        """Bucket by bucket the highest counts seen for this series (no bucket goes down)."""
+        best = self._histograms.get((family, step))
+        served = now if best is None else now.envelope(best)
+        self._histograms[(family, step)] = served
+        return served
 
     def _count(self, entry: stats.CheckpointStatsEntry) -> None:
         if entry.status is stats.CheckpointStatus.COMPLETED:
@@ -271,26 +262,19 @@ class JobMetrics:
         )
         for step, n in sorted(runtime.records_rejected.items()):
             base.add(rejected, track("rejected", step, n), step=step)
-        return [
-            records_in,
-            records_out,
-            backpressure,
-            rejected,
-            base.latencies(
-                "cjob_sink_arrival_latency_seconds",
-                "Sink write time minus creation time of records stamped with event_created.",
-                self._tracker.peak_histograms(
-                    "cjob_sink_arrival_latency_seconds", runtime.arrival_latency
-                ),
-            ),
-            base.latencies(
-                "cjob_sink_commit_latency_seconds",
-                "Checkpoint commit time minus creation time of records stamped with event_created.",
-                self._tracker.peak_histograms(
-                    "cjob_sink_commit_latency_seconds", runtime.commit_latency
-                ),
-            ),
-        ]
+        return [records_in, records_out, backpressure, rejected, *self._latencies(base, runtime)]
+
+    def _latencies(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+        families = (
+            ("cjob_sink_arrival_latency_seconds", "Sink write", runtime.arrival_latency),
+            ("cjob_sink_commit_latency_seconds", "Checkpoint commit", runtime.commit_latency),
+        )
+        out: list[Metric] = []
+        for name, moment, per_step in families:
+            doc = f"{moment} time minus creation time of records stamped with event_created."
+            peaked = {s: self._tracker.peak_histogram(name, s, h) for s, h in per_step.items()}
+            out.append(base.latencies(name, doc, peaked))
+        return out
 
     def _checkpoint_families(
         self, base: _Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals

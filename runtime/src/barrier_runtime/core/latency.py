@@ -71,6 +71,16 @@ class LatencyHistogram:
         counts = tuple(a + b for a, b in zip(self.counts, other.counts, strict=True))
         return LatencyHistogram(counts, self.sum_seconds + other.sum_seconds)
 
+    def envelope(self, other: LatencyHistogram) -> LatencyHistogram:
+        """Bucket by bucket the larger count (and the larger sum) of the two.
+
+        >>> a, b = LatencyHistogram.of_seconds([0.001, 2.0]), LatencyHistogram.of_seconds([0.001] * 3)
+        >>> a.envelope(b).count
+        4
+        """
+        counts = tuple(max(a, b) for a, b in zip(self.counts, other.counts, strict=True))
+        return LatencyHistogram(counts, max(self.sum_seconds, other.sum_seconds))
+
     def since(self, earlier: LatencyHistogram) -> LatencyHistogram:
         """The observations added after ``earlier`` (a window of a cumulative histogram)."""
         counts = tuple(max(0, a - b) for a, b in zip(self.counts, earlier.counts, strict=True))
