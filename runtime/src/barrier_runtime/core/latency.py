@@ -74,7 +74,8 @@ class LatencyHistogram:
     def envelope(self, other: LatencyHistogram) -> LatencyHistogram:
         """Bucket by bucket the larger count (and the larger sum) of the two.
 
-        >>> a, b = LatencyHistogram.of_seconds([0.001, 2.0]), LatencyHistogram.of_seconds([0.001] * 3)
+        >>> a = LatencyHistogram.of_seconds([0.001, 2.0])
+        >>> b = LatencyHistogram.of_seconds([0.001] * 3)
         >>> a.envelope(b).count
         4
         """
