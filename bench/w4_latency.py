@@ -303,7 +303,7 @@ def main() -> None:
                 report["rate_events_per_second"] = round(rate)
                 events = int(rate * args.seconds) // args.keys * args.keys
                 runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-                for i in range(args.repeats):
+                for i in range(args.repeats if modes else 0):
                     for mode in modes[i % len(modes) :] + modes[: i % len(modes)]:
                         runs[mode].append(ours.run(f"{mode}-{i}", events, rate, mode))
                 report["ours"] = {m: _summary(r) for m, r in runs.items()}
