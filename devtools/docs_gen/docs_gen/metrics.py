@@ -24,7 +24,7 @@ from prometheus_client.metrics_core import Metric
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
 from barrier_runtime.control import metrics as driver_metrics
-from barrier_runtime.core import types
+from barrier_runtime.core import latency, types
 from cjob_operator import metrics as operator_metrics
 from docs_gen import markdown as md
 
@@ -98,8 +98,13 @@ class _StandInJob:
         )
 
     def runtime_metrics(self) -> job.RuntimeMetrics:
+        one = latency.LatencyHistogram.of_seconds([0.01])
         return job.RuntimeMetrics(
-            records_in={"step": 1}, records_out={"step": 1}, backpressure_seconds={"task": 1.0}
+            records_in={"step": 1},
+            records_out={"step": 1},
+            backpressure_seconds={"task": 1.0},
+            arrival_latency={"step": one},
+            commit_latency={"step": one},
         )
 
 
@@ -112,6 +117,12 @@ def _labels(family: Metric) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _bucket_bounds(family: Metric) -> tuple[float, ...]:
+    """The finite ``le`` bounds a histogram family serves (``()`` for other types)."""
+    bounds = {float(s.labels["le"]) for s in family.samples if s.labels.get("le", "+Inf") != "+Inf"}
+    return tuple(sorted(bounds))
+
+
 def driver() -> list[MetricDoc]:
     """The families a driver's ``/metrics`` serves, in the order it serves them."""
     collector = driver_metrics.JobMetrics(_StandInJob(), namespace="namespace")
@@ -121,7 +132,7 @@ def driver() -> list[MetricDoc]:
             f.type,
             f.documentation,
             _labels(f),
-            driver_metrics.DURATION_BUCKETS if f.type == "histogram" else (),
+            _bucket_bounds(f),
         )
         for f in collector.collect()
     ]

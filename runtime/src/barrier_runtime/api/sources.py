@@ -26,6 +26,23 @@ from barrier_runtime.api import batch as batch_mod
 Position = Any
 """A JSON-serialisable resume position."""
 
+CREATED_COLUMN = "event_created"
+"""The opt-in column that stamps a record with its creation time, for latency metrics.
+
+A source (or any step) that sets it to an ``int`` of nanoseconds since the Unix
+epoch (``time.time_ns()`` when the event was created) lets every sink the
+record reaches measure *arrival latency* (sink write time - creation) and
+*commit latency* (checkpoint commit time - creation); the driver exports both
+as ``cjob_sink_arrival_latency_seconds`` and ``cjob_sink_commit_latency_seconds``
+histograms and the live view of ``cjob run`` shows their p50/p99. Records
+without it (or with a non-integer value) are not measured. The generator
+sources add it with ``stamp_created=True``. Creation times come from the
+producer's clock: latencies across machines include their clock skew.
+
+>>> import time
+>>> record = {"key": "k1", CREATED_COLUMN: time.time_ns()}
+"""
+
 
 class SourcePartition(abc.ABC):
     """One independently readable, replayable slice of a source."""

@@ -260,14 +260,18 @@ class OutboundLink(_Link):
             self.fail(f"protocol error: {exc}")
 
     def _credit(self, channel: int, batches: int) -> None:
+        """Apply credits; wake the writer only if data waits for them, the task only if
+        they lift its back-pressure (each wake costs a GIL hand-over)."""
         with self._cond:
             endpoint = self._channels.get(channel)
             if endpoint is None:  # the receiver registered first
                 self._early_credits[channel] = self._early_credits.get(channel, 0) + batches
                 return
-            endpoint._granted(batches)
-            self._cond.notify_all()
-        endpoint._wake()
+            if endpoint._waiting_for_credits or not endpoint._opened:
+                self._cond.notify_all()
+            lifted = endpoint._granted(batches)
+        if lifted:
+            endpoint._wake()
 
     def _all_finished(self) -> bool:
         with self._cond:

@@ -7,10 +7,11 @@ output channel (``put``, ``put_priority``, ``has_capacity``) and a
 
 Credit-based flow control
     The receiver grants the sender credits: first its buffer capacity (in
-    data batches), then one credit back each time its task *takes* a data
-    batch. The sender's writer sends a data batch only with a credit in
-    hand, so at most ``capacity`` batches are ever received and not yet
-    taken. ``has_capacity()`` is ``queued_batches < credits``: while the
+    data batches), then a credit back for each data batch its task *takes*
+    (in groups of ``capacity // 4`` while more data is queued, at once when
+    the queue holds no more data). The sender's writer sends a data batch
+    only with a credit in hand, so at most ``capacity`` batches are ever
+    received and not yet taken. ``has_capacity()`` is ``queued_batches < credits``: while the
     receiver keeps up, batches leave as soon as they are put; once credits
     are exhausted it is False and the sending task stops processing (it may
     have overdrawn by the batches of one input batch — the overdraft). The
@@ -180,9 +181,17 @@ class RemoteOutputChannel:
 
     # -- connection side (``cond`` held) ----------------------------------------------
 
-    def _granted(self, batches: int) -> None:
+    def _granted(self, batches: int) -> bool:
+        """Add credits; True when they lift back-pressure (the sender may be waiting)."""
+        blocked = self._data >= self._credits
         self._credits += batches
         self._opened = True
+        return blocked and self._data < self._credits
+
+    @property
+    def _waiting_for_credits(self) -> bool:
+        """Data is queued that the writer can send only with a new credit."""
+        return self._data > 0 and self._credits <= 0
 
     def _wake(self) -> None:
         self._sender.notify()
@@ -235,9 +244,17 @@ class RemoteInputChannel:
         self._data = 0
         self._ended = False
         self._overtaken: dict[types.CheckpointId, list[batch_mod.Batch]] = {}
+        self._unreturned = 0
+        self._return_every = max(1, capacity // 4)
 
     def take(self) -> Item | None:
-        """The next item, or None if nothing is queued; taking a data batch returns a credit."""
+        """The next item, or None if nothing is queued; taking a data batch frees a credit.
+
+        Freed credits go back in groups of ``capacity // 4`` while data is still
+        queued here (each return wakes the connection's writer thread), and at once
+        when the queue holds no more data, so a sender never waits on credits this
+        end keeps while it has nothing left to take.
+        """
         with self._lock:
             self._check()
             if not self._items:
@@ -245,13 +262,16 @@ class RemoteInputChannel:
             item = self._items.popleft()
             if self._priority:
                 self._priority -= 1
-            is_data = isinstance(item, batch_mod.Batch)
-            if is_data:
+            returned = 0
+            if isinstance(item, batch_mod.Batch):
                 self._data -= 1
+                self._unreturned += 1
+                if not self._data or self._unreturned >= self._return_every:
+                    returned, self._unreturned = self._unreturned, 0
             elif isinstance(item, types.Barrier):
                 self._forget_overtaken_before(item.checkpoint_id)
-        if is_data:
-            self._link.grant(self.channel, 1)
+        if returned:
+            self._link.grant(self.channel, returned)
         return item
 
     def peek(self) -> Item | None:

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import stats as stats_mod
+from barrier_runtime.core import latency
 from barrier_runtime.driver import job_driver
 
 
@@ -64,6 +65,8 @@ class ProgressView:
         self._last_status = time.monotonic()
         self._last_records = 0
         self._last_backpressure = 0.0
+        self._last_arrival = latency.LatencyHistogram()
+        self._last_commit = latency.LatencyHistogram()
 
     def start(self) -> ProgressView:
         self._thread.start()
@@ -164,10 +167,17 @@ class ProgressView:
                 f"checkpoint {latest.checkpoint_id} {age:.1f}s ago "
                 f"({(latest.duration or 0) * 1000:.0f} ms, {latest.state_size / 1024:.0f} KiB)"
             )
+        arrival = latency.combined(metrics.arrival_latency.values())
+        commit = latency.combined(metrics.commit_latency.values())
+        lat_text, lat_fields = _latency_window(
+            arrival.since(self._last_arrival), commit.since(self._last_commit)
+        )
+        self._last_arrival, self._last_commit = arrival, commit
         self._out.say(
             f"{info.state.value.lower()} | {rate:,.0f} records/s | back-pressure "
             f"{pressured:.0%} | {last} | restarts {info.restarts}"
-            + (f" | rejected {rejected:,}" if rejected else ""),
+            + (f" | rejected {rejected:,}" if rejected else "")
+            + lat_text,
             "status",
             state=info.state.value,
             records_per_s=round(rate, 1),
@@ -176,4 +186,22 @@ class ProgressView:
             restarts=info.restarts,
             last_checkpoint=last_id,
             rejected=rejected,
+            **lat_fields,
         )
+
+
+def _latency_window(
+    arrival: latency.LatencyHistogram, commit: latency.LatencyHistogram
+) -> tuple[str, dict[str, float]]:
+    """The status line's latency part for one window (bucket upper bounds, so "≤")."""
+    if not arrival.count:
+        return "", {}
+    fields = {
+        "latency_p50_ms": (arrival.quantile(0.5) or 0.0) * 1000,
+        "latency_p99_ms": (arrival.quantile(0.99) or 0.0) * 1000,
+    }
+    text = f" | latency p50 ≤{fields['latency_p50_ms']:g} ms p99 ≤{fields['latency_p99_ms']:g} ms"
+    if commit.count:
+        fields["commit_latency_p99_ms"] = (commit.quantile(0.99) or 0.0) * 1000
+        text += f", committed p99 ≤{fields['commit_latency_p99_ms']:g} ms"
+    return text, fields

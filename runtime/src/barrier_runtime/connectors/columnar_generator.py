@@ -16,6 +16,10 @@ Two key orders:
 
 ``events`` is the total over all partitions (``None``: unbounded); batches
 hold up to ``batch_size`` events; ``rate_per_partition`` (events/s) throttles.
+``stamp_created=True`` adds the int64 column
+:data:`~barrier_runtime.api.sources.CREATED_COLUMN` (ns since the epoch: when
+the rate made the event due, or when it was generated) for latency metrics;
+that column is not reproduced on replay.
 
 >>> src = ColumnarGeneratorSource(events=10, keys=4, partitions=2, batch_size=3, key_order="cyclic")
 >>> batch = src.open("cols-1", None).next_batch()
@@ -58,6 +62,7 @@ class ColumnarGeneratorSource(sources.Source):
         key_order: KeyOrder = "uniform",
         value_range: int = 1000,
         rate_per_partition: float | None = None,
+        stamp_created: bool = False,
     ) -> None:
         if keys < 1 or partitions < 1 or batch_size < 1 or value_range < 1:
             raise ValueError("keys, partitions, batch_size and value_range must be positive")
@@ -75,6 +80,7 @@ class ColumnarGeneratorSource(sources.Source):
         self.key_order: KeyOrder = key_order
         self.value_range = value_range
         self.rate = rate_per_partition
+        self.stamp_created = stamp_created
 
     def partitions(self) -> Sequence[str]:
         return [f"cols-{p}" for p in range(self.num_partitions)]
@@ -137,6 +143,9 @@ class _ColumnarPartition(sources.SourcePartition):
         if count is None:
             return None
         batch = self._src.events_between(self._index, self._next, self._next + count)
+        if self._src.stamp_created:
+            created = pa.array(self._budget.created_ns(self._next, count))
+            batch = batch.append_column(sources.CREATED_COLUMN, created)
         self._next += count
         return batch
 

@@ -33,6 +33,7 @@ class GeneratorSource(sources.Source):
         partitions: int = 4,
         batch_size: int = 256,
         rate_per_partition: float | None = None,
+        stamp_created: bool = False,
     ) -> None:
         if keys < 1 or partitions < 1 or batch_size < 1:
             raise ValueError("keys, partitions and batch_size must be positive")
@@ -43,6 +44,9 @@ class GeneratorSource(sources.Source):
         self.num_partitions = partitions
         self.batch_size = batch_size
         self.rate = rate_per_partition
+        self.stamp_created = stamp_created
+        """Add :data:`~barrier_runtime.api.sources.CREATED_COLUMN` to every record (latency
+        metrics; not reproduced on replay)."""
 
     @property
     def total_events(self) -> int | None:
@@ -60,6 +64,7 @@ class GeneratorSource(sources.Source):
 class _GeneratorPartition(sources.SourcePartition):
     def __init__(self, source: GeneratorSource, owned: list[int], position: int) -> None:
         self._owned = owned
+        self._stamp = source.stamp_created
         self._next = position
         end = None if source.events_per_key is None else len(owned) * source.events_per_key
         self._budget = _pacing.EmissionBudget(
@@ -75,6 +80,11 @@ class _GeneratorPartition(sources.SourcePartition):
             {"key": f"k{self._owned[i % n]}", "seq": i // n}
             for i in range(self._next, self._next + count)
         ]
+        if self._stamp:
+            for row, created in zip(
+                rows, self._budget.created_ns(self._next, count).tolist(), strict=True
+            ):
+                row[sources.CREATED_COLUMN] = created
         self._next += count
         return rows
 

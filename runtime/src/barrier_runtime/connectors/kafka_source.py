@@ -125,8 +125,7 @@ class KafkaPartition(sources.SourcePartition):
             return None
         rows: list[batch_mod.Record] = []
         ended = False
-        messages = self._consumer.consume(self._src.batch_size, self._src.poll_timeout)
-        for msg in messages:
+        for msg in self._available():
             event = self._event(msg)
             if event is not None:
                 ended = ended or (event == "eof" and self._src.bounded)
@@ -142,6 +141,22 @@ class KafkaPartition(sources.SourcePartition):
         if ended and not rows:
             return None
         return rows
+
+    def _available(self) -> list[Message]:
+        """What the consumer holds now, up to ``batch_size``; wait only while it holds nothing.
+
+        ``consume(n, timeout)`` waits until ``n`` messages arrived or the timeout passed,
+        so at low rates every batch would wait ``poll_timeout`` to fill. Instead a partial
+        batch is returned at once, and the wait (for a first message, up to
+        ``poll_timeout``) happens only when nothing at all is available.
+        """
+        size = self._src.batch_size
+        messages: list[Message] = self._consumer.consume(size, 0)
+        if not messages:
+            messages = self._consumer.consume(1, self._src.poll_timeout)
+            if messages and size > 1:
+                messages += self._consumer.consume(size - 1, 0)
+        return messages
 
     def _event(self, msg: Message) -> Literal["eof", "retry"] | None:
         """What ``msg`` is if it is an event rather than a record (end of partition, error)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from barrier_runtime.checkpoint import outcomes, stats
-from barrier_runtime.core import types
+from barrier_runtime.core import latency, types
 
 
 class JobState(enum.Enum):
@@ -52,6 +52,10 @@ class RuntimeMetrics:
     """Per task: time spent waiting for downstream capacity."""
     records_rejected: Mapping[str, int] = field(default_factory=dict)
     """Per step or source with ``on_error`` skip or dead-letter: records passed over."""
+    arrival_latency: Mapping[str, latency.LatencyHistogram] = field(default_factory=dict)
+    """Per sink step: write time - creation time of records stamped with their creation."""
+    commit_latency: Mapping[str, latency.LatencyHistogram] = field(default_factory=dict)
+    """Per sink step: checkpoint commit time - creation time of stamped records."""
 
 
 class SavepointFailedError(RuntimeError):

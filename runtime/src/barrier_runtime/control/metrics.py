@@ -37,6 +37,7 @@ from prometheus_client.metrics_core import (
 
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
+from barrier_runtime.core import latency
 
 DURATION_BUCKETS: tuple[float, ...] = (
     0.05,
@@ -109,6 +110,7 @@ class CheckpointTracker:
         self._failed: dict[str, int] = {}
         self._high: dict[str, int] = {}
         self._peaks: dict[tuple[str, str], float] = {}
+        self._histograms: dict[tuple[str, str], latency.LatencyHistogram] = {}
 
     def observe(self, snapshot: stats.CheckpointStats, restarts: int) -> CheckpointTotals:
         visible = {e.checkpoint_id: e for e in _finished(snapshot)}
@@ -138,6 +140,15 @@ class CheckpointTracker:
         best = max(value, self._peaks.get(key, value))
         self._peaks[key] = best
         return best
+
+    def peak_histogram(
+        self, family: str, step: str, now: latency.LatencyHistogram
+    ) -> latency.LatencyHistogram:
+        """Bucket by bucket the highest counts seen for this series (no bucket goes down)."""
+        best = self._histograms.get((family, step))
+        served = now if best is None else now.envelope(best)
+        self._histograms[(family, step)] = served
+        return served
 
     def _count(self, entry: stats.CheckpointStatsEntry) -> None:
         if entry.status is stats.CheckpointStatus.COMPLETED:
@@ -263,7 +274,19 @@ class JobMetrics:
         )
         for step, n in sorted(runtime.records_rejected.items()):
             base.add(rejected, track("rejected", step, n), step=step)
-        return [records_in, records_out, backpressure, rejected]
+        return [records_in, records_out, backpressure, rejected, *self._latencies(base, runtime)]
+
+    def _latencies(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+        families = (
+            ("cjob_sink_arrival_latency_seconds", "Sink write", runtime.arrival_latency),
+            ("cjob_sink_commit_latency_seconds", "Checkpoint commit", runtime.commit_latency),
+        )
+        out: list[Metric] = []
+        for name, moment, per_step in families:
+            doc = f"{moment} time minus creation time of records stamped with event_created."
+            peaked = {s: self._tracker.peak_histogram(name, s, h) for s, h in per_step.items()}
+            out.append(base.latencies(name, doc, peaked))
+        return out
 
     def _checkpoint_families(
         self, base: _Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals
@@ -362,6 +385,15 @@ class _Labels:
 
     def add(self, family: CounterMetricFamily, value: float, **extra: str) -> None:
         family.add_metric(self.values(**extra), value)
+
+    def latencies(
+        self, name: str, doc: str, per_step: Mapping[str, latency.LatencyHistogram]
+    ) -> HistogramMetricFamily:
+        """A histogram family with one series per sink step."""
+        family = HistogramMetricFamily(name, doc, labels=self.names("step"))
+        for step, h in sorted(per_step.items()):
+            family.add_metric(self.values(step=step), h.cumulative(), h.sum_seconds)
+        return family
 
     def counter(self, name: str, doc: str, value: float) -> CounterMetricFamily:
         family = CounterMetricFamily(name, doc, labels=self.names())

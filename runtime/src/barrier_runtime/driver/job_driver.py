@@ -179,7 +179,12 @@ class JobDriver:
             if live is not None:
                 total.add(live.metrics())
         return job.RuntimeMetrics(
-            total.records_in, total.records_out, total.backpressure_seconds, total.records_rejected
+            total.records_in,
+            total.records_out,
+            total.backpressure_seconds,
+            total.records_rejected,
+            total.arrival_latency,
+            total.commit_latency,
         )
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:

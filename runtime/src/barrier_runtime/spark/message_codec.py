@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import metadata, types, values
+from barrier_runtime.core import latency, metadata, types, values
 from barrier_runtime.spark import config, messages, pipeline
 from barrier_runtime.task import control, faults
 from barrier_runtime.task import metrics as task_metrics
@@ -64,6 +64,7 @@ _CARRIED: tuple[type, ...] = (
     task_failure.TaskFailure,
     task_failure.FailureClass,
     task_metrics.AttemptMetrics,
+    latency.LatencyHistogram,
     config.WorkerConfig,
     config.StoreRef,
     pipeline.PipelineRef,

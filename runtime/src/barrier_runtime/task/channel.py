@@ -13,7 +13,8 @@ markers); :meth:`LocalChannel.put_priority` returns the batches it overtook so
 the sender can persist them as channel state.
 
 Every subtask owns a :class:`Signal`; a channel wakes its receiver's signal
-when something arrives and its sender's signal when capacity frees up.
+when something arrives and its sender's signal when back-pressure lifts (the
+take that brings the queue below capacity), not on every take.
 
 :class:`InputChannel` and :class:`OutputChannel` are what a subtask needs
 from the two ends; the network endpoints of
@@ -105,15 +106,24 @@ class LocalChannel:
             return self._items[0] if self._items else None
 
     def take(self) -> Item | None:
+        """The next item, or None; wakes the sender only when this take lifts back-pressure.
+
+        A sender waits on its signal for capacity (and, as a source, between polls):
+        waking it on every take would make it poll again at once, cutting its output
+        into ever smaller batches and costing the GIL a thread switch per batch.
+        """
         with self._lock:
             if not self._items:
                 return None
             item = self._items.popleft()
             if self._priority:
                 self._priority -= 1
+            lifted = False
             if isinstance(item, batch_mod.Batch):
                 self._data -= 1
-        self._sender.notify()
+                lifted = self._data == self.capacity - 1
+        if lifted:
+            self._sender.notify()
         return item
 
     def has_capacity(self) -> bool:

@@ -1,4 +1,5 @@
-"""Counters of an attempt's subtasks: records in and out per step, rejects, back-pressure.
+"""Counters of an attempt's subtasks: records in and out per step, rejects, back-pressure,
+and per sink step the arrival and commit latency of records stamped with their creation time.
 
 Hosts sum them per attempt (:func:`subtask_metrics`); the driver adds the
 attempts up for the control API and ``/metrics``.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from barrier_runtime.core import latency
+from barrier_runtime.task import operators
 from barrier_runtime.task import subtask as subtask_mod
 
 
@@ -20,6 +23,10 @@ class AttemptMetrics:
     backpressure_seconds: dict[str, float] = field(default_factory=dict)
     records_rejected: dict[str, int] = field(default_factory=dict)
     """Per step (or source) with ``on_error`` skip or dead-letter: records passed over."""
+    arrival_latency: dict[str, latency.LatencyHistogram] = field(default_factory=dict)
+    """Per sink step: write time - creation time of stamped records."""
+    commit_latency: dict[str, latency.LatencyHistogram] = field(default_factory=dict)
+    """Per sink step: checkpoint commit time - creation time of stamped records."""
 
     def add(self, other: AttemptMetrics) -> None:
         for mine, theirs in (
@@ -31,6 +38,8 @@ class AttemptMetrics:
                 mine[step] = mine.get(step, 0) + n
         for task, s in other.backpressure_seconds.items():
             self.backpressure_seconds[task] = self.backpressure_seconds.get(task, 0.0) + s
+        latency.merge_into(self.arrival_latency, other.arrival_latency)
+        latency.merge_into(self.commit_latency, other.commit_latency)
 
     def copy(self) -> AttemptMetrics:
         return AttemptMetrics(
@@ -38,6 +47,8 @@ class AttemptMetrics:
             dict(self.records_out),
             dict(self.backpressure_seconds),
             dict(self.records_rejected),
+            dict(self.arrival_latency),
+            dict(self.commit_latency),
         )
 
 
@@ -51,6 +62,10 @@ def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> AttemptMetrics:
             out.records_out[step] = out.records_out.get(step, 0) + n
         for step, rejects in list(s.rejects.items()):
             out.records_rejected[step] = out.records_rejected.get(step, 0) + rejects.count
+        for op in list(s.chain.ops.values()):
+            if isinstance(op, operators.SinkOperator) and op.latency.arrival.count:
+                latency.merge_into(out.arrival_latency, {op.step_id: op.latency.arrival})
+                latency.merge_into(out.commit_latency, {op.step_id: op.latency.commit})
         task = s.task.task_id
         out.backpressure_seconds[task] = (
             out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds

@@ -24,6 +24,7 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks, sources, steps
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import keyed
+from barrier_runtime.task import latency
 
 Emit = Callable[[batch_mod.Batch], None]
 CommitHook = Callable[[types.CheckpointId], None]
@@ -242,14 +243,19 @@ class SinkOperator(Operator):
         self.writer = writer
         self._on_commit = on_commit
         self.pending: list[tuple[types.CheckpointId, Any]] = []
+        self.latency = latency.SinkLatency()
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         if batch.holds_arrow:
             self.writer.write_batch(batch.to_arrow())
         else:
             self.writer.write(batch.rows())
+        created = latency.created_times(batch)
+        if created is not None:
+            self.latency.observe(created)
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
+        self.latency.epoch_ended(builder.checkpoint_id)
         txn = self.writer.pre_commit(builder.checkpoint_id)
         if txn is not None:
             self.pending.append((builder.checkpoint_id, txn))
@@ -263,6 +269,7 @@ class SinkOperator(Operator):
             self._on_commit(cid)
             self.sink.commit(txn)
             self.pending.remove((cid, txn))
+        self.latency.committed(checkpoint_id)
 
     def close(self) -> None:
         self.writer.close()

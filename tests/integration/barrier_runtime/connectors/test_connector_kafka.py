@@ -65,6 +65,22 @@ def read_topic(servers: str, topic: str) -> list[dict]:
     return rows
 
 
+def test_source_hands_out_a_partial_batch_without_waiting_for_it_to_fill(kafka_broker) -> None:
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    kafka_broker.create_topic(topic, partitions=1)
+    produce(servers, topic, [(0, json.dumps({"i": i}).encode()) for i in range(3)])
+    # consume(500, 30) would hold these 3 records for 30 s, waiting for 497 more
+    source = kafka_conn.KafkaSource(servers, topic, batch_size=500, poll_timeout=30.0)
+    part = source.open(f"{topic}-0", None)
+    started = time.monotonic()
+    rows: list[dict] = []
+    while len(rows) < 3:
+        rows += part.next_batch() or []
+    assert [r["i"] for r in rows] == [0, 1, 2]
+    assert time.monotonic() - started < 10.0, "the source waited for a full batch"
+    part.close()
+
+
 def test_source_reads_assigned_partitions_and_resumes_at_an_offset(kafka_broker) -> None:
     servers, topic = kafka_broker.bootstrap_servers, topic_name()
     kafka_broker.create_topic(topic, partitions=2)

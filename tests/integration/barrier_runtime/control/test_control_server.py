@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control.job import JobInfo, JobState, RuntimeMetrics, SavepointFailedError
 from barrier_runtime.control.server import ControlServer, ControlServerError
+from barrier_runtime.core.latency import LatencyHistogram
 from barrier_runtime.core.types import CheckpointId, CheckpointKind, FailureReason
 
 TOKEN = "another-t0ken"
@@ -283,6 +284,28 @@ def test_checkpoint_counters_never_go_down(served: Any, scripted: ScriptedJob) -
         "cjob_checkpoint_duration_seconds_count",
     ):
         assert third[name] == second[name], name
+
+
+def test_sink_latency_histograms_are_exported_per_step(served: Any, scripted: ScriptedJob) -> None:
+    arrival = LatencyHistogram.of_seconds([0.004, 0.004, 0.03])
+    commit = LatencyHistogram.of_seconds([0.6, 0.7, 0.9])
+    scripted.runtime = RuntimeMetrics(
+        arrival_latency={"out": arrival}, commit_latency={"out": commit}
+    )
+    samples = _scrape(served)
+    step = (("step", "out"),)
+    assert samples["cjob_sink_arrival_latency_seconds_count"] == {step: 3}
+    assert samples["cjob_sink_arrival_latency_seconds_sum"][step] == pytest.approx(0.038)
+    buckets = samples["cjob_sink_arrival_latency_seconds_bucket"]
+    assert buckets[(("le", "0.005"), *step)] == 2 and buckets[(("le", "0.05"), *step)] == 3
+    assert samples["cjob_sink_commit_latency_seconds_bucket"][(("le", "0.5"), *step)] == 0
+    assert samples["cjob_sink_commit_latency_seconds_bucket"][(("le", "1"), *step)] == 3
+
+    # a restart is folding the live attempt's histograms into the totals: they dip
+    scripted.runtime = RuntimeMetrics(arrival_latency={"out": LatencyHistogram.of_seconds([2.0])})
+    again = _scrape(served)
+    assert again["cjob_sink_arrival_latency_seconds_count"] == {step: 4}
+    assert again["cjob_sink_arrival_latency_seconds_bucket"][(("le", "0.005"), *step)] == 2
 
 
 def test_metrics_without_checkpoints_omit_the_last_checkpoint_gauges(served: Any) -> None:

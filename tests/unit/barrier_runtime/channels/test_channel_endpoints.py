@@ -170,6 +170,32 @@ def test_taking_a_data_batch_returns_one_credit_and_arrivals_wake_the_task() -> 
     assert link.granted == [(2, 1)]
 
 
+def test_credits_go_back_in_groups_while_data_is_queued_and_at_once_when_none_is() -> None:
+    inp, link, _ = receiver(capacity=8)  # groups of 8 // 4 = 2
+    for s in range(5):
+        inp._deliver(batch(s))
+    assert seqs([inp.take() for _ in range(5)]) == [0, 1, 2, 3, 4]
+    assert link.granted == [(2, 2), (2, 2), (2, 1)]  # the last one: nothing left to take
+
+
+def test_credits_wake_the_sending_task_only_when_they_lift_its_back_pressure() -> None:
+    link, signal = connection.OutboundLink(0, 1), testing.TaskSignal()
+    out = link.register(5, signal)
+    link._credit(5, 2)  # opens the channel: the task may be waiting for that
+    assert signal.notifications == 1 and out.has_capacity()
+    out.put(batch(1))
+    link._credit(5, 1)  # it had capacity already: nothing to wake
+    assert signal.notifications == 1
+    out.put(batch(2))
+    out.put(batch(3))
+    out.put(batch(4))
+    assert not out.has_capacity()
+    link._credit(5, 1)
+    assert signal.notifications == 1 and not out.has_capacity()  # still blocked
+    link._credit(5, 1)
+    assert signal.notifications == 2 and out.has_capacity()
+
+
 def test_a_priority_barrier_overtakes_received_data_which_is_reported_and_still_delivered() -> None:
     inp, _, _ = receiver(capacity=4)
     inp._deliver(batch(1))
