@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     text = json.dumps(doc, indent=2)
     print(text)
     print(report.table(doc["workloads"]), file=sys.stderr)
+    if doc.get("long_runs"):
+        long = {f"{w}-long": v for w, v in doc["long_runs"].items()}
+        print(report.table(long), file=sys.stderr)
     if ns.output != "-":
         path = (
             pathlib.Path(ns.output)

@@ -44,7 +44,7 @@ def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, float]:
     out = {}
     for name, s in systems.items():
         theirs = s.get("events_per_second_median")
-        if name != OURS and ours and theirs:
+        if not name.startswith("ours/") and ours and theirs:
             out[f"ours_over_{name.replace('/', '_')}"] = round(ours / theirs, 3)
     return out
 
