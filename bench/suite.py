@@ -23,6 +23,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+from typing import Any
 
 from cjob_bench.suite import report, runner
 
@@ -67,27 +68,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ns
 
 
-def main(argv: list[str] | None = None) -> dict[str, object]:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ns = parse_args(argv)
+    path = None
+    if ns.output != "-":
+        today = datetime.datetime.now(datetime.UTC).date().isoformat()
+        path = pathlib.Path(ns.output) if ns.output else RESULTS / f"{today}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(doc: dict[str, Any]) -> None:
+        if path is not None:
+            path.write_text(json.dumps(doc, indent=2) + "\n")
+
     work = pathlib.Path(tempfile.mkdtemp(prefix="suite-"))
     try:
-        doc = runner.run_suite(ns, work)
+        doc = runner.run_suite(ns, work, save)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(doc, indent=2)
-    print(text)
+    save(doc)
+    print(json.dumps(doc, indent=2))
     print(report.table(doc["workloads"]), file=sys.stderr)
     if doc.get("long_runs"):
         long = {f"{w}-long": v for w, v in doc["long_runs"].items()}
         print(report.table(long), file=sys.stderr)
-    if ns.output != "-":
-        path = (
-            pathlib.Path(ns.output)
-            if ns.output
-            else RESULTS / f"{datetime.date.today().isoformat()}.json"
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n")
+    if path is not None:
         print(f"saved {path}", file=sys.stderr)
     return doc
 

@@ -82,7 +82,10 @@ def systems_for(
     return runs
 
 
-def run_suite(ns: Any, work: pathlib.Path) -> dict[str, Any]:
+def run_suite(
+    ns: Any, work: pathlib.Path, save: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """The whole suite; ``save`` gets the document so far after each workload (partial results)."""
     workloads = [w for w in ("W1", "W2", "W3") if w in ns.only]
     doc: dict[str, Any] = {
         "suite": "bench/suite.py",
@@ -117,6 +120,8 @@ def run_suite(ns: Any, work: pathlib.Path) -> dict[str, Any]:
                     )
                 for w in workloads:
                     doc["workloads"][w] = measure(w, ns, o, dataset, work)
+                    if save is not None:
+                        save({**doc, "partial": True})
                 if ns.long:
                     doc["long_runs"] = {
                         w: long_runs(w, ns, o, dataset, doc["workloads"][w], work)
