@@ -8,4 +8,6 @@ workers load by path puts ``bench/`` on ``sys.path`` itself
 
 * :mod:`cjob_bench.probe`: the back-pressure workload, its memory bound and a
   probe that samples worker memory while a Spark job runs.
+* :mod:`cjob_bench.suite`: the fair benchmark suite run by ``bench/suite.py``
+  (W1-W3 against Spark Structured Streaming and Bytewax on the same files).
 """
