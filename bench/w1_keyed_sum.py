@@ -30,9 +30,7 @@ JSON document on stdout; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import pathlib
 import shutil
 import statistics
@@ -40,13 +38,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import w1_measure
 import w1_report
+from cjob_bench.suite.runner import s3_credentials
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.core import metadata
@@ -246,22 +244,6 @@ class Bench:
 
 
 # -- main ---------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def s3_credentials(server: EmbeddedS3Server) -> Iterator[None]:
-    """Credentials in the environment before Spark starts: the executors inherit it."""
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    os.environ["AWS_ACCESS_KEY_ID"] = server.access_key
-    os.environ["AWS_SECRET_ACCESS_KEY"] = server.secret_key
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def parse_args() -> argparse.Namespace:

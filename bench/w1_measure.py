@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pathlib
@@ -16,36 +15,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import w1_report
+from cjob_bench.suite.machine import cpu_seconds, jvm_pid
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.spark import driver
-
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    """CPU time of a process and its reaped children (``None`` if it is gone)."""
-    if pid is None:
-        return None
-    try:
-        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return sum(int(x) for x in fields[11:15]) / _TICK
-
-
-def jvm_pid() -> int | None:
-    """The Spark JVM: the child process of this one named ``java``."""
-    me = str(os.getpid())
-    for entry in pathlib.Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            stat = (entry / "stat").read_text()
-            name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            if name == "java" and stat.rsplit(")", 1)[1].split()[1] == me:
-                return int(entry.name)
-    return None
 
 
 class CpuMeter:

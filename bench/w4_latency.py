@@ -41,9 +41,9 @@ import uuid
 from typing import Any
 
 import numpy as np
-import w1_keyed_sum
 import w1_report
 import w4_pipeline
+from cjob_bench.suite import runner
 
 from barrier_runtime.core import latency
 from barrier_runtime.core.types import CheckpointConfig
@@ -288,7 +288,7 @@ def main() -> None:
     work = pathlib.Path(tempfile.mkdtemp(prefix="w4-bench-"))
     report: dict[str, Any] = {"workload": "W4 latency", "setup": vars(args) | {"modes": modes}}
     try:
-        with EmbeddedS3Server(buckets=[BUCKET]) as s3, w1_keyed_sum.s3_credentials(s3):
+        with EmbeddedS3Server(buckets=[BUCKET]) as s3, runner.s3_credentials(s3):
             spark = session.build_session(
                 f"local[{args.parallelism}]", app_name="w4-bench", parallelism=args.parallelism
             )

@@ -86,21 +86,15 @@ def _split_rows(
     owners: npt.NDArray[np.int64],
     parallelism: int,
 ) -> list[tuple[int, batch_mod.Batch]]:
-    if len(owners) == 0:
-        return []
-    first, last = int(owners.min()), int(owners.max())
-    if first == last:
-        return [(first, batch)]
-    order = np.argsort(owners.astype(np.int16), kind="stable").tolist()
-    counts = np.bincount(owners, minlength=parallelism).tolist()
-    out: list[tuple[int, batch_mod.Batch]] = []
-    offset = 0
-    for owner, count in enumerate(counts):
-        if count:
-            part = [rows[i] for i in order[offset : offset + count]]
-            out.append((owner, batch_mod.Batch.from_rows(part)))
-            offset += count
-    return out
+    whole = _whole(batch, owners)
+    if whole is not None:
+        return whole
+    order, runs = _runs(owners, parallelism)
+    positions = order.tolist()
+    return [
+        (owner, batch_mod.Batch.from_rows([rows[i] for i in positions[offset : offset + count]]))
+        for owner, offset, count in runs
+    ]
 
 
 def _split_arrow(
@@ -111,25 +105,43 @@ def _split_arrow(
     rows: Sequence[batch_mod.Record] | None = None,
 ) -> list[tuple[int, batch_mod.Batch]]:
     """Split by ``take``; given ``rows`` (the Arrow batch's exactly), parts keep their rows."""
+    whole = _whole(batch, owners)
+    if whole is not None:
+        return whole
+    order, runs = _runs(owners, parallelism)
+    grouped = arrow.take(pa.array(order))
+    positions = [] if rows is None else order.tolist()
+    out: list[tuple[int, batch_mod.Batch]] = []
+    for owner, offset, count in runs:
+        part = grouped.slice(offset, count)
+        if rows is None:
+            out.append((owner, batch_mod.Batch.from_arrow(part)))
+        else:
+            kept = [rows[i] for i in positions[offset : offset + count]]
+            out.append((owner, batch_mod.Batch(kept, part)))
+    return out
+
+
+def _whole(
+    batch: batch_mod.Batch, owners: npt.NDArray[np.int64]
+) -> list[tuple[int, batch_mod.Batch]] | None:
+    """The split when no record or a single owner gets the batch, else ``None``."""
     if len(owners) == 0:
         return []
     first, last = int(owners.min()), int(owners.max())
-    if first == last:
-        return [(first, batch)]
+    return [(first, batch)] if first == last else None
+
+
+def _runs(
+    owners: npt.NDArray[np.int64], parallelism: int
+) -> tuple[npt.NDArray[np.intp], list[tuple[int, int, int]]]:
+    """The stable order grouping records by owner, and ``(owner, offset, count)`` per owner."""
     # Owners are < 32768, so a stable int16 sort is a radix sort: linear time.
     order = np.argsort(owners.astype(np.int16), kind="stable")
-    grouped = arrow.take(pa.array(order))
-    positions = [] if rows is None else order.tolist()
-    counts = np.bincount(owners, minlength=parallelism)
-    out: list[tuple[int, batch_mod.Batch]] = []
+    runs: list[tuple[int, int, int]] = []
     offset = 0
-    for owner, count in enumerate(counts.tolist()):
+    for owner, count in enumerate(np.bincount(owners, minlength=parallelism).tolist()):
         if count:
-            part = grouped.slice(offset, count)
-            if rows is None:
-                out.append((owner, batch_mod.Batch.from_arrow(part)))
-            else:
-                kept = [rows[i] for i in positions[offset : offset + count]]
-                out.append((owner, batch_mod.Batch(kept, part)))
+            runs.append((owner, offset, count))
             offset += count
-    return out
+    return order, runs
