@@ -69,11 +69,11 @@ def decode_batch(encoding: DataEncoding, payload: Payload) -> batch_mod.Batch:
 
 
 def _arrow_of(batch: batch_mod.Batch) -> pa.RecordBatch | None:
-    # An Arrow-backed batch is sent as is. The check reads Batch's private slot because
-    # Batch has no public "is Arrow already materialised?" query (calling rows() would
-    # convert needlessly); see the report.
-    if batch._arrow is not None:
-        return batch._arrow
+    # A batch built from Arrow is sent as is. Rows someone converted to Arrow (a batch
+    # step on another branch, say) are checked like any rows: that conversion may have
+    # changed them (1 next to 2.5 became 1.0).
+    if batch.arrow_is_exact:
+        return batch.to_arrow()
     rows = batch.rows()
     if not arrow_faithful(rows):
         return None

@@ -49,7 +49,7 @@ class KeyedSumOperator(operators.StatefulOperator):
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         if not len(batch):
             return
-        if batch.holds_arrow:
+        if batch.arrow_is_exact:
             self.emit(batch_mod.Batch.from_arrow(self._process_arrow(batch.to_arrow())))
         else:
             self.emit(batch_mod.Batch.from_rows(self._process_rows(batch.rows())))

@@ -246,7 +246,7 @@ class SinkOperator(Operator):
         self.latency = latency.SinkLatency()
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
-        if batch.holds_arrow:
+        if batch.arrow_is_exact:  # rows converted to Arrow are written as the rows they are
             self.writer.write_batch(batch.to_arrow())
         else:
             self.writer.write(batch.rows())

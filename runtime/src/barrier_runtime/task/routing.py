@@ -50,7 +50,7 @@ def split_by_owner(
     A key function that raises is reported as the user-function error of ``step_id``
     (the step whose output is keyed).
     """
-    if key_column is not None and batch.holds_arrow:
+    if key_column is not None and batch.arrow_is_exact:
         arrow = batch.to_arrow()
         groups = key_groups.key_groups_of(arrow.column(key_column), max_parallelism)
         owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)

@@ -125,6 +125,18 @@ def test_codec_falls_back_to_value_coded_rows_when_arrow_would_change_them(
     assert same(list(batch.rows()), rows)
 
 
+def test_rows_already_converted_to_arrow_are_checked_like_any_rows() -> None:
+    # Another consumer of the same batch (a batch step) converted its rows to Arrow,
+    # which turned the tuple into a list; the wire must still deliver the rows themselves.
+    rows = [{"v": (1, 2)}]
+    batch = batch_mod.Batch.from_rows(rows)
+    assert batch.to_arrow().column("v").to_pylist() == [[1, 2]]
+    kind, _ = codec.encode_batch(batch)
+    assert kind.name == "ROWS"
+    _, received = roundtrip(batch)
+    assert same(list(received.rows()), rows)
+
+
 def test_a_record_the_value_codec_cannot_hold_fails_to_encode_and_rows_never_unpickle() -> None:
     class Opaque:
         pass
