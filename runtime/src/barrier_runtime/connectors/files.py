@@ -26,6 +26,10 @@ from barrier_runtime.storage import errors, object_store
 _ROLL_RECORDS = 50_000
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+"""What ``json.dumps(record, separators=(",", ":"), default=str)`` uses, made once."""
+
+
 class TransactionLostError(RuntimeError):
     """A pre-committed transaction's data is gone before it was published."""
 
@@ -99,7 +103,7 @@ class _FileWriter(sinks.SinkWriter):
     def _stage(self) -> None:
         if not self._rows:
             return
-        body = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in self._rows)
+        body = "\n".join(map(_ENCODER.encode, self._rows)) + "\n"
         key = f"_staging/{self._step}/{self._subtask}-{uuid.uuid4().hex}.jsonl"
         self._sink.store.put(key, body.encode())
         self._staged.append(key)
