@@ -55,7 +55,10 @@ def run(
     load_before = machine.loadavg()
     started = time.time()
     subprocess.run(
-        [sys.executable, "-m", "bytewax.recovery", str(db), str(processes)], env=env, check=True
+        [sys.executable, "-m", "bytewax.recovery", str(db), str(processes)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
     addresses = ";".join(f"localhost:{p}" for p in _free_ports(processes))
     logs = [work / name / f"process-{i}.log" for i in range(processes)]
@@ -63,8 +66,12 @@ def run(
     for i, log in enumerate(logs):
         recovery = ["-r", str(db), "-s", "1", "-b", "0"]
         argv = [sys.executable, "-m", "bytewax.run", FLOW, "-i", str(i), "-a", addresses, "-w", "1"]
+        # Bytewax's Rust side prints connection retries on stdout; the suite's own
+        # stdout carries only its JSON document, so a peer's output goes to its log.
         with log.open("w") as err:
-            procs.append(subprocess.Popen([*argv, *recovery], env=env, stderr=err))
+            procs.append(
+                subprocess.Popen([*argv, *recovery], env=env, stdout=err, stderr=subprocess.STDOUT)
+            )
     codes = [p.wait(TIMEOUT) for p in procs]
     wall = time.time() - started
     for code, log in zip(codes, logs, strict=True):
