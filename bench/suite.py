@@ -40,8 +40,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--parallelism", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=65_536, help="our FileSource batch size")
-    p.add_argument("--bytewax-batch-size", type=int, default=8192)
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=65_536,
+        help="our FileSource batch size for W1 (vectorised)",
+    )
+    p.add_argument(
+        "--record-batch-size",
+        type=int,
+        default=8192,
+        help="records per source batch in the per-record workloads W2 and W3, ours and Bytewax",
+    )
     p.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
     p.add_argument("--peers", default="spark,bytewax", help="comma-separated peers ('' for none)")
     p.add_argument(

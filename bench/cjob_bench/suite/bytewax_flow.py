@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import bytewax.operators as op
-import numpy as np
 import pyarrow.parquet as pq
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
@@ -93,17 +92,15 @@ class LastValueSink(DynamicSink[tuple[str, int]]):
 class _LastValuePartition(StatelessSinkPartition[tuple[str, int]]):
     def __init__(self, path: pathlib.Path, keys: int) -> None:
         self.path = path
-        self.latest = np.full(keys, -1, dtype=np.int64)
+        self.latest: dict[str, int] = {}
 
     def write_batch(self, items: list[tuple[str, int]]) -> None:
-        latest = self.latest
-        for key, count in items:
-            latest[int(key)] = count
+        # A key's items arrive in order, so its last count is its largest.
+        self.latest.update(items)
 
     def close(self) -> None:
-        seen = np.flatnonzero(self.latest >= 0)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = {"keys": seen.tolist(), "values": self.latest[seen].tolist()}
+        body = {"keys": [int(k) for k in self.latest], "values": list(self.latest.values())}
         self.path.write_text(json.dumps(body))
 
 

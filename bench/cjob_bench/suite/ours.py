@@ -37,6 +37,9 @@ class Ours:
     s3: EmbeddedS3Server
     parallelism: int
     batch_size: int
+    """Records per source batch in W1 (vectorised)."""
+    record_batch_size: int
+    """Records per source batch in W2 and W3 (per record), as the Bytewax peer reads them."""
     work: pathlib.Path
 
     def run(
@@ -47,7 +50,8 @@ class Ours:
         output = self.work / f"out-{name}"
         source = dataset.jsonl if workload == "W3" else dataset.parquet
         args = ["--workload", workload, "--input", str(source), "--output", str(output)]
-        args += ["--keys", str(dataset.keys), "--batch-size", str(self.batch_size)]
+        batch = self.batch_size if workload == "W1" else self.record_batch_size
+        args += ["--keys", str(dataset.keys), "--batch-size", str(batch)]
         spec = driver.SparkJobSpec(
             pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
             parallelism=self.parallelism,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import pathlib
 import time
@@ -96,14 +97,16 @@ class _LastValueWriter(sinks_mod.SinkWriter):
         self.sink = sink
         self.subtask = subtask
         self.latest = np.full(sink.keys, -1, dtype=np.int64)
+        self.rows_latest: dict[int, int] = {}
         self.records = 0
         self.first: float | None = None
         self.last: float | None = None
 
     def write(self, records: Sequence[Record]) -> None:
-        latest, column = self.latest, self.sink.column
-        for r in records:
-            latest[r["key"]] = r[column]
+        # Within a subtask a key's records arrive in order: its last value is its largest.
+        keys = map(operator.itemgetter("key"), records)
+        values = map(operator.itemgetter(self.sink.column), records)
+        self.rows_latest.update(zip(keys, values, strict=True))
         self._stamp(len(records))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
@@ -121,6 +124,10 @@ class _LastValueWriter(sinks_mod.SinkWriter):
         return None
 
     def close(self) -> None:
+        if self.rows_latest:
+            keys = np.fromiter(self.rows_latest.keys(), np.int64, len(self.rows_latest))
+            values = np.fromiter(self.rows_latest.values(), np.int64, len(self.rows_latest))
+            np.maximum.at(self.latest, keys, values)
         seen = np.flatnonzero(self.latest >= 0)
         out: dict[str, Any] = {
             "subtask": self.subtask,

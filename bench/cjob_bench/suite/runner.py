@@ -77,7 +77,7 @@ def systems_for(
             )
     if "bytewax" in ns.peers and workload in ("W2", "W3"):
         runs["bytewax/2_processes_recovery_1s"] = lambda: bytewax_peer.run(
-            workload, dataset, work, processes=ns.parallelism, batch_size=ns.bytewax_batch_size
+            workload, dataset, work, processes=ns.parallelism, batch_size=ns.record_batch_size
         )
     return runs
 
@@ -109,7 +109,7 @@ def run_suite(
             )
             spark.conf.set("spark.sql.shuffle.partitions", str(ns.parallelism))
             try:
-                o = ours.Ours(spark, s3, ns.parallelism, ns.batch_size, work)
+                o = ours.Ours(spark, s3, ns.parallelism, ns.batch_size, ns.record_batch_size, work)
                 if ns.warmup:
                     log("warm-up (not counted): ours W1, Spark SS W1 available_now")
                     attempt("warm-up ours", lambda: o.run("W1", dataset, interval=None))
