@@ -25,7 +25,8 @@ Checkpoints
 Threading: the source subtask's thread only; time is passed in (``now``).
 
 >>> from barrier_runtime.api import watermarks
->>> wm = SourceWatermarks(watermarks.BoundedOutOfOrderness(0).with_idleness(5.0), ["p0", "p1"], now=0.0)
+>>> strategy = watermarks.BoundedOutOfOrderness(0).with_idleness(5.0)
+>>> wm = SourceWatermarks(strategy, ["p0", "p1"], now=0.0)
 >>> wm.observe("p0", [100], now=1.0)
 >>> wm.poll(now=1.0)                     # p1 has said nothing yet
 Output(watermark=None, idle=None)
