@@ -68,7 +68,14 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import errors, frames, messages
 from barrier_runtime.core import types
 
-Item = batch_mod.Batch | types.Barrier | messages.CancelMarker | messages.EndOfPartition
+Item = (
+    batch_mod.Batch
+    | types.Barrier
+    | messages.CancelMarker
+    | messages.EndOfPartition
+    | messages.WatermarkMarker
+    | messages.IdleMarker
+)
 """What travels on a channel (the same union as ``barrier_runtime.task.channel.Item``)."""
 
 
@@ -343,7 +350,13 @@ class RemoteInputChannel:
                 self._priority += 1
             else:
                 self._items.append(message.barrier)
-        elif isinstance(message, messages.CancelMarker | messages.EndOfPartition):
+        elif isinstance(
+            message,
+            messages.CancelMarker
+            | messages.EndOfPartition
+            | messages.WatermarkMarker
+            | messages.IdleMarker,
+        ):
             self._items.append(message)
             self._ended = isinstance(message, messages.EndOfPartition)
         else:

@@ -17,6 +17,8 @@ BARRIER             sender → recv.   u64 id, f64 timestamp, u8 kind, u8 flags
                                      (bit 0 unaligned, bit 1 sent with priority)
 CANCEL              sender → recv.   u64 checkpoint id
 END_OF_PARTITION    sender → recv.   empty
+WATERMARK           sender → recv.   i64 watermark (ms of event time)
+WATERMARK_STATUS    sender → recv.   u8: 1 idle, 0 active
 CREDIT              recv. → sender   u32 number of data batches granted
 ==================  ===============  =============================================
 
@@ -42,8 +44,8 @@ from barrier_runtime.channels import codec, errors, messages
 from barrier_runtime.core import types
 
 MAGIC = b"CJCH"
-VERSION = 2
-"""2: DATA_ROWS carries the data-only value codec instead of pickle."""
+VERSION = 3
+"""2: DATA_ROWS carries the data-only value codec instead of pickle; 3: watermark frames."""
 MAX_PAYLOAD = 1 << 30
 """Frames above 1 GiB are refused: split such batches (and garbage never allocates more)."""
 
@@ -52,6 +54,8 @@ _HELLO = struct.Struct("!4sHII")
 _WELCOME = struct.Struct("!4sHI")
 _BARRIER = struct.Struct("!QdBB")
 _U64 = struct.Struct("!Q")
+_I64 = struct.Struct("!q")
+_U8 = struct.Struct("!B")
 _U32 = struct.Struct("!I")
 _UNALIGNED = 1
 _PRIORITY = 2
@@ -67,6 +71,8 @@ class FrameKind(enum.IntEnum):
     BARRIER = 20
     CANCEL = 21
     END_OF_PARTITION = 22
+    WATERMARK = 23
+    WATERMARK_STATUS = 24
     CREDIT = 30
 
 
@@ -115,6 +121,8 @@ Message = (
     | batch_mod.Batch
     | messages.CancelMarker
     | messages.EndOfPartition
+    | messages.WatermarkMarker
+    | messages.IdleMarker
 )
 Buffers = list[codec.Payload]
 """One encoded frame: the header, then the payload (kept apart to avoid copying big batches)."""
@@ -147,6 +155,10 @@ def _payload(message: Message | types.Barrier, priority: bool) -> tuple[FrameKin
         return FrameKind.CANCEL, _U64.pack(message.checkpoint_id)
     if isinstance(message, messages.EndOfPartition):
         return FrameKind.END_OF_PARTITION, b""
+    if isinstance(message, messages.WatermarkMarker):
+        return FrameKind.WATERMARK, _I64.pack(message.value)
+    if isinstance(message, messages.IdleMarker):
+        return FrameKind.WATERMARK_STATUS, _U8.pack(1 if message.idle else 0)
     if isinstance(message, Credit):
         return FrameKind.CREDIT, _U32.pack(message.batches)
     if isinstance(message, Hello):
@@ -210,6 +222,13 @@ def _decode(kind: FrameKind, payload: bytes) -> Message:
         if payload:
             raise errors.FrameError("END_OF_PARTITION carries no payload")
         return messages.END_OF_PARTITION
+    if kind is FrameKind.WATERMARK:
+        return messages.WatermarkMarker(_I64.unpack(payload)[0])
+    if kind is FrameKind.WATERMARK_STATUS:
+        (status,) = _U8.unpack(payload)
+        if status > 1:
+            raise errors.FrameError(f"WATERMARK_STATUS {status} is neither 0 (active) nor 1 (idle)")
+        return messages.IdleMarker(bool(status))
     if kind is FrameKind.CREDIT:
         return Credit(_U32.unpack(payload)[0])
     if kind is FrameKind.HELLO:

@@ -1,8 +1,9 @@
 """The messages that travel on a channel between two subtasks.
 
-A channel carries, in order: data batches, barriers, cancellation markers and
-finally one end-of-partition marker. The network transport (Spark issue)
-frames these as DATA (Arrow IPC), BARRIER, CANCEL and END_OF_PARTITION.
+A channel carries, in order: data batches, barriers, cancellation markers,
+watermarks and idle statuses, and finally one end-of-partition marker. The
+network transport frames these as DATA (Arrow IPC), BARRIER, CANCEL,
+WATERMARK, WATERMARK_STATUS and END_OF_PARTITION. Markers never take credits.
 """
 
 from __future__ import annotations
@@ -25,3 +26,17 @@ class EndOfPartition:
 
 
 END_OF_PARTITION = EndOfPartition()
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkMarker:
+    """Event time on this channel reached ``value`` (ms): no record at or before it follows."""
+
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class IdleMarker:
+    """Every source behind this channel went quiet (``idle``), or one is back."""
+
+    idle: bool

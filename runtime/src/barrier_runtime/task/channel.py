@@ -32,7 +32,14 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
 from barrier_runtime.core import types
 
-Item = batch_mod.Batch | types.Barrier | messages.CancelMarker | messages.EndOfPartition
+Item = (
+    batch_mod.Batch
+    | types.Barrier
+    | messages.CancelMarker
+    | messages.EndOfPartition
+    | messages.WatermarkMarker
+    | messages.IdleMarker
+)
 
 
 class Signal:

@@ -189,6 +189,11 @@ def test_barrier_frames_round_trip(
     [
         messages.CancelMarker(types.CheckpointId(42)),
         messages.END_OF_PARTITION,
+        messages.WatermarkMarker(1_700_000_000_123),
+        messages.WatermarkMarker(-(1 << 63)),
+        messages.WatermarkMarker((1 << 63) - 1),
+        messages.IdleMarker(idle=True),
+        messages.IdleMarker(idle=False),
         frames.Credit(7),
         frames.Hello("job-1/attempt-3/0f3c", sender=2, receiver=5),
         frames.Welcome(5, "job-1/attempt-3/0f3c"),
@@ -210,6 +215,10 @@ def test_corrupt_headers_and_payloads_are_frame_errors() -> None:
         frames.decode(frames.FrameKind.HELLO, 0, b"HTTP" + bytes(10))
     with pytest.raises(errors.FrameError, match="bad DATA_ARROW payload"):
         frames.decode(frames.FrameKind.DATA_ARROW, 1, b"not arrow")
+    with pytest.raises(errors.FrameError, match="bad WATERMARK payload"):
+        frames.decode(frames.FrameKind.WATERMARK, 1, b"\x01")
+    with pytest.raises(errors.FrameError, match="neither 0"):
+        frames.decode(frames.FrameKind.WATERMARK_STATUS, 1, b"\x07")
 
 
 def test_frame_reader_reads_many_frames_written_with_vectored_sends() -> None:
