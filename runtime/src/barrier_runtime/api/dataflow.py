@@ -33,8 +33,9 @@ from typing import Any
 import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import sinks, sources
+from barrier_runtime.api import event_time, sinks, sources
 from barrier_runtime.api import steps as defs
+from barrier_runtime.api import watermarks as watermarks_mod
 from barrier_runtime.core import types
 from barrier_runtime.state import key_groups
 
@@ -87,13 +88,42 @@ class Dataflow:
     def step(self, step_id: str) -> defs.Step:
         return self._steps[types.StepId(step_id)]
 
-    def source(self, step_id: str, source: sources.Source) -> Stream:
-        """Add a source and return its stream."""
+    def source(
+        self,
+        step_id: str,
+        source: sources.Source,
+        *,
+        timestamps: event_time.Timestamps | None = None,
+        watermarks: watermarks_mod.WatermarkStrategy | None = None,
+    ) -> Stream:
+        """Add a source and return its stream.
+
+        For event time, give both ``timestamps`` (a column name or a function of the
+        record returning ms since the epoch) and ``watermarks`` (a strategy such as
+        ``BoundedOutOfOrderness(5_000)``): each partition then generates
+        watermarks from the event times it reads.
+        """
         if not isinstance(source, sources.Source):
             raise InvalidDataflowError(
                 f"step {step_id!r}: {type(source).__name__} is not a barrier_runtime Source"
             )
-        return self._add(defs.SourceStep(self._new_id(step_id), source))
+        if (timestamps is None) != (watermarks is None):
+            given = "timestamps" if watermarks is None else "watermarks"
+            raise InvalidDataflowError(
+                f"step {step_id!r}: event time needs both timestamps= and watermarks=, "
+                f"only {given}= was given"
+            )
+        if watermarks is not None and not isinstance(watermarks, watermarks_mod.WatermarkStrategy):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: watermarks= takes a WatermarkStrategy "
+                f"(e.g. BoundedOutOfOrderness(5_000)), not {type(watermarks).__name__}"
+            )
+        if timestamps is not None and not (isinstance(timestamps, str) or callable(timestamps)):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: timestamps= takes a column name or a function of the "
+                f"record, not {type(timestamps).__name__}"
+            )
+        return self._add(defs.SourceStep(self._new_id(step_id), source, timestamps, watermarks))
 
     def merge(self, step_id: str, *streams: Stream) -> Stream:
         """The union of ``streams`` (records keep their per-input order)."""

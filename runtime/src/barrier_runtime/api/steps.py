@@ -10,7 +10,8 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import sinks, sources
+from barrier_runtime.api import event_time, sinks, sources
+from barrier_runtime.api import watermarks as watermarks_mod
 from barrier_runtime.core import types
 
 Key = str | int | bytes
@@ -53,6 +54,10 @@ class Input:
 class SourceStep:
     step_id: types.StepId
     source: sources.Source
+    timestamps: event_time.Timestamps | None = None
+    """Where each record's event time comes from (with ``watermarks``), or ``None``."""
+    watermarks: watermarks_mod.WatermarkStrategy | None = None
+    """How the source's partitions generate watermarks, or ``None`` (no event time)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import key_groups
-from barrier_runtime.task import batch_operators, faults, operators, snapshots
+from barrier_runtime.task import batch_operators, event_time, faults, operators, snapshots
 from barrier_runtime.task import rejects as rejects_mod
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from barrier_runtime.task import attempt as attempt_mod
 
 EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
+WatermarkFrom = Callable[[types.StepId, int], None]
 
 
 class OperatorChain:
@@ -43,13 +45,25 @@ class OperatorChain:
         task: plan_mod.TaskSpec,
         index: int,
         emit_from: EmitFrom,
+        watermark_from: WatermarkFrom,
+        valve: watermark_valve.WatermarkValve | None = None,
     ) -> None:
+        """``valve``: the input gate's watermark valve (tasks with inputs), whose state
+        the chain snapshots and restores with the head step's."""
         self._ctx = ctx
         self._task = task
         self._index = index
         self._emit_from = emit_from
+        self._watermark_from = watermark_from
+        self._valve = valve
+        self._event_time = any(
+            isinstance(s, steps.SourceStep) and s.watermarks is not None
+            for s in ctx.plan.flow.steps
+        )
         self.ops: dict[types.StepId, operators.Operator] = {}
         self.reader: operators.SourceReader | None = None
+        self.source_time: event_time.SourceEventTime | None = None
+        """The source's watermarks, when the chain starts with a source that has event time."""
         self.rejects: dict[types.StepId, rejects_mod.Rejects] = {}
         """Per step with ``on_error`` skip or dead-letter: what it passed over."""
         plan = ctx.plan
@@ -60,9 +74,21 @@ class OperatorChain:
     def process(self, step_id: types.StepId, batch: batch_mod.Batch, side: int) -> None:
         self.ops[step_id].process(batch, side)
 
+    def advance_watermark(self, step_id: types.StepId, watermark: int) -> None:
+        """``step_id``'s input watermark rose: its timers fire, then the watermark moves on."""
+        self.ops[step_id].on_watermark(watermark)
+        self._watermark_from(step_id, watermark)
+
     def snapshot_into(self, builder: operators.SnapshotBuilder) -> None:
         if self.reader is not None:
             self.reader.snapshot(builder)
+        if self.source_time is not None:
+            self.source_time.snapshot(builder)
+        if self._valve is not None and self._event_time:
+            head = self._task.steps[0]
+            builder.blobs.append(
+                event_time.state_blob(head, builder.subtask, self._valve.snapshot())
+            )
         for op in self.ops.values():
             op.snapshot(builder)
 
@@ -146,6 +172,18 @@ class OperatorChain:
                 positions,
                 None if source_rejects is None else source_rejects.reject_read,
             )
+            if head.watermarks is not None:
+                handles = event_time.handles_of(meta, head.step_id)
+                restored = [self._ctx.read_state(h) for h in handles]
+                self.source_time = event_time.SourceEventTime(
+                    head, parts, restored, now=self._ctx.clock.now()
+                )
+        elif self._valve is not None and self._event_time and meta is not None:
+            handles = event_time.handles_of(meta, head.step_id)
+            if meta.fingerprint.parallelism == self._ctx.plan.parallelism:
+                handles = [h for h in handles if h.subtask == self._index]
+            blobs = [self._ctx.read_state(h) for h in handles]
+            event_time.restore_valve(self._valve, blobs, head.step_id)
         if meta is None:
             return 0
         self._fault(faults.FaultPoint.RESTORE, meta.checkpoint_id)

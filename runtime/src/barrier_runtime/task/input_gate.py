@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from barrier_runtime.alignment import handler as alignment_handler
+from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
 from barrier_runtime.core import clock as clocks
@@ -109,9 +110,13 @@ class InputGate:
         clock: clocks.Clock,
         checkpointing: GateCheckpointing,
         signal: channel_mod.Signal | None = None,
+        valve: watermark_valve.WatermarkValve | None = None,
     ) -> None:
+        """``valve``: combines the channels' watermarks (one is made when not given)."""
         if len(inputs) != len(sides):
             raise ValueError(f"{len(inputs)} input channels but {len(sides)} sides")
+        self.valve = valve if valve is not None else watermark_valve.WatermarkValve(len(inputs))
+        self._time_change = watermark_valve.Output()
         self._inputs = list(inputs)
         self._sides = list(sides)
         self._checkpointing = checkpointing
@@ -192,12 +197,32 @@ class InputGate:
             self._barrier_taken(channel, item)
         elif isinstance(item, messages.CancelMarker):
             self.handler.cancel_received(channel, item.checkpoint_id)
+        elif isinstance(item, messages.WatermarkMarker):
+            self._time(self.valve.watermark(channel, item.value))
+        elif isinstance(item, messages.IdleMarker):
+            self._time(self.valve.status(channel, idle=item.idle))
         else:
             self._closed.add(channel)
             self.handler.end_of_partition(channel)
+            self._time(self.valve.closed(channel))
             if len(self._closed) == len(self._inputs):
                 return Polled.END_OF_INPUT
         return Polled.MARKER
+
+    def take_time_change(self) -> watermark_valve.Output:
+        """What the markers handled since the last call changed at the valve's output
+        (a new watermark, a new idle status); call after every poll that returned no data."""
+        change, self._time_change = self._time_change, watermark_valve.Output()
+        return change
+
+    def _time(self, out: watermark_valve.Output) -> None:
+        if not out:
+            return
+        before = self._time_change
+        self._time_change = watermark_valve.Output(
+            out.watermark if out.watermark is not None else before.watermark,
+            out.idle if out.idle is not None else before.idle,
+        )
 
     def check_timeouts(self) -> None:
         self.handler.check_timeouts()

@@ -74,6 +74,14 @@ class Operator(abc.ABC):
     def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:  # noqa: B027
         """React to the completion of a checkpoint (sinks commit)."""
 
+    def on_watermark(self, watermark: int) -> None:  # noqa: B027 - no event-time timers
+        """The step's input watermark rose to ``watermark``.
+
+        An operator with event-time timers fires the due ones here and emits
+        their output; the chain forwards the watermark after this returns, so
+        that output precedes it downstream.
+        """
+
     def close(self) -> None:  # noqa: B027
         """Release resources."""
 
@@ -293,6 +301,10 @@ class SourceReader:
         self._done: dict[str, Any] = {}
         self._order = list(self._open)
         self._next = 0
+        self.last_partition: str | None = None
+        """The partition the last non-empty batch of :meth:`poll` came from."""
+        self.finished: list[str] = []
+        """Partitions that ended since the caller last cleared this list."""
 
     @property
     def exhausted(self) -> bool:
@@ -313,11 +325,14 @@ class SourceReader:
                 part.close()
                 del self._open[name]
                 self._order.remove(name)
+                self.finished.append(name)
                 return _NOTHING if self._open else None
             if isinstance(got, pa.RecordBatch):
                 if got.num_rows:
+                    self.last_partition = name
                     return batch_mod.Batch.from_arrow(got)
             elif got:
+                self.last_partition = name
                 return batch_mod.Batch.from_rows(got)
         return _NOTHING if self._open else None
 

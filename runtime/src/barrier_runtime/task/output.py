@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps
+from barrier_runtime.channels import messages
 from barrier_runtime.core import types
 from barrier_runtime.task import channel as channel_mod
 from barrier_runtime.task import routing, snapshots
@@ -62,6 +63,16 @@ class SubtaskOutput:
         )
         for owner, part in parts:
             targets[owner].put(part)
+
+    def send_marker(
+        self,
+        step_id: types.StepId,
+        consumer: plan_mod.Consumer,
+        marker: messages.WatermarkMarker | messages.IdleMarker,
+    ) -> None:
+        """Send ``marker`` to every receiving subtask of the edge to ``consumer``."""
+        for ch in self._outputs[(step_id, consumer.step_id, consumer.side)].values():
+            ch.put(marker)
 
     def broadcast(self, item: channel_mod.Item) -> None:
         for ch in self._all:

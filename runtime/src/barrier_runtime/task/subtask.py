@@ -31,6 +31,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
 from barrier_runtime.core import metadata, types
@@ -72,11 +73,16 @@ class Subtask:
         self.backpressure_seconds = 0.0
         self._control: collections.deque[control.ControlMessage] = collections.deque()
         self._control_lock = threading.Lock()
-        self.chain = chain_mod.OperatorChain(ctx, task, index, self._emit_from)
+        self.watermarks: dict[types.StepId, int] = {}
+        """Per step of this subtask, the last watermark it forwarded (for metrics)."""
+        specs = task.channels(index, ctx.plan.parallelism)
+        valve = watermark_valve.WatermarkValve(len(inputs)) if specs else None
+        self.chain = chain_mod.OperatorChain(
+            ctx, task, index, self._emit_from, self._watermark_from, valve
+        )
         self.checkpointing = subtask_checkpointing.SubtaskCheckpointing(
             self.key, ctx, self.chain, self.output
         )
-        specs = task.channels(index, ctx.plan.parallelism)
         self.gate = (
             gate_mod.InputGate(
                 inputs,
@@ -85,6 +91,7 @@ class Subtask:
                 ctx.clock,
                 self.checkpointing,
                 signal,
+                valve,
             )
             if specs
             else None
@@ -120,26 +127,45 @@ class Subtask:
     def _run_source(self) -> None:
         reader = self.chain.reader
         assert reader is not None, f"{self.key} has neither inputs nor a source"
+        timing = self.chain.source_time
+        clock = self.ctx.clock
         while not self._handle_control():
             if self.finished:
                 self._sleep()
                 continue
             batch = reader.poll()
+            if timing is not None and reader.finished:
+                timing.finished(reader.finished)
+                reader.finished.clear()
             if batch is None:
+                if timing is not None:
+                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
                 self._finish()
             elif len(batch):
+                if timing is not None:
+                    assert reader.last_partition is not None
+                    timing.observe(reader.last_partition, batch, now=clock.now())
                 self._emit_from(reader.step_id, batch)
+                if timing is not None:
+                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
                 self._after_batch(len(batch))
             else:
+                if timing is not None:
+                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
                 self._sleep(0.005)
 
     def _run_gate(self, gate: gate_mod.InputGate) -> None:
+        head = self.task.steps[0]
         while not self._handle_control():
             gate.check_timeouts()
             polled = gate.poll()
             if polled is gate_mod.Polled.NOTHING:
                 self._sleep()
                 continue
+            if not isinstance(polled, gate_mod.DataBatch):
+                change = gate.take_time_change()
+                if change:
+                    self._time_changed(head, change, source=False)
             self._received(polled)
 
     def _received(self, polled: gate_mod.DataBatch | gate_mod.Polled) -> None:
@@ -224,6 +250,41 @@ class Subtask:
         if self.gate is not None:
             self.gate.drop_capture(checkpoint_id, and_older=and_older)
         self.checkpointing.dropped(checkpoint_id, and_older=and_older)
+
+    # -- event time ------------------------------------------------------------------
+
+    def _time_changed(
+        self, step_id: types.StepId, change: watermark_valve.Output, *, source: bool
+    ) -> None:
+        """Pass on a new watermark and/or idle status of ``step_id``'s input (or, for a
+        source, of its output): an idle status after the watermark, an active one before."""
+        if change.idle is False:
+            self._status_from(step_id, idle=False)
+        if change.watermark is not None:
+            if source:
+                self._watermark_from(step_id, change.watermark)
+            else:
+                self.chain.advance_watermark(step_id, change.watermark)
+        if change.idle is True:
+            self._status_from(step_id, idle=True)
+
+    def _watermark_from(self, step_id: types.StepId, watermark: int) -> None:
+        """``step_id`` forwards ``watermark``: to chained steps, and on every output channel."""
+        self.watermarks[step_id] = watermark
+        marker = messages.WatermarkMarker(watermark)
+        for consumer in self.ctx.plan.consumers[step_id]:
+            if consumer.chained:
+                self.chain.advance_watermark(consumer.step_id, watermark)
+            else:
+                self.output.send_marker(step_id, consumer, marker)
+
+    def _status_from(self, step_id: types.StepId, *, idle: bool) -> None:
+        marker = messages.IdleMarker(idle)
+        for consumer in self.ctx.plan.consumers[step_id]:
+            if consumer.chained:
+                self._status_from(consumer.step_id, idle=idle)
+            else:
+                self.output.send_marker(step_id, consumer, marker)
 
     # -- output --------------------------------------------------------------------
 
