@@ -36,6 +36,7 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, sinks, sources
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import watermarks as watermarks_mod
+from barrier_runtime.api import windows as windows_mod
 from barrier_runtime.core import types
 from barrier_runtime.state import key_groups
 
@@ -390,6 +391,77 @@ class KeyedStream(Stream):
             )
         )
 
+    def window(
+        self,
+        step_id: str,
+        assigner: windows_mod.WindowAssigner,
+        *,
+        timestamps: event_time.Timestamps,
+        aggregate: windows_mod.AggregateFunction[Any] | None = None,
+        process: defs.WindowFn | None = None,
+        output: str = "value",
+        allowed_lateness_ms: int = 0,
+    ) -> WindowedStream:
+        """Event-time windows per key, fired when the watermark passes their end.
+
+        Give ``aggregate`` (e.g. ``count()``, ``sum_of("v")``: folded record by
+        record) or ``process`` (``fn(key, window, records) -> records``, called
+        with the whole window). Each firing emits ``{"key", "window_start",
+        "window_end", output: value, "update": n}`` (``n`` = earlier firings of
+        that window: records up to ``allowed_lateness_ms`` late update it). Records
+        later than that are dropped, or sent to :meth:`WindowedStream.late`.
+        The stream needs watermarks: a source with ``timestamps=`` and ``watermarks=``.
+
+        >>> from barrier_runtime.api.watermarks import BoundedOutOfOrderness
+        >>> from barrier_runtime.api.windows import Tumbling, count
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> flow = Dataflow("per-minute")
+        >>> clicks = flow.source("clicks", TestingSource([{"user": "a", "ts": 5}]),
+        ...                      timestamps="ts", watermarks=BoundedOutOfOrderness(1_000))
+        >>> counts = clicks.key_by("by-user", "user").window(
+        ...     "counts", Tumbling(60_000), timestamps="ts", aggregate=count(), output="clicks")
+        >>> counts.sink("out", TestingSink())
+        >>> counts.late("late-clicks").sink("late", TestingSink())
+        >>> flow.validate()
+        """
+        if (aggregate is None) == (process is None):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: a window needs exactly one of aggregate= and process="
+            )
+        if not isinstance(assigner, windows_mod.WindowAssigner):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
+                "(Tumbling, Sliding or Session)"
+            )
+        if (
+            isinstance(allowed_lateness_ms, bool)
+            or not isinstance(allowed_lateness_ms, int)
+            or allowed_lateness_ms < 0
+        ):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: allowed_lateness_ms must be a non-negative int, "
+                f"got {allowed_lateness_ms!r}"
+            )
+        if not any(
+            isinstance(s, defs.SourceStep) and s.watermarks is not None for s in self.flow.steps
+        ):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: windows fire on watermarks, and no source of dataflow "
+                f"{self.flow.name!r} has any; give the source timestamps= and watermarks="
+            )
+        step = defs.WindowStep(
+            self.flow._new_id(step_id),
+            self._keyed_input(step_id),
+            assigner,
+            timestamps,
+            aggregate,
+            process,
+            output,
+            allowed_lateness_ms,
+        )
+        self.flow._add(step)
+        return WindowedStream(self.flow, step.step_id)
+
     def connect(
         self,
         step_id: str,
@@ -406,6 +478,23 @@ class KeyedStream(Stream):
             raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
         return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error))
+
+
+class WindowedStream(Stream):
+    """The results of a window step; :meth:`late` is the stream of its late records."""
+
+    __slots__ = ()
+
+    def late(self, step_id: str) -> Stream:
+        """The records that came after their windows closed (beyond the allowed lateness)."""
+        if any(
+            isinstance(s, defs.SideOutputStep) and s.input.step_id == self.step_id
+            for s in self.flow.steps
+        ):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: window step {self.step_id!r} already has a late-records stream"
+            )
+        return self.flow._add(defs.SideOutputStep(self.flow._new_id(step_id), self._input(step_id)))
 
 
 def dead_letter_step(step_id: str) -> types.StepId:

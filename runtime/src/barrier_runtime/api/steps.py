@@ -12,12 +12,15 @@ import pyarrow as pa
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, sinks, sources
 from barrier_runtime.api import watermarks as watermarks_mod
+from barrier_runtime.api import windows as windows_mod
 from barrier_runtime.core import types
 
 Key = str | int | bytes
 KeyFn = Callable[[batch_mod.Record], Key]
 StatefulFn = Callable[[Any, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
 ConnectFn = Callable[[Any, int, batch_mod.Record], tuple[Any, Iterable[batch_mod.Record]]]
+WindowFn = Callable[[Any, windows_mod.Window, list[batch_mod.Record]], Iterable[batch_mod.Record]]
+"""``fn(key, window, records) -> records``: a whole window at once."""
 OnError = Literal["fail", "skip", "dead-letter"]
 """What a step or source does with a record it cannot process:
 
@@ -118,6 +121,35 @@ class KeyedSumStep:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowStep:
+    """Event-time windows per key: records fold into their windows, which fire on the watermark.
+
+    Exactly one of ``aggregate`` (incremental) and ``process`` (the whole
+    window's records at once) is set. A window fires when the watermark reaches
+    its end; records up to ``allowed_lateness_ms`` later update it (each firing
+    is emitted, with ``update`` counting the earlier ones); later records go to
+    the step's side output of late records, if it has one.
+    """
+
+    step_id: types.StepId
+    input: Input
+    assigner: windows_mod.WindowAssigner
+    timestamps: event_time.Timestamps
+    aggregate: windows_mod.AggregateFunction[Any] | None
+    process: WindowFn | None
+    output: str
+    allowed_lateness_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SideOutputStep:
+    """The late records of a :class:`WindowStep` (its ``input``), as a stream of their own."""
+
+    step_id: types.StepId
+    input: Input
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectStep:
     """A two-input keyed step; ``fn(state, side, record) -> (state, outputs)``, side 0 or 1."""
 
@@ -149,6 +181,8 @@ Step = (
     | KeyByStep
     | StatefulStep
     | KeyedSumStep
+    | WindowStep
+    | SideOutputStep
     | ConnectStep
     | MergeStep
     | SinkStep
@@ -166,4 +200,4 @@ def step_inputs(step: Step) -> tuple[Input, ...]:
 
 def is_keyed(step: Step) -> bool:
     """Whether the step owns keyed state."""
-    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep)
+    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep | WindowStep)

@@ -69,6 +69,9 @@ class Consumer:
     key_fn: steps.KeyFn | None
     key_column: str | None = None
     """Set when the key is a column: Arrow batches are then routed in one vectorised pass."""
+    side_output: bool = False
+    """The late records of a window step: fed by the window operator directly, never
+    by the step's main output (watermarks still reach it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,15 @@ def plan(flow: dataflow.Dataflow, parallelism: int) -> ExecutionPlan:
         task_of[step.step_id] = task_id
         for side, i in enumerate(inputs):
             consumers[i.step_id].append(
-                Consumer(step.step_id, side, chain, i.partitioning, i.key_fn, i.key_column)
+                Consumer(
+                    step.step_id,
+                    side,
+                    chain,
+                    i.partitioning,
+                    i.key_fn,
+                    i.key_column,
+                    side_output=isinstance(step, steps.SideOutputStep),
+                )
             )
     tasks = tuple(TaskSpec(tid, tuple(members[tid]), tuple(gate_inputs[tid])) for tid in members)
     return ExecutionPlan(

@@ -25,7 +25,14 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import key_groups
-from barrier_runtime.task import batch_operators, event_time, faults, operators, snapshots
+from barrier_runtime.task import (
+    batch_operators,
+    event_time,
+    faults,
+    operators,
+    snapshots,
+    window_operator,
+)
 from barrier_runtime.task import rejects as rejects_mod
 
 if TYPE_CHECKING:
@@ -124,8 +131,19 @@ class OperatorChain:
                 op = operators.FlatMapOperator(step, emit, reject)
             elif isinstance(step, steps.MapBatchesStep):
                 op = operators.MapBatchesOperator(step, emit, reject)
-            elif isinstance(step, steps.KeyByStep | steps.MergeStep):
+            elif isinstance(step, steps.KeyByStep | steps.MergeStep | steps.SideOutputStep):
                 op = operators.PassThroughOperator(step.step_id, emit)
+            elif isinstance(step, steps.WindowStep):
+                late = next(
+                    (c.step_id for c in plan.consumers[step.step_id] if c.side_output), None
+                )
+                op = window_operator.WindowOperator(
+                    step,
+                    emit,
+                    None if late is None else self._emitter(late),
+                    self._kg_range,
+                    plan.flow.max_parallelism,
+                )
             elif isinstance(step, steps.StatefulStep | steps.ConnectStep):
                 op = operators.KeyedOperator(
                     step, emit, self._kg_range, plan.flow.max_parallelism, reject
@@ -184,6 +202,9 @@ class OperatorChain:
                 handles = [h for h in handles if h.subtask == self._index]
             blobs = [self._ctx.read_state(h) for h in handles]
             event_time.restore_valve(self._valve, blobs, head.step_id)
+            for op in self.ops.values():
+                if isinstance(op, window_operator.WindowOperator):
+                    op.watermark_restored(self._valve.current)
         if meta is None:
             return 0
         self._fault(faults.FaultPoint.RESTORE, meta.checkpoint_id)

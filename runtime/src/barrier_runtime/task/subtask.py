@@ -292,6 +292,8 @@ class Subtask:
         n = len(batch)
         self.records_out[step_id] = self.records_out.get(step_id, 0) + n
         for consumer in self.ctx.plan.consumers[step_id]:
+            if consumer.side_output:
+                continue  # fed by the operator itself (late records)
             if consumer.chained:
                 target = consumer.step_id
                 self.records_in[target] = self.records_in.get(target, 0) + n
