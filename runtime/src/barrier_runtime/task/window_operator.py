@@ -111,8 +111,9 @@ class WindowOperator(operators.StatefulOperator):
         contents = self._fold(contents, record)
         held[(window.start, window.end)] = [contents, firings]
         self.state.values[key] = held
-        self._arm(key, window)
-        if window.max_timestamp <= self.watermark:  # late but allowed: an update, now
+        reached = window.max_timestamp <= self.watermark
+        self._arm(key, window, fire=not reached)
+        if reached:  # late but allowed: an update, now (its fire timer has gone off)
             out.extend(self._fire(key, window))
 
     def _merge_into(
@@ -168,9 +169,11 @@ class WindowOperator(operators.StatefulOperator):
         if not held:
             del self.state.values[key]
 
-    def _arm(self, key: Any, window: windows.Window) -> None:
+    def _arm(self, key: Any, window: windows.Window, *, fire: bool) -> None:
+        """Set the window's purge timer and, with ``fire``, its fire timer."""
         for when, what in self._timer_times(window):
-            self._timers.register(EVENT, key, when, (window.start, window.end, what))
+            if fire or what == _PURGE:
+                self._timers.register(EVENT, key, when, (window.start, window.end, what))
 
     def _disarm(self, key: Any, window: windows.Window) -> None:
         for when, what in self._timer_times(window):
@@ -212,11 +215,15 @@ class WindowOperator(operators.StatefulOperator):
         for key, held in self.state.values.items():
             restored = {(int(s), int(e)): [c, int(f)] for (s, e), (c, f) in held.items()}
             self.state.values[key] = restored
-            for start, end in restored:
-                self._arm(key, windows.Window(start, end))
+            for (start, end), (_, firings) in restored.items():
+                window = windows.Window(start, end)
+                self._arm(key, window, fire=firings == 0 or window.max_timestamp > self.watermark)
 
     def watermark_restored(self, watermark: int) -> None:
-        """Resume at the restored input watermark (nothing fires: it fired before)."""
+        """Resume at the restored input watermark (nothing fires: it fired before).
+
+        Called before :meth:`restore`, which arms no fire timer for a window that
+        already fired at or below it."""
         self.watermark = watermark
 
 
