@@ -1,0 +1,111 @@
+"""Idleness: a silent source partition holds windows back, unless the strategy marks it idle."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from barrier_runtime.api import Dataflow, sinks, sources
+from barrier_runtime.api.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from barrier_runtime.api.windows import Tumbling, count
+from barrier_runtime.core.types import CheckpointConfig
+from barrier_runtime.storage.checkpoint_store import CheckpointStore
+from barrier_runtime.storage.object_store import open_object_store
+from barrier_runtime.testing import LocalExecutor
+
+PATIENCE = 3.0
+
+
+class OneBusyOneSilent(sources.Source):
+    """``busy`` keeps emitting, its event time the milliseconds since it opened; ``silent``
+    emits nothing. Both end once the first window result reaches the sink (or after
+    ``PATIENCE`` seconds)."""
+
+    def __init__(self, fired: threading.Event, waited: list[float]) -> None:
+        self.fired, self.waited = fired, waited
+
+    def partitions(self) -> Sequence[str]:
+        return ["busy", "silent"]
+
+    def open(self, partition: str, resume_from: Any) -> sources.SourcePartition:
+        if partition == "busy":
+            return _Busy(self.fired, self.waited)
+        return _Silent(self.fired, self.waited)
+
+
+class _Silent(sources.SourcePartition):
+    def __init__(self, fired: threading.Event, waited: list[float]) -> None:
+        self.fired, self.waited, self.started = fired, waited, time.monotonic()
+
+    def next_batch(self) -> list[dict[str, Any]] | None:
+        if self.fired.is_set() or time.monotonic() - self.started > PATIENCE:
+            self.waited.append(time.monotonic() - self.started)
+            return None
+        return []
+
+    def snapshot(self) -> Any:
+        return None
+
+
+class _Busy(_Silent):
+    def next_batch(self) -> list[dict[str, Any]] | None:
+        if super().next_batch() is None:
+            return None
+        time.sleep(0.01)
+        return [{"k": "a", "ts": int((time.monotonic() - self.started) * 1000)}]
+
+
+class FiredSink(sinks.Sink):
+    def __init__(self, fired: threading.Event) -> None:
+        self.fired = fired
+
+    def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks.SinkWriter:
+        return _FiredWriter(self.fired)
+
+    def commit(self, transaction: sinks.Transaction) -> None:
+        """Nothing staged."""
+
+
+class _FiredWriter(sinks.SinkWriter):
+    def __init__(self, fired: threading.Event) -> None:
+        self.fired = fired
+
+    def write(self, records: Sequence[dict[str, Any]]) -> None:
+        if records:
+            self.fired.set()
+
+    def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
+        return None
+
+
+def seconds_until_the_silent_partition_ends(strategy: WatermarkStrategy) -> float:
+    fired, waited = threading.Event(), []
+    flow = Dataflow("idle")
+    events = flow.source(
+        "src", OneBusyOneSilent(fired, waited), timestamps="ts", watermarks=strategy
+    )
+    windows = events.key_by("by", "k").window(
+        "w", Tumbling(500), timestamps="ts", aggregate=count(), output="n"
+    )
+    windows.sink("out", FiredSink(fired))
+    store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/idle")
+    LocalExecutor(flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)).run()
+    assert fired.is_set()
+    return waited[0]
+
+
+def test_windows_fire_after_the_idleness_timeout_while_a_partition_stays_silent() -> None:
+    assert (
+        seconds_until_the_silent_partition_ends(BoundedOutOfOrderness(0).with_idleness(0.2)) < 2.0
+    )
+
+
+def test_without_an_idleness_timeout_the_silent_partition_holds_every_window_back() -> None:
+    assert seconds_until_the_silent_partition_ends(BoundedOutOfOrderness(0)) == pytest.approx(
+        PATIENCE, abs=1.0
+    )
