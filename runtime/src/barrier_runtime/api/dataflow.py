@@ -391,6 +391,30 @@ class KeyedStream(Stream):
             )
         )
 
+    def process(
+        self,
+        step_id: str,
+        on_record: Callable[[Any, batch_mod.Record, Any], tuple[Any, Iterable[batch_mod.Record]]],
+        on_timer: Callable[[Any, Any, Any], tuple[Any, Iterable[batch_mod.Record]]] | None = None,
+        *,
+        timestamps: event_time.Timestamps | None = None,
+    ) -> Stream:
+        """Per key state and timers: ``on_record(state, record, ctx) -> (state, records)``
+        and ``on_timer(state, timer, ctx) -> (state, records)`` (see
+        :class:`~barrier_runtime.api.process.ProcessContext`). Timers are kept per key
+        in checkpoints and follow their keys when the job is rescaled; due
+        event-time timers fire, in time then key order, before the watermark moves on.
+        """
+        return self.flow._add(
+            defs.ProcessStep(
+                self.flow._new_id(step_id),
+                self._keyed_input(step_id),
+                on_record,
+                on_timer,
+                timestamps,
+            )
+        )
+
     def window(
         self,
         step_id: str,

@@ -121,6 +121,24 @@ class KeyedSumStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessStep:
+    """A keyed function with per-key state and timers (Flink's ``KeyedProcessFunction``).
+
+    ``on_record(state, record, ctx) -> (state, records)`` per record and
+    ``on_timer(state, timer, ctx) -> (state, records)`` per due timer, where
+    ``ctx`` (:class:`~barrier_runtime.api.process.ProcessContext`) registers and
+    deletes the current key's timers. ``None`` as the new state deletes it.
+    """
+
+    step_id: types.StepId
+    input: Input
+    on_record: Callable[[Any, batch_mod.Record, Any], tuple[Any, Iterable[batch_mod.Record]]]
+    on_timer: Callable[[Any, Any, Any], tuple[Any, Iterable[batch_mod.Record]]] | None
+    timestamps: event_time.Timestamps | None = None
+    """Gives ``ctx.timestamp`` (the record's event time), if set."""
+
+
+@dataclass(frozen=True, slots=True)
 class WindowStep:
     """Event-time windows per key: records fold into their windows, which fire on the watermark.
 
@@ -181,6 +199,7 @@ Step = (
     | KeyByStep
     | StatefulStep
     | KeyedSumStep
+    | ProcessStep
     | WindowStep
     | SideOutputStep
     | ConnectStep
@@ -200,4 +219,4 @@ def step_inputs(step: Step) -> tuple[Input, ...]:
 
 def is_keyed(step: Step) -> bool:
     """Whether the step owns keyed state."""
-    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep | WindowStep)
+    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep | WindowStep | ProcessStep)

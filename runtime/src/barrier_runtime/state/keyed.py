@@ -58,10 +58,22 @@ FORMAT_KEY = b"cjob.state.format"
 FORMAT = b"values-1"
 """How state objects encode keys and values (``values-1``: :mod:`~barrier_runtime.core.values`)."""
 
-_SCHEMA = pa.schema(
-    [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())],
-    metadata={FORMAT_KEY: FORMAT},
-)
+CONTENT_KEY = b"cjob.state.content"
+VALUES = b"values"
+"""What a keyed state object holds (schema metadata ``cjob.state.content``): one step may
+keep several, e.g. its values and its timers; objects without the mark hold values."""
+
+
+def _schema(content: bytes) -> pa.Schema:
+    metadata = {FORMAT_KEY: FORMAT}
+    if content != VALUES:
+        metadata[CONTENT_KEY] = content
+    return pa.schema(
+        [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())],
+        metadata=metadata,
+    )
+
+
 _SHARED = frozenset({int, float, str, bytes, bool})
 """Value types a snapshot copy may share with the live state: immutable, always encodable."""
 _FLAT_CONTAINERS = frozenset({list, tuple, set, frozenset})
@@ -90,6 +102,16 @@ def read_table(blob: bytes) -> pa.Table:
     return table
 
 
+def content_of(blob: bytes) -> bytes:
+    """What the keyed state object ``blob`` holds (``VALUES`` unless marked otherwise)."""
+    try:
+        schema = pa.ipc.open_stream(pa.py_buffer(blob)).schema
+    except (pa.ArrowException, ValueError) as exc:
+        raise StateFormatError(f"state object is not an Arrow IPC stream: {exc}") from exc
+    content: bytes = (schema.metadata or {}).get(CONTENT_KEY, VALUES)
+    return content
+
+
 def check_format(metadata: Mapping[bytes, bytes] | None) -> None:
     found = (metadata or {}).get(FORMAT_KEY)
     if found != FORMAT:
@@ -102,9 +124,13 @@ def check_format(metadata: Mapping[bytes, bytes] | None) -> None:
 class KeyedState:
     """One value per key, for the keys in ``[start, end]`` key groups."""
 
-    def __init__(self, key_group_range: tuple[int, int], max_parallelism: int) -> None:
+    def __init__(
+        self, key_group_range: tuple[int, int], max_parallelism: int, content: bytes = VALUES
+    ) -> None:
+        """``content``: the mark its snapshots carry, when a step keeps more than one."""
         self.start, self.end = key_group_range
         self.max_parallelism = max_parallelism
+        self.content = content
         self.values: dict[Key, Any] = {}
         """Key to value (never ``None``). Operators may read and write it directly."""
 
@@ -137,7 +163,9 @@ class KeyedState:
         """
         held = self.values
         if set(map(type, held.values())) <= _SHARED:
-            return StateCopy(step_id, self.start, self.end, self.max_parallelism, dict(held), {})
+            return StateCopy(
+                step_id, self.start, self.end, self.max_parallelism, dict(held), {}, self.content
+            )
         shared: dict[Key, Any] = {}
         encoded: dict[Key, bytes] = {}
         for key, value in held.items():
@@ -150,7 +178,9 @@ class KeyedState:
                 shared[key] = dict(value)
             else:
                 encoded[key] = _encode(step_id, key, value)
-        return StateCopy(step_id, self.start, self.end, self.max_parallelism, shared, encoded)
+        return StateCopy(
+            step_id, self.start, self.end, self.max_parallelism, shared, encoded, self.content
+        )
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
@@ -175,6 +205,7 @@ class StateCopy:
     """Keys whose values later processing cannot change (immutable and shared, or copied)."""
     encoded: dict[Key, bytes]
     """Keys whose values were encoded at the barrier."""
+    content: bytes = VALUES
 
     def encode(self) -> bytes:
         """The state object's bytes (:class:`MisroutedKeyError` if a key is out of range)."""
@@ -199,16 +230,17 @@ class StateCopy:
             [shared_values, pa.array(list(self.encoded.values()), type=pa.binary())]
         )
         order = pa.array(np.argsort(groups, kind="stable"))
+        schema = _schema(self.content)
         table = pa.table(
             {
                 "key_group": pa.array(groups.astype(np.int32)).take(order),
                 "key": key_column.take(order),
                 "value": value_column.take(order),
             },
-            schema=_SCHEMA,
+            schema=schema,
         )
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, _SCHEMA) as writer:
+        with pa.ipc.new_stream(sink, schema) as writer:
             writer.write_table(table)
         return bytes(sink.getvalue().to_pybytes())
 

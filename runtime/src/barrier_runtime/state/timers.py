@@ -46,6 +46,9 @@ from typing import Any
 
 from barrier_runtime.state import keyed
 
+CONTENT = b"timers"
+"""The content mark of a timer state object (:data:`~barrier_runtime.state.keyed.CONTENT_KEY`)."""
+
 Namespace = tuple[int, ...]
 """Tells a key's timers apart: ``()`` for none, ``(start, end)`` for a window."""
 
@@ -70,7 +73,7 @@ class TimerService:
     """The timers of the keys in key groups ``key_group_range``; see the module essay."""
 
     def __init__(self, key_group_range: tuple[int, int], max_parallelism: int) -> None:
-        self._held = keyed.KeyedState(key_group_range, max_parallelism)
+        self._held = keyed.KeyedState(key_group_range, max_parallelism, content=CONTENT)
         """Key to the tuple of its ``(domain, time, namespace)`` timers (the stored form)."""
         self._heaps: tuple[list[_Entry], list[_Entry]] = ([], [])
 

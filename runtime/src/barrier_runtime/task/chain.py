@@ -30,6 +30,7 @@ from barrier_runtime.task import (
     event_time,
     faults,
     operators,
+    process_operator,
     snapshots,
     window_operator,
 )
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from barrier_runtime.task import attempt as attempt_mod
 
 EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
+_EVENT_TIME_OPERATORS = (window_operator.WindowOperator, process_operator.ProcessOperator)
 WatermarkFrom = Callable[[types.StepId, int], None]
 
 
@@ -80,6 +82,12 @@ class OperatorChain:
 
     def process(self, step_id: types.StepId, batch: batch_mod.Batch, side: int) -> None:
         self.ops[step_id].process(batch, side)
+
+    def on_processing_time(self, now: float) -> float | None:
+        """Fire due processing-time timers; seconds until the next one, if any."""
+        now_ms = int(now * 1000)
+        due = [t for op in self.ops.values() if (t := op.on_processing_time(now_ms)) is not None]
+        return None if not due else max(0.0, (min(due) - now_ms) / 1000)
 
     def advance_watermark(self, step_id: types.StepId, watermark: int) -> None:
         """``step_id``'s input watermark rose: its timers fire, then the watermark moves on."""
@@ -133,6 +141,10 @@ class OperatorChain:
                 op = operators.MapBatchesOperator(step, emit, reject)
             elif isinstance(step, steps.KeyByStep | steps.MergeStep | steps.SideOutputStep):
                 op = operators.PassThroughOperator(step.step_id, emit)
+            elif isinstance(step, steps.ProcessStep):
+                op = process_operator.ProcessOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism, self._ctx.clock
+                )
             elif isinstance(step, steps.WindowStep):
                 late = next(
                     (c.step_id for c in plan.consumers[step.step_id] if c.side_output), None
@@ -203,7 +215,9 @@ class OperatorChain:
             blobs = [self._ctx.read_state(h) for h in handles]
             event_time.restore_valve(self._valve, blobs, head.step_id)
             for op in self.ops.values():
-                if isinstance(op, window_operator.WindowOperator):
+                if isinstance(
+                    op, window_operator.WindowOperator | process_operator.ProcessOperator
+                ):
                     op.watermark_restored(self._valve.current)
         if meta is None:
             return 0

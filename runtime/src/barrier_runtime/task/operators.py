@@ -74,6 +74,10 @@ class Operator(abc.ABC):
     def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:  # noqa: B027
         """React to the completion of a checkpoint (sinks commit)."""
 
+    def on_processing_time(self, now_ms: int) -> int | None:
+        """Fire processing-time timers due at ``now_ms``; when the next one is due (ms)."""
+        return None
+
     def on_watermark(self, watermark: int) -> None:  # noqa: B027 - no event-time timers
         """The step's input watermark rose to ``watermark``.
 

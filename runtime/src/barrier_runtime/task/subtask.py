@@ -158,9 +158,10 @@ class Subtask:
         head = self.task.steps[0]
         while not self._handle_control():
             gate.check_timeouts()
+            wait = self.chain.on_processing_time(self.ctx.clock.now())
             polled = gate.poll()
             if polled is gate_mod.Polled.NOTHING:
-                self._sleep()
+                self._sleep(_IDLE_WAIT if wait is None else min(_IDLE_WAIT, wait))
                 continue
             if not isinstance(polled, gate_mod.DataBatch):
                 change = gate.take_time_change()
