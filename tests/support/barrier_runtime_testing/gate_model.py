@@ -119,7 +119,10 @@ class TaskModel:
     ) -> None:
         self.channel_state_done.append(checkpoint_id)
         self.captured[checkpoint_id] = [
-            (side, row["seq"], row["value"]) for side, rows in captured for row in rows
+            (side, row["seq"], row["value"])
+            for side, _, rows in captured
+            if isinstance(rows, tuple)
+            for row in rows
         ]
 
     def abort(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:

@@ -68,6 +68,9 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import errors, frames, messages
 from barrier_runtime.core import types
 
+InFlightItem = batch_mod.Batch | messages.WatermarkMarker | messages.IdleMarker
+"""What an unaligned barrier overtakes and channel state keeps: data and event-time markers."""
+_IN_FLIGHT = (batch_mod.Batch, messages.WatermarkMarker, messages.IdleMarker)
 Item = (
     batch_mod.Batch
     | types.Barrier
@@ -136,7 +139,7 @@ class RemoteOutputChannel:
                 self._ended = True
             self._cond.notify_all()
 
-    def put_priority(self, barrier: types.Barrier) -> list[batch_mod.Batch]:
+    def put_priority(self, barrier: types.Barrier) -> list[InFlightItem]:
         """Send ``barrier`` ahead of queued data; return the data batches it overtook.
 
         The overtaken batches are still sent, after the barrier; the caller
@@ -146,7 +149,7 @@ class RemoteOutputChannel:
             self._check()
             if self._ended:
                 return []
-            overtaken = [i for i in self._items if isinstance(i, batch_mod.Batch)]
+            overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
             self._items.insert(self._priority, barrier)
             self._priority += 1
             self._cond.notify_all()
@@ -250,7 +253,7 @@ class RemoteInputChannel:
         self._priority = 0
         self._data = 0
         self._ended = False
-        self._overtaken: dict[types.CheckpointId, list[batch_mod.Batch]] = {}
+        self._overtaken: dict[types.CheckpointId, list[InFlightItem]] = {}
         self._unreturned = 0
         self._return_every = max(1, capacity // 4)
 
@@ -302,7 +305,7 @@ class RemoteInputChannel:
         with self._lock:
             return self._ended
 
-    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[InFlightItem]:
         """The data batches priority barrier ``checkpoint_id`` overtook here, in arrival order.
 
         Call it when the task takes that barrier (item 2 of the replay order in
@@ -343,7 +346,7 @@ class RemoteInputChannel:
         elif isinstance(message, frames.BarrierFrame):
             if message.priority:
                 barrier = message.barrier
-                overtaken = [i for i in self._items if isinstance(i, batch_mod.Batch)]
+                overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
                 if overtaken:
                     self._overtaken[barrier.checkpoint_id] = overtaken
                 self._items.insert(self._priority, barrier)

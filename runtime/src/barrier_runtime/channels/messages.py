@@ -40,3 +40,7 @@ class IdleMarker:
     """Every source behind this channel went quiet (``idle``), or one is back."""
 
     idle: bool
+
+
+TimeMarker = WatermarkMarker | IdleMarker
+"""The markers that carry event time; unaligned channel state keeps them in order with data."""

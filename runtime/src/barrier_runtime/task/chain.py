@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
+from barrier_runtime.channels import messages
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import key_groups
 from barrier_runtime.task import (
@@ -249,12 +250,41 @@ class OperatorChain:
             kg = key_groups.key_group_for(key_fn(record), plan.flow.max_parallelism)
             return key_groups.subtask_for_key_group(kg, plan.parallelism, plan.flow.max_parallelism)
 
+        same_layout = meta.fingerprint.parallelism == plan.parallelism
         replay = snapshots.filter_for_subtask(
-            entries, self._task.task_id, self._index, plan.parallelism, owner_of
+            entries,
+            self._task.task_id,
+            self._index,
+            plan.parallelism,
+            owner_of,
+            same_layout=same_layout,
         )
-        head = self.ops[self._task.steps[0]]
+        channel_of = {
+            (spec.edge.side, spec.upstream_subtask): i
+            for i, spec in enumerate(self._task.channels(self._index, plan.parallelism))
+        }
+        head_id = self._task.steps[0]
+        head = self.ops[head_id]
         replayed = 0
-        for side, rows in replay:
-            head.process(batch_mod.Batch.from_rows(rows), side)
-            replayed += len(rows)
+        for side, sender, payload in replay:
+            if isinstance(payload, tuple):
+                head.process(batch_mod.Batch.from_rows(payload), side)
+                replayed += len(payload)
+            elif self._valve is not None and (side, sender) in channel_of:
+                self._replay_marker(head_id, channel_of[(side, sender)], payload)
         return replayed
+
+    def _replay_marker(
+        self,
+        head: types.StepId,
+        channel: int,
+        marker: messages.WatermarkMarker | messages.IdleMarker,
+    ) -> None:
+        """Feed a replayed event-time marker to the valve, as the gate would have."""
+        assert self._valve is not None
+        if isinstance(marker, messages.WatermarkMarker):
+            out = self._valve.watermark(channel, marker.value)
+        else:
+            out = self._valve.status(channel, idle=marker.idle)
+        if out.watermark is not None:
+            self.advance_watermark(head, out.watermark)

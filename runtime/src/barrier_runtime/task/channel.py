@@ -42,6 +42,11 @@ Item = (
 )
 
 
+InFlightItem = batch_mod.Batch | messages.WatermarkMarker | messages.IdleMarker
+"""What an unaligned barrier overtakes and channel state keeps: data and event-time markers."""
+_IN_FLIGHT = (batch_mod.Batch, messages.WatermarkMarker, messages.IdleMarker)
+
+
 class Signal:
     """A condition a subtask sleeps on; anyone with news about it notifies it."""
 
@@ -62,8 +67,9 @@ class InputChannel(Protocol):
 
     def __len__(self) -> int: ...
 
-    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
-        """Data the priority barrier ``checkpoint_id`` overtook at this end (call on taking it)."""
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[InFlightItem]:
+        """Data (and event-time markers) the priority barrier ``checkpoint_id`` overtook at
+        this end, in order (call on taking it)."""
         ...
 
 
@@ -72,7 +78,7 @@ class OutputChannel(Protocol):
 
     def put(self, item: Item) -> None: ...
 
-    def put_priority(self, barrier: types.Barrier) -> list[batch_mod.Batch]: ...
+    def put_priority(self, barrier: types.Barrier) -> list[InFlightItem]: ...
 
     def has_capacity(self) -> bool: ...
 
@@ -99,10 +105,11 @@ class LocalChannel:
                 self._data += 1
         self._receiver.notify()
 
-    def put_priority(self, barrier: types.Barrier) -> list[batch_mod.Batch]:
-        """Insert ``barrier`` ahead of queued data; return the data batches it overtook."""
+    def put_priority(self, barrier: types.Barrier) -> list[InFlightItem]:
+        """Insert ``barrier`` ahead of queued data; return the data batches (and event-time
+        markers) it overtook, in order."""
         with self._lock:
-            overtaken = [i for i in self._items if isinstance(i, batch_mod.Batch)]
+            overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
             self._items.insert(self._priority, barrier)
             self._priority += 1
         self._receiver.notify()
@@ -137,7 +144,7 @@ class LocalChannel:
         with self._lock:
             return self._data < self.capacity
 
-    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[batch_mod.Batch]:
+    def drain_overtaken(self, checkpoint_id: types.CheckpointId) -> list[InFlightItem]:
         """Always empty: both ends share one queue, so ``put_priority`` reports everything."""
         return []
 

@@ -57,9 +57,11 @@ from barrier_runtime.channels import messages
 from barrier_runtime.core import clock as clocks
 from barrier_runtime.core import types
 from barrier_runtime.task import channel as channel_mod
+from barrier_runtime.task import snapshots
 
-CapturedInput = list[tuple[int, tuple[batch_mod.Record, ...]]]
-"""Channel state captured at the input: (input side, rows) in capture order."""
+CapturedInput = list[tuple[int, int, snapshots.Payload]]
+"""Channel state captured at the input, in capture order: (input side, sending subtask,
+rows or an event-time marker)."""
 
 
 class GateCheckpointing(Protocol):
@@ -111,10 +113,13 @@ class InputGate:
         checkpointing: GateCheckpointing,
         signal: channel_mod.Signal | None = None,
         valve: watermark_valve.WatermarkValve | None = None,
+        senders: Sequence[int] | None = None,
     ) -> None:
-        """``valve``: combines the channels' watermarks (one is made when not given)."""
+        """``valve``: combines the channels' watermarks (one is made when not given);
+        ``senders``: the sending subtask of each channel (recorded with channel state)."""
         if len(inputs) != len(sides):
             raise ValueError(f"{len(inputs)} input channels but {len(sides)} sides")
+        self._senders = list(senders) if senders is not None else [-1] * len(inputs)
         self.valve = valve if valve is not None else watermark_valve.WatermarkValve(len(inputs))
         self._time_change = watermark_valve.Output()
         self._inputs = list(inputs)
@@ -125,7 +130,7 @@ class InputGate:
         self._closed: set[int] = set()
         self._rr = 0
         self._captures: dict[types.CheckpointId, CapturedInput] = {}
-        self._arriving: tuple[types.CheckpointId, int, list[batch_mod.Batch]] | None = None
+        self._arriving: tuple[types.CheckpointId, CapturedInput] | None = None
         """A priority barrier being handed to the handler, with the data it overtook here."""
         self.handler = alignment_handler.create_barrier_handler(
             config, len(self._inputs), self, clock
@@ -188,18 +193,17 @@ class InputGate:
         if item is None:
             return Polled.NOTHING
         if isinstance(item, batch_mod.Batch):
-            capture_for = self.handler.record_received(channel)
-            capture = None if capture_for is None else self._captures.get(capture_for)
-            if capture is not None:
-                capture.append((self._sides[channel], item.rows()))
+            self._capture(channel, item.rows())
             return DataBatch(channel, self._sides[channel], item)
         if isinstance(item, types.Barrier):
             self._barrier_taken(channel, item)
         elif isinstance(item, messages.CancelMarker):
             self.handler.cancel_received(channel, item.checkpoint_id)
         elif isinstance(item, messages.WatermarkMarker):
+            self._capture(channel, item)
             self._time(self.valve.watermark(channel, item.value))
         elif isinstance(item, messages.IdleMarker):
+            self._capture(channel, item)
             self._time(self.valve.status(channel, idle=item.idle))
         else:
             self._closed.add(channel)
@@ -208,6 +212,18 @@ class InputGate:
             if len(self._closed) == len(self._inputs):
                 return Polled.END_OF_INPUT
         return Polled.MARKER
+
+    def _capture(self, channel: int, payload: snapshots.Payload) -> None:
+        """Keep ``payload`` as channel state if it arrived before its channel's barrier
+        of a checkpoint whose input is being captured."""
+        capture_for = self.handler.record_received(channel)
+        capture = None if capture_for is None else self._captures.get(capture_for)
+        if capture is not None:
+            capture.append((self._sides[channel], self._senders[channel], payload))
+
+    def _entries(self, channel: int, items: Sequence[channel_mod.InFlightItem]) -> CapturedInput:
+        side, sender = self._sides[channel], self._senders[channel]
+        return [(side, sender, i.rows() if isinstance(i, batch_mod.Batch) else i) for i in items]
 
     def take_time_change(self) -> watermark_valve.Output:
         """What the markers handled since the last call changed at the valve's output
@@ -237,13 +253,12 @@ class InputGate:
         this barrier triggers the snapshot.
         """
         n = barrier.checkpoint_id
-        overtaken = self._inputs[channel].drain_overtaken(n)
-        side = self._sides[channel]
+        overtaken = self._entries(channel, self._inputs[channel].drain_overtaken(n))
         capture = self._captures.get(n)
         if overtaken and capture is not None:
-            capture.extend((side, batch.rows()) for batch in overtaken)
+            capture.extend(overtaken)
         elif overtaken:
-            self._arriving = (n, side, overtaken)
+            self._arriving = (n, overtaken)
         try:
             self.handler.barrier_received(channel, barrier)
         finally:
@@ -276,7 +291,7 @@ class InputGate:
         captured: CapturedInput = []
         arriving = self._arriving
         if arriving is not None and arriving[0] == n:
-            captured.extend((arriving[1], batch.rows()) for batch in arriving[2])
+            captured.extend(arriving[1])
         self._captures[n] = captured
 
     def channel_state_complete(self, checkpoint_id: types.CheckpointId) -> None:

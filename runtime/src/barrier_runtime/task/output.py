@@ -84,7 +84,9 @@ class SubtaskOutput:
             target_task = self._plan.task_of[target_step]
             for target_subtask, chan in group.items():
                 overtaken.extend(
-                    snapshots.InFlight(target_task, side, target_subtask, "output", batch.rows())
-                    for batch in chan.put_priority(barrier)
+                    snapshots.InFlight.of(
+                        target_task, side, target_subtask, "output", self._index, item
+                    )
+                    for item in chan.put_priority(barrier)
                 )
         return overtaken

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.channels import messages
 from barrier_runtime.core import types
 from barrier_runtime.task import channel_state
+
+Payload = tuple[batch_mod.Record, ...] | messages.WatermarkMarker | messages.IdleMarker
+"""What one entry holds: records, or an event-time marker that travelled between them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,17 +29,44 @@ class InFlight:
     origin: str
     """``"input"``: received before the channel's barrier; ``"output"``: overtaken by it."""
     rows: tuple[batch_mod.Record, ...]
+    source_subtask: int = -1
+    """The sending subtask (which channel of the gate), ``-1`` when not recorded."""
+    marker: messages.WatermarkMarker | messages.IdleMarker | None = None
+    """An event-time marker in place of records (``rows`` is then empty)."""
+
+    @classmethod
+    def of(
+        cls,
+        target_task: types.TaskId,
+        side: int,
+        target_subtask: int,
+        origin: str,
+        source_subtask: int,
+        payload: Payload | batch_mod.Batch,
+    ) -> InFlight:
+        if isinstance(payload, messages.WatermarkMarker | messages.IdleMarker):
+            return cls(target_task, side, target_subtask, origin, (), source_subtask, payload)
+        rows = payload.rows() if isinstance(payload, batch_mod.Batch) else payload
+        return cls(target_task, side, target_subtask, origin, rows, source_subtask)
+
+    @property
+    def payload(self) -> Payload:
+        return self.rows if self.marker is None else self.marker
 
 
 def encode_channel_state(entries: list[InFlight]) -> bytes:
     """The stored form (:mod:`~barrier_runtime.task.channel_state`: Arrow IPC, no pickle)."""
     return channel_state.encode(
-        (e.target_task, e.side, e.target_subtask, e.origin, e.rows) for e in entries
+        (e.target_task, e.side, e.target_subtask, e.origin, e.payload, e.source_subtask)
+        for e in entries
     )
 
 
 def decode_channel_state(blob: bytes) -> list[InFlight]:
-    return [InFlight(types.TaskId(t), s, i, o, r) for t, s, i, o, r in channel_state.decode(blob)]
+    return [
+        InFlight.of(types.TaskId(t), side, i, o, src, payload)
+        for t, side, i, o, payload, src in channel_state.decode(blob)
+    ]
 
 
 def filter_for_subtask(
@@ -45,23 +75,32 @@ def filter_for_subtask(
     subtask: int,
     parallelism: int,
     owner_of: Callable[[int, batch_mod.Record], int | None],
-) -> list[tuple[int, tuple[batch_mod.Record, ...]]]:
-    """The in-flight records subtask ``subtask`` of ``task_id`` must replay, in replay order.
+    *,
+    same_layout: bool = False,
+) -> list[tuple[int, int, Payload]]:
+    """What subtask ``subtask`` of ``task_id`` must replay, in replay order:
+    ``(side, source subtask, records or marker)``.
 
     ``owner_of(side, record)`` gives the new owning subtask of a record on a keyed input
     (``None`` for forward inputs, which keep their old subtask modulo the new parallelism).
     Input-side captures come first, then overtaken output, which preserves per-channel order.
+    Event-time markers are kept only with ``same_layout`` (same parallelism, so the same
+    channels) and only for the subtask they were captured for.
     """
     ordered = [e for e in entries if e.origin == "input"] + [
         e for e in entries if e.origin == "output"
     ]
-    out: list[tuple[int, tuple[Any, ...]]] = []
+    out: list[tuple[int, int, Payload]] = []
     for e in ordered:
         if e.target_task != task_id:
             continue
+        if e.marker is not None:
+            if same_layout and e.target_subtask == subtask and e.source_subtask >= 0:
+                out.append((e.side, e.source_subtask, e.marker))
+            continue
         mine = tuple(r for r in e.rows if _owner(owner_of, e, r, parallelism) == subtask)
         if mine:
-            out.append((e.side, mine))
+            out.append((e.side, e.source_subtask, mine))
     return out
 
 

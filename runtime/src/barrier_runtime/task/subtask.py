@@ -92,6 +92,7 @@ class Subtask:
                 self.checkpointing,
                 signal,
                 valve,
+                [spec.upstream_subtask for spec in specs],
             )
             if specs
             else None

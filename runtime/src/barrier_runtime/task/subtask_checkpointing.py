@@ -195,8 +195,8 @@ class SubtaskCheckpointing:
             return  # no capture was needed, or the checkpoint was dropped meanwhile
         task = self._key
         snap.input_state = [
-            snapshots.InFlight(task.task_id, side, task.subtask, "input", rows)
-            for side, rows in captured
+            snapshots.InFlight.of(task.task_id, side, task.subtask, "input", sender, payload)
+            for side, sender, payload in captured
         ]
         self._upload_channel_state(snap)  # Step 4
 

@@ -43,7 +43,12 @@ class RecordingCheckpointing:
     def channel_state_complete(
         self, checkpoint_id: types.CheckpointId, captured: input_gate.CapturedInput
     ) -> None:
-        values = [(side, row["v"]) for side, batch_rows in captured for row in batch_rows]
+        values = [
+            (side, row["v"])
+            for side, _, batch_rows in captured
+            if isinstance(batch_rows, tuple)
+            for row in batch_rows
+        ]
         self.calls.append(("channel_state", checkpoint_id, values))
 
     def abort(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:
@@ -226,3 +231,29 @@ def test_end_of_input_is_reported_once_the_last_channel_closes() -> None:
     assert gate.take_from(0) is input_gate.Polled.MARKER
     assert gate.closed == {0} and not gate.readable(0)
     assert gate.take_from(1) is input_gate.Polled.END_OF_INPUT
+
+
+def test_event_time_markers_before_the_barrier_are_captured_in_order_with_the_records() -> None:
+    chans = local_channels(2)
+    recorder = RecordingCheckpointing()
+    gate = input_gate.InputGate(
+        list(chans), [0, 0], UNALIGNED, clock.ManualClock(0.0), recorder, senders=[0, 1]
+    )
+    captured: list[input_gate.CapturedInput] = []
+    recorder.channel_state_complete = lambda cid, entries: captured.append(entries)  # type: ignore[method-assign]
+    chans[0].put(barrier(1, unaligned=True))
+    chans[1].put(rows(1))
+    chans[1].put(messages.WatermarkMarker(500))
+    chans[1].put(messages.IdleMarker(idle=True))
+    chans[1].put(rows(2))
+    chans[1].put(barrier(1, unaligned=True))
+    chans[1].put(messages.WatermarkMarker(900))  # after the barrier: not channel state
+    take_all(gate, 0)
+    take_all(gate, 1)
+    (entries,) = captured
+    assert entries == [
+        (0, 1, ({"v": 1},)),
+        (0, 1, messages.WatermarkMarker(500)),
+        (0, 1, messages.IdleMarker(idle=True)),
+        (0, 1, ({"v": 2},)),
+    ]

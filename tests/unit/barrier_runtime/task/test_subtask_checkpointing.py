@@ -110,12 +110,12 @@ def test_unaligned_ack_waits_for_the_captured_channel_state() -> None:
     services.run_uploads()
     assert services.acks == []  # the gate is still capturing
     rows: tuple[batch_mod.Record, ...] = ({"v": 1},)
-    cp.channel_state_complete(types.CheckpointId(2), [(1, rows)])
+    cp.channel_state_complete(types.CheckpointId(2), [(1, 0, rows)])
     services.run_uploads()
     [ack] = services.acks
     assert ack.metrics.channel_state_size == 7
     assert services.channel_state[types.CheckpointId(2)] == [
-        snapshots.InFlight(KEY.task_id, 1, 0, "input", rows),
+        snapshots.InFlight(KEY.task_id, 1, 0, "input", rows, source_subtask=0),
         *overtaken,
     ]
 
