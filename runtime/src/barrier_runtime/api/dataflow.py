@@ -486,6 +486,60 @@ class KeyedStream(Stream):
         self.flow._add(step)
         return WindowedStream(self.flow, step.step_id)
 
+    def interval_join(
+        self,
+        step_id: str,
+        other: KeyedStream,
+        *,
+        lower_ms: int,
+        upper_ms: int,
+        timestamps: event_time.Timestamps,
+        other_timestamps: event_time.Timestamps | None = None,
+        fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None = None,
+    ) -> Stream:
+        """Pairs of this stream's record at ``l`` and ``other``'s record of the same key at
+        ``r`` with ``l + lower_ms <= r <= l + upper_ms``, each emitted once as
+        ``fn(left, right)`` (default ``{"key": key, "left": left, "right": right}``).
+
+        Records are buffered per key until the watermark makes a match impossible, then
+        dropped from state (built on event-time timers); a record that arrives at or
+        behind the watermark is late and ignored.
+
+        >>> from barrier_runtime.api.watermarks import BoundedOutOfOrderness
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> flow = Dataflow("orders-payments")
+        >>> wm = BoundedOutOfOrderness(1_000)
+        >>> orders = flow.source("orders", TestingSource([{"id": 1, "ts": 0}]),
+        ...                      timestamps="ts", watermarks=wm).key_by("by-order", "id")
+        >>> paid = flow.source("payments", TestingSource([{"id": 1, "ts": 900}]),
+        ...                    timestamps="ts", watermarks=wm).key_by("by-payment", "id")
+        >>> orders.interval_join("paid-within-1h", paid, lower_ms=0, upper_ms=3_600_000,
+        ...                      timestamps="ts").sink("out", TestingSink())
+        >>> flow.validate()
+        """
+        if not isinstance(other, KeyedStream):
+            raise InvalidDataflowError(f"step {step_id!r}: interval_join needs a KeyedStream")
+        for name, bound in (("lower_ms", lower_ms), ("upper_ms", upper_ms)):
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise InvalidDataflowError(
+                    f"step {step_id!r}: {name} must be an int, not {bound!r}"
+                )
+        if lower_ms > upper_ms:
+            raise InvalidDataflowError(
+                f"step {step_id!r}: lower_ms ({lower_ms}) is above upper_ms ({upper_ms}): "
+                "no pair could ever match"
+            )
+        inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
+        step = defs.IntervalJoinStep(
+            self.flow._new_id(step_id),
+            inputs,
+            (timestamps, timestamps if other_timestamps is None else other_timestamps),
+            lower_ms,
+            upper_ms,
+            fn,
+        )
+        return self.flow._add(step)
+
     def connect(
         self,
         step_id: str,

@@ -160,6 +160,24 @@ class WindowStep:
 
 
 @dataclass(frozen=True, slots=True)
+class IntervalJoinStep:
+    """Joins two keyed streams in event time: a left record at ``l`` with every right record
+    of its key at ``r`` where ``l + lower_ms <= r <= l + upper_ms``.
+
+    Each pair is emitted once, as ``fn(left, right)`` (``None``: ``{"key", "left",
+    "right"}``). A record at or behind the watermark when it arrives is late and dropped
+    (counted).
+    """
+
+    step_id: types.StepId
+    inputs: tuple[Input, Input]
+    timestamps: tuple[event_time.Timestamps, event_time.Timestamps]
+    lower_ms: int
+    upper_ms: int
+    fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None
+
+
+@dataclass(frozen=True, slots=True)
 class SideOutputStep:
     """The late records of a :class:`WindowStep` (its ``input``), as a stream of their own."""
 
@@ -200,6 +218,7 @@ Step = (
     | StatefulStep
     | KeyedSumStep
     | ProcessStep
+    | IntervalJoinStep
     | WindowStep
     | SideOutputStep
     | ConnectStep
@@ -212,11 +231,14 @@ def step_inputs(step: Step) -> tuple[Input, ...]:
     """The inputs of any step, in side order."""
     if isinstance(step, SourceStep):
         return ()
-    if isinstance(step, ConnectStep | MergeStep):
+    if isinstance(step, ConnectStep | MergeStep | IntervalJoinStep):
         return step.inputs
     return (step.input,)
 
 
 def is_keyed(step: Step) -> bool:
     """Whether the step owns keyed state."""
-    return isinstance(step, StatefulStep | KeyedSumStep | ConnectStep | WindowStep | ProcessStep)
+    return isinstance(
+        step,
+        StatefulStep | KeyedSumStep | ConnectStep | WindowStep | ProcessStep | IntervalJoinStep,
+    )

@@ -30,6 +30,7 @@ from barrier_runtime.task import (
     batch_operators,
     event_time,
     faults,
+    join_operator,
     operators,
     process_operator,
     snapshots,
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from barrier_runtime.task import attempt as attempt_mod
 
 EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
-_EVENT_TIME_OPERATORS = (window_operator.WindowOperator, process_operator.ProcessOperator)
+_EVENT_TIME_OPERATORS = (
+    window_operator.WindowOperator,
+    process_operator.ProcessOperator,
+    join_operator.IntervalJoinOperator,
+)
 WatermarkFrom = Callable[[types.StepId, int], None]
 
 
@@ -142,6 +147,10 @@ class OperatorChain:
                 op = operators.MapBatchesOperator(step, emit, reject)
             elif isinstance(step, steps.KeyByStep | steps.MergeStep | steps.SideOutputStep):
                 op = operators.PassThroughOperator(step.step_id, emit)
+            elif isinstance(step, steps.IntervalJoinStep):
+                op = join_operator.IntervalJoinOperator(
+                    step, emit, self._kg_range, plan.flow.max_parallelism
+                )
             elif isinstance(step, steps.ProcessStep):
                 op = process_operator.ProcessOperator(
                     step, emit, self._kg_range, plan.flow.max_parallelism, self._ctx.clock
