@@ -457,6 +457,87 @@ class KeyedStream(Stream):
                 f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
                 "(Tumbling, Sliding or Session)"
             )
+        self._require_watermarks(step_id, allowed_lateness_ms)
+        step = defs.WindowStep(
+            self.flow._new_id(step_id),
+            self._keyed_input(step_id),
+            assigner,
+            timestamps,
+            aggregate,
+            process,
+            output,
+            allowed_lateness_ms,
+        )
+        self.flow._add(step)
+        return WindowedStream(self.flow, step.step_id)
+
+    def window_agg(
+        self,
+        step_id: str,
+        assigner: windows_mod.WindowAssigner,
+        *,
+        timestamps: str,
+        how: defs.WindowHow,
+        column: str | None = None,
+        output: str = "value",
+        allowed_lateness_ms: int = 0,
+    ) -> WindowedStream:
+        """Like :meth:`window` with a built-in aggregate, vectorised over Arrow batches.
+
+        ``how``: ``"count"`` (records), or ``"sum"``, ``"min"``, ``"max"``, ``"mean"`` of the
+        numeric ``column`` (nulls skipped). The stream must be keyed by a column and the
+        event time must be a column; windows are tumbling or sliding. Results and late
+        records are those of :meth:`window`.
+
+        >>> from barrier_runtime.api.watermarks import monotonous
+        >>> from barrier_runtime.api.windows import Tumbling
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> flow = Dataflow("volumes")
+        >>> trades = flow.source("trades", TestingSource([{"sym": "X", "qty": 5, "ts": 1}]),
+        ...                      timestamps="ts", watermarks=monotonous())
+        >>> trades.key_by("by-sym", "sym").window_agg(
+        ...     "volume", Tumbling(60_000), timestamps="ts", how="sum", column="qty",
+        ...     output="volume").sink("out", TestingSink())
+        """
+        if self.key_column is None:
+            raise InvalidDataflowError(
+                f"step {step_id!r}: window_agg needs a stream keyed by a column "
+                "(key_by(step, 'col')); for a key function use window"
+            )
+        if how not in defs.WINDOW_HOWS:
+            raise InvalidDataflowError(
+                f"step {step_id!r}: how must be one of {', '.join(defs.WINDOW_HOWS)}, not {how!r}"
+            )
+        if (column is None) != (how == "count"):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: how={how!r} "
+                + ("takes no column" if how == "count" else "needs column=")
+            )
+        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
+                "for sessions use window"
+            )
+        if not isinstance(timestamps, str):
+            raise InvalidDataflowError(
+                f"step {step_id!r}: window_agg reads event time from a column; "
+                "for a function use window"
+            )
+        self._require_watermarks(step_id, allowed_lateness_ms)
+        step = defs.WindowAggStep(
+            self.flow._new_id(step_id),
+            self._keyed_input(step_id),
+            assigner,
+            timestamps,
+            how,
+            column,
+            output,
+            allowed_lateness_ms,
+        )
+        self.flow._add(step)
+        return WindowedStream(self.flow, step.step_id)
+
+    def _require_watermarks(self, step_id: str, allowed_lateness_ms: int) -> None:
         if (
             isinstance(allowed_lateness_ms, bool)
             or not isinstance(allowed_lateness_ms, int)
@@ -473,18 +554,6 @@ class KeyedStream(Stream):
                 f"step {step_id!r}: windows fire on watermarks, and no source of dataflow "
                 f"{self.flow.name!r} has any; give the source timestamps= and watermarks="
             )
-        step = defs.WindowStep(
-            self.flow._new_id(step_id),
-            self._keyed_input(step_id),
-            assigner,
-            timestamps,
-            aggregate,
-            process,
-            output,
-            allowed_lateness_ms,
-        )
-        self.flow._add(step)
-        return WindowedStream(self.flow, step.step_id)
 
     def interval_join(
         self,

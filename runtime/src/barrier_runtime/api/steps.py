@@ -177,6 +177,29 @@ class IntervalJoinStep:
     fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None
 
 
+WindowHow = Literal["count", "sum", "min", "max", "mean"]
+WINDOW_HOWS: tuple[WindowHow, ...] = ("count", "sum", "min", "max", "mean")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAggStep:
+    """Vectorised windows over Arrow batches: ``how`` of ``column`` per key and window.
+
+    The stream is keyed by a column; window assignment and per-batch partial
+    aggregates are computed on whole batches. Results, lateness and the late
+    side output are those of :class:`WindowStep`.
+    """
+
+    step_id: types.StepId
+    input: Input
+    assigner: windows_mod.WindowAssigner
+    timestamps: str
+    how: WindowHow
+    column: str | None
+    output: str
+    allowed_lateness_ms: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class SideOutputStep:
     """The late records of a :class:`WindowStep` (its ``input``), as a stream of their own."""
@@ -220,6 +243,7 @@ Step = (
     | ProcessStep
     | IntervalJoinStep
     | WindowStep
+    | WindowAggStep
     | SideOutputStep
     | ConnectStep
     | MergeStep
@@ -240,5 +264,11 @@ def is_keyed(step: Step) -> bool:
     """Whether the step owns keyed state."""
     return isinstance(
         step,
-        StatefulStep | KeyedSumStep | ConnectStep | WindowStep | ProcessStep | IntervalJoinStep,
+        StatefulStep
+        | KeyedSumStep
+        | ConnectStep
+        | WindowStep
+        | WindowAggStep
+        | ProcessStep
+        | IntervalJoinStep,
     )

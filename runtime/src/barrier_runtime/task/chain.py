@@ -34,6 +34,7 @@ from barrier_runtime.task import (
     operators,
     process_operator,
     snapshots,
+    window_agg_operator,
     window_operator,
 )
 from barrier_runtime.task import rejects as rejects_mod
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
 _EVENT_TIME_OPERATORS = (
     window_operator.WindowOperator,
+    window_agg_operator.WindowAggOperator,
     process_operator.ProcessOperator,
     join_operator.IntervalJoinOperator,
 )
@@ -155,12 +157,17 @@ class OperatorChain:
                 op = process_operator.ProcessOperator(
                     step, emit, self._kg_range, plan.flow.max_parallelism, self._ctx.clock
                 )
-            elif isinstance(step, steps.WindowStep):
+            elif isinstance(step, steps.WindowStep | steps.WindowAggStep):
                 late = next(
                     (c.step_id for c in plan.consumers[step.step_id] if c.side_output), None
                 )
-                op = window_operator.WindowOperator(
-                    step,
+                kind = (
+                    window_operator.WindowOperator
+                    if isinstance(step, steps.WindowStep)
+                    else window_agg_operator.WindowAggOperator
+                )
+                op = kind(
+                    step,  # type: ignore[arg-type]
                     emit,
                     None if late is None else self._emitter(late),
                     self._kg_range,
