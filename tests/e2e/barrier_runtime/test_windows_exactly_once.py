@@ -45,7 +45,9 @@ def event_time(record: dict[str, object]) -> int:
     return seq * 100 - (seq * 37 % 7) * 20
 
 
-def windowed_counts(out: pathlib.Path, rate: float | None = None) -> Dataflow:
+def windowed_counts(
+    out: pathlib.Path, rate: float | None = None, *, vectorised: bool = False
+) -> Dataflow:
     flow = Dataflow("window-counts")
     source = GeneratorSource(
         keys=KEYS,
@@ -57,20 +59,30 @@ def windowed_counts(out: pathlib.Path, rate: float | None = None) -> Dataflow:
     events = flow.source(
         "events", source, timestamps=event_time, watermarks=BoundedOutOfOrderness(200)
     )
-    counts = events.key_by("by-key", "key").window(
-        "counts", Tumbling(1_000), timestamps=event_time, aggregate=count(), output="n"
-    )
+    if vectorised:  # event time as a column, for the vectorised path
+        stamped = events.map("stamp", lambda r: {**r, "ts": event_time(r)})
+        counts = stamped.key_by("by-key", "key").window_agg(
+            "counts", Tumbling(1_000), timestamps="ts", how="count", output="n"
+        )
+    else:
+        counts = events.key_by("by-key", "key").window(
+            "counts", Tumbling(1_000), timestamps=event_time, aggregate=count(), output="n"
+        )
     counts.sink("out", FileSink(str(out)))
     return flow
 
 
 def run(
-    world: pathlib.Path, parallelism: int, rate: float | None = None, **kwargs: object
+    world: pathlib.Path,
+    parallelism: int,
+    rate: float | None = None,
+    vectorised: bool = False,
+    **kwargs: object,
 ) -> list[dict[str, object]]:
     store = CheckpointStore(open_object_store(str(world / "store")), "default/windows")
     config = kwargs.pop("config", CheckpointConfig(interval=0.05))
     result = LocalExecutor(
-        windowed_counts(world / "out", rate),
+        windowed_counts(world / "out", rate, vectorised=vectorised),
         parallelism=parallelism,
         store=store,
         config=config,  # type: ignore[arg-type]
@@ -109,13 +121,18 @@ CRASHES = [
 ]
 
 
-@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize(
+    ("unaligned", "vectorised"),
+    [(False, False), (True, False), (False, True)],
+    ids=["aligned", "unaligned", "vectorised-aligned"],
+)
 def test_every_window_result_once_through_at_least_ten_crashes(
-    tmp_path: pathlib.Path, expected: list[dict[str, object]], unaligned: bool
+    tmp_path: pathlib.Path, expected: list[dict[str, object]], unaligned: bool, vectorised: bool
 ) -> None:
     got = run(
         tmp_path,
         2,
+        vectorised=vectorised,
         rate=2_000,  # long enough for every crash to come up
         config=CheckpointConfig(interval=0.05, unaligned=unaligned),
         fault_injector=FaultInjector(CRASHES),
@@ -129,8 +146,9 @@ def test_every_window_result_once_through_at_least_ten_crashes(
     assert {p for p in P if any(f"injected crash: {p.value}" in f for f in fired)} == set(P)
 
 
+@pytest.mark.parametrize("vectorised", [False, True], ids=["per-record", "vectorised"])
 def test_windows_and_their_timers_survive_rescaling_2_3_1(
-    tmp_path: pathlib.Path, expected: list[dict[str, object]]
+    tmp_path: pathlib.Path, expected: list[dict[str, object]], vectorised: bool
 ) -> None:
     world = tmp_path / "world"
     for parallelism, crash_at in ((2, 4), (3, 8)):
@@ -138,10 +156,11 @@ def test_windows_and_their_timers_survive_rescaling_2_3_1(
             run(
                 world,
                 parallelism,
+                vectorised=vectorised,
                 rate=2_000,  # 4,000 events per partition: ~2 s, dozens of checkpoints
                 fault_injector=FaultInjector([Crash(P.SNAPSHOT, checkpoint_id=crash_at)]),
                 max_restarts=0,
             )
-    got = run(world, 1)
+    got = run(world, 1, vectorised=vectorised)
     report = check_exactly_once(expected, got, key="key", seq="window_start")
     assert report.exactly_once, report

@@ -18,9 +18,10 @@ On the watermark
     freed.
 
 Checkpoints
-    The live slots are written as keyed state (key to ``{start: [count, sum,
-    min, max, firings]}``), so snapshots split by key group and restore at
-    any parallelism like every keyed state.
+    At the barrier the live slots' arrays are copied; on the upload thread they
+    become an Arrow table (key group, key, window start, count, sum, min, max,
+    firings), the keyed-state format with content mark ``window-slots``, so
+    snapshots split by key group and restore at any parallelism.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import pyarrow as pa
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, steps, watermarks, windows
-from barrier_runtime.state import keyed
+from barrier_runtime.state import key_groups, keyed
 from barrier_runtime.task import operators
 
 
@@ -183,6 +184,15 @@ class WindowAggOperator(operators.StatefulOperator):
                 self._free.append(slot)
 
     def _ordered(self, slots: list[int]) -> npt.NDArray[np.int64]:
+        """``slots`` in key order (the order a window's results are emitted in)."""
+        keys = [self._key[s] for s in slots]
+        if set(map(type, keys)) == {int}:
+            try:
+                order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
+            except OverflowError:
+                pass
+            else:
+                return np.array(slots, np.int64)[order]
         return np.array(sorted(slots, key=lambda s: _sort_key(self._key[s])), np.int64)
 
     def _results(self, slots: npt.NDArray[np.int64]) -> batch_mod.Batch:
@@ -216,31 +226,81 @@ class WindowAggOperator(operators.StatefulOperator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
-        state = keyed.KeyedState(self._range, self._max_parallelism)
-        for (key, start), slot in self._slot_of.items():
-            held = state.values.setdefault(key, {})
-            held[start] = [
-                int(self._count[slot]),
-                float(self._sum[slot]),
-                float(self._min[slot]),
-                float(self._max[slot]),
-                int(self._fired[slot]),
-            ]
-        copy = state.snapshot_copy(self.step_id)
-        start, end = state.start, state.end
-        builder.blobs.append(operators.keyed_blob(self.step_id, builder, copy.encode, start, end))
+        # The barrier's part: copy the live slots' arrays (fancy indexing copies); the
+        # key groups, the Arrow table and its bytes are made on the upload thread.
+        live = np.fromiter(self._slot_of.values(), np.int64, len(self._slot_of))
+        copy = _SlotsCopy(
+            self.step_id,
+            self._max_parallelism,
+            self._range,
+            [self._key[s] for s in live.tolist()],
+            {name: getattr(self, "_" + name)[live] for name in _COLUMNS},
+        )
+        lo, hi = self._range
+        builder.blobs.append(operators.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
-        state = keyed.KeyedState(self._range, self._max_parallelism)
-        state.restore(blobs)
-        for key, held in state.values.items():
-            for start, (count, total, low, high, fired) in held.items():
-                slot = self._slot(key, int(start))
-                self._count[slot], self._sum[slot] = count, total
-                self._min[slot], self._max[slot], self._fired[slot] = low, high, fired
+        for blob in blobs:
+            table = keyed.read_table(blob)
+            groups = table.column("key_group").to_numpy()
+            mine = np.flatnonzero((groups >= self._range[0]) & (groups <= self._range[1]))
+            table = table.take(pa.array(mine))
+            keys = keyed.decode_column(table.column("key"))
+            arrays = {name: table.column(name).to_numpy() for name in _COLUMNS}
+            for i, key in enumerate(keys):
+                slot = self._slot(key, int(arrays["start"][i]))
+                for name in _COLUMNS:
+                    getattr(self, "_" + name)[slot] = arrays[name][i]
 
     def watermark_restored(self, watermark: int) -> None:
         self.watermark = watermark
+
+
+_COLUMNS = ("start", "count", "sum", "min", "max", "fired")
+_SCHEMA = pa.schema(
+    [
+        ("key_group", pa.int32()),
+        ("key", pa.binary()),
+        ("start", pa.int64()),
+        ("count", pa.int64()),
+        ("sum", pa.float64()),
+        ("min", pa.float64()),
+        ("max", pa.float64()),
+        ("fired", pa.int64()),
+    ],
+    metadata={keyed.FORMAT_KEY: keyed.FORMAT, keyed.CONTENT_KEY: b"window-slots"},
+)
+
+
+class _SlotsCopy:
+    """The live windows as of a barrier, encoded on the upload thread."""
+
+    def __init__(
+        self,
+        step_id: str,
+        max_parallelism: int,
+        key_group_range: tuple[int, int],
+        keys: list[Any],
+        arrays: dict[str, npt.NDArray[Any]],
+    ) -> None:
+        self._step_id = step_id
+        self._max_parallelism = max_parallelism
+        self._keys = keys
+        self._arrays = arrays
+
+    def encode(self) -> bytes:
+        groups = key_groups.key_groups_for_keys(self._keys, self._max_parallelism)
+        order = np.argsort(groups, kind="stable")
+        columns: dict[str, Any] = {
+            "key_group": pa.array(groups[order].astype(np.int32)),
+            "key": keyed.encode_column(self._keys).take(pa.array(order)),
+        }
+        columns.update({name: pa.array(self._arrays[name][order]) for name in _COLUMNS})
+        table = pa.table(columns, schema=_SCHEMA)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, _SCHEMA) as writer:
+            writer.write_table(table)
+        return bytes(sink.getvalue().to_pybytes())
 
 
 def _filled(column: pa.ChunkedArray, fill: float) -> npt.NDArray[np.float64]:
