@@ -64,7 +64,7 @@ class WindowAggOperator(operators.StatefulOperator):
         self.watermark = watermarks.MIN_WATERMARK
         self.late_dropped = 0
         self._slot_of: dict[tuple[Any, int], int] = {}
-        self._key: list[Any] = []
+        self._key: npt.NDArray[Any] = np.empty(0, dtype=object)
         self._free: list[int] = []
         self._start = np.zeros(0, np.int64)
         self._count = np.zeros(0, np.int64)
@@ -100,11 +100,7 @@ class WindowAggOperator(operators.StatefulOperator):
         grouped = pa.table(columns).group_by(["k", "s"]).aggregate(aggs)
         keys = grouped.column("k").to_pylist()
         group_starts = grouped.column("s").to_numpy()
-        slots = np.fromiter(
-            (self._slot(k, s) for k, s in zip(keys, group_starts.tolist(), strict=True)),
-            np.int64,
-            len(keys),
-        )
+        slots = self._slots(keys, group_starts)
         if self._step.column is None:
             self._count[slots] += grouped.column("count_all").to_numpy()
         else:
@@ -131,30 +127,51 @@ class WindowAggOperator(operators.StatefulOperator):
         else:
             self._emit_late(batch_mod.Batch.from_arrow(arrow.take(pa.array(late))))
 
+    def _slots(self, keys: list[Any], starts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The slot of each ``(key, start)``, new ones allocated and armed in bulk."""
+        pairs = list(zip(keys, starts.tolist(), strict=True))
+        found = list(map(self._slot_of.get, pairs))
+        missing = [i for i, slot in enumerate(found) if slot is None]
+        if missing:
+            new = self._allocate(len(missing))
+            for i, slot in zip(missing, new.tolist(), strict=True):
+                found[i] = slot
+            self._slot_of.update(zip([pairs[i] for i in missing], new.tolist(), strict=True))
+            picked = np.array(missing, np.intp)
+            self._key[new] = np.array([keys[i] for i in missing] + [None], dtype=object)[:-1]
+            new_starts = starts[picked]
+            self._start[new] = new_starts
+            self._count[new], self._sum[new], self._fired[new] = 0, 0.0, 0
+            self._min[new], self._max[new] = np.inf, -np.inf
+            for start in np.unique(new_starts).tolist():
+                self._arm(start).extend(new[new_starts == start].tolist())
+        return np.array(found, np.int64)
+
     def _slot(self, key: Any, start: int) -> int:
-        slot = self._slot_of.get((key, start))
-        if slot is not None:
-            return slot
-        if not self._free:
-            self._grow()
-        slot = self._free.pop()
-        self._slot_of[(key, start)] = slot
-        self._key[slot] = key
-        self._start[slot] = start
-        self._count[slot], self._sum[slot], self._fired[slot] = 0, 0.0, 0
-        self._min[slot], self._max[slot] = np.inf, -np.inf
+        return int(self._slots([key], np.array([start], np.int64))[0])
+
+    def _arm(self, start: int) -> list[int]:
+        """The slots of windows starting at ``start``; a new window start gets its timers."""
         members = self._by_start.get(start)
         if members is None:
             self._by_start[start] = members = []
             heapq.heappush(self._to_fire, start)
             heapq.heappush(self._to_purge, start)
-        members.append(slot)
-        return slot
+        return members
+
+    def _allocate(self, n: int) -> npt.NDArray[np.int64]:
+        while len(self._free) < n:
+            self._grow()
+        taken = self._free[-n:]
+        del self._free[-n:]
+        return np.array(taken, np.int64)
 
     def _grow(self) -> None:
         old = len(self._key)
         new = max(1024, old * 2)
-        self._key.extend([None] * (new - old))
+        keys = np.empty(new, dtype=object)
+        keys[:old] = self._key
+        self._key = keys
         for name in ("_start", "_count", "_sum", "_min", "_max", "_fired"):
             array = getattr(self, name)
             grown = np.zeros(new, array.dtype)
@@ -185,7 +202,7 @@ class WindowAggOperator(operators.StatefulOperator):
 
     def _ordered(self, slots: list[int]) -> npt.NDArray[np.int64]:
         """``slots`` in key order (the order a window's results are emitted in)."""
-        keys = [self._key[s] for s in slots]
+        keys = self._key[slots].tolist()
         if set(map(type, keys)) == {int}:
             try:
                 order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
@@ -214,7 +231,7 @@ class WindowAggOperator(operators.StatefulOperator):
         return batch_mod.Batch.from_arrow(
             pa.record_batch(
                 {
-                    "key": pa.array([self._key[s] for s in slots.tolist()]),
+                    "key": pa.array(self._key[slots].tolist()),
                     "window_start": starts,
                     "window_end": starts + self._size,
                     self._step.output: value,
@@ -233,7 +250,7 @@ class WindowAggOperator(operators.StatefulOperator):
             self.step_id,
             self._max_parallelism,
             self._range,
-            [self._key[s] for s in live.tolist()],
+            self._key[live].tolist(),
             {name: getattr(self, "_" + name)[live] for name in _COLUMNS},
         )
         lo, hi = self._range
