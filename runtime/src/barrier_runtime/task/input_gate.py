@@ -193,7 +193,7 @@ class InputGate:
         if item is None:
             return Polled.NOTHING
         if isinstance(item, batch_mod.Batch):
-            self._capture(channel, item.rows())
+            self._capture(channel, item)
             return DataBatch(channel, self._sides[channel], item)
         if isinstance(item, types.Barrier):
             self._barrier_taken(channel, item)
@@ -213,12 +213,13 @@ class InputGate:
                 return Polled.END_OF_INPUT
         return Polled.MARKER
 
-    def _capture(self, channel: int, payload: snapshots.Payload) -> None:
-        """Keep ``payload`` as channel state if it arrived before its channel's barrier
-        of a checkpoint whose input is being captured."""
+    def _capture(self, channel: int, item: channel_mod.InFlightItem) -> None:
+        """Keep ``item`` as channel state if it arrived before its channel's barrier
+        of a checkpoint whose input is being captured (rows are made only then)."""
         capture_for = self.handler.record_received(channel)
         capture = None if capture_for is None else self._captures.get(capture_for)
         if capture is not None:
+            payload = item.rows() if isinstance(item, batch_mod.Batch) else item
             capture.append((self._sides[channel], self._senders[channel], payload))
 
     def _entries(self, channel: int, items: Sequence[channel_mod.InFlightItem]) -> CapturedInput:
