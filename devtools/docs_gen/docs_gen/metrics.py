@@ -105,6 +105,8 @@ class _StandInJob:
             backpressure_seconds={"task": 1.0},
             arrival_latency={"step": one},
             commit_latency={"step": one},
+            watermarks={"step": 1_700_000_000_000},
+            late_dropped={"step": 1},
         )
 
 

@@ -56,6 +56,10 @@ class RuntimeMetrics:
     """Per sink step: write time - creation time of records stamped with their creation."""
     commit_latency: Mapping[str, latency.LatencyHistogram] = field(default_factory=dict)
     """Per sink step: checkpoint commit time - creation time of stamped records."""
+    watermarks: Mapping[str, int] = field(default_factory=dict)
+    """Per step of the running attempt: the smallest watermark (ms) its subtasks forwarded."""
+    late_dropped: Mapping[str, int] = field(default_factory=dict)
+    """Per window or join step: late records dropped."""
 
 
 class SavepointFailedError(RuntimeError):

@@ -274,7 +274,26 @@ class JobMetrics:
         )
         for step, n in sorted(runtime.records_rejected.items()):
             base.add(rejected, track("rejected", step, n), step=step)
-        return [records_in, records_out, backpressure, rejected, *self._latencies(base, runtime)]
+        late = base.counters(
+            "cjob_late_records_dropped_total",
+            "Records a window or join step dropped as late (windows without a late stream).",
+            "step",
+        )
+        for step, n in sorted(runtime.late_dropped.items()):
+            base.add(late, track("late", step, n), step=step)
+        families = [records_in, records_out, backpressure, rejected, late]
+        return [*families, *self._watermarks(base, runtime), *self._latencies(base, runtime)]
+
+    def _watermarks(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+        gauge = base.gauges(
+            "cjob_step_watermark_seconds",
+            "Event time each step has promised to be complete up to (its smallest subtask "
+            "watermark), as seconds since the epoch; lag = now - this.",
+            "step",
+        )
+        for step, ms in sorted(runtime.watermarks.items()):
+            base.add(gauge, ms / 1000, step=step)
+        return [gauge]
 
     def _latencies(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         families = (
@@ -383,7 +402,13 @@ class _Labels:
         """A counter family with one series per value of ``label`` (added with :meth:`add`)."""
         return CounterMetricFamily(name, doc, labels=self.names(label))
 
-    def add(self, family: CounterMetricFamily, value: float, **extra: str) -> None:
+    def gauges(self, name: str, doc: str, label: str) -> GaugeMetricFamily:
+        """A gauge family with one series per value of ``label`` (added with :meth:`add`)."""
+        return GaugeMetricFamily(name, doc, labels=self.names(label))
+
+    def add(
+        self, family: CounterMetricFamily | GaugeMetricFamily, value: float, **extra: str
+    ) -> None:
         family.add_metric(self.values(**extra), value)
 
     def latencies(

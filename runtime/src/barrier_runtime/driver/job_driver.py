@@ -176,8 +176,9 @@ class JobDriver:
         with self._live_lock:
             total = self._finished_metrics.copy()
             live = self._live
-            if live is not None:
-                total.add(live.metrics())
+            current = live.metrics() if live is not None else None
+            if current is not None:
+                total.add(current)
         return job.RuntimeMetrics(
             total.records_in,
             total.records_out,
@@ -185,6 +186,9 @@ class JobDriver:
             total.records_rejected,
             total.arrival_latency,
             total.commit_latency,
+            # watermarks are the running attempt's: a finished one's are behind it
+            dict(current.watermarks) if current is not None else {},
+            total.late_dropped,
         )
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:

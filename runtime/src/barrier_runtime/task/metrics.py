@@ -27,12 +27,19 @@ class AttemptMetrics:
     """Per sink step: write time - creation time of stamped records."""
     commit_latency: dict[str, latency.LatencyHistogram] = field(default_factory=dict)
     """Per sink step: checkpoint commit time - creation time of stamped records."""
+    watermarks: dict[str, int] = field(default_factory=dict)
+    """Per step: the smallest watermark (ms) its subtasks forwarded (those that forwarded one)."""
+    late_dropped: dict[str, int] = field(default_factory=dict)
+    """Per window or join step: late records dropped (no side output, or a join)."""
 
     def add(self, other: AttemptMetrics) -> None:
+        """Sum ``other`` in (the same attempt's other subtasks, or another attempt);
+        watermarks take the minimum per step."""
         for mine, theirs in (
             (self.records_in, other.records_in),
             (self.records_out, other.records_out),
             (self.records_rejected, other.records_rejected),
+            (self.late_dropped, other.late_dropped),
         ):
             for step, n in theirs.items():
                 mine[step] = mine.get(step, 0) + n
@@ -40,6 +47,8 @@ class AttemptMetrics:
             self.backpressure_seconds[task] = self.backpressure_seconds.get(task, 0.0) + s
         latency.merge_into(self.arrival_latency, other.arrival_latency)
         latency.merge_into(self.commit_latency, other.commit_latency)
+        for step, wm in other.watermarks.items():
+            self.watermarks[step] = min(wm, self.watermarks.get(step, wm))
 
     def copy(self) -> AttemptMetrics:
         return AttemptMetrics(
@@ -49,6 +58,8 @@ class AttemptMetrics:
             dict(self.records_rejected),
             dict(self.arrival_latency),
             dict(self.commit_latency),
+            dict(self.watermarks),
+            dict(self.late_dropped),
         )
 
 
@@ -66,6 +77,11 @@ def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> AttemptMetrics:
             if isinstance(op, operators.SinkOperator) and op.latency.arrival.count:
                 latency.merge_into(out.arrival_latency, {op.step_id: op.latency.arrival})
                 latency.merge_into(out.commit_latency, {op.step_id: op.latency.commit})
+            late = getattr(op, "late_dropped", 0)
+            if late:
+                out.late_dropped[op.step_id] = out.late_dropped.get(op.step_id, 0) + late
+        for step, wm in list(s.watermarks.items()):
+            out.watermarks[step] = min(wm, out.watermarks.get(step, wm))
         task = s.task.task_id
         out.backpressure_seconds[task] = (
             out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds

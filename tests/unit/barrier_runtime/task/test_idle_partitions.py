@@ -109,3 +109,35 @@ def test_without_an_idleness_timeout_the_silent_partition_holds_every_window_bac
     assert seconds_until_the_silent_partition_ends(BoundedOutOfOrderness(0)) == pytest.approx(
         PATIENCE, abs=1.0
     )
+
+
+def test_the_running_job_reports_each_steps_watermark() -> None:
+    """``runtime_metrics()`` (what ``/metrics`` serves) shows the live watermark per step."""
+    fired, waited = threading.Event(), []
+    flow = Dataflow("metrics")
+    events = flow.source(
+        "src",
+        OneBusyOneSilent(fired, waited),
+        timestamps="ts",
+        watermarks=BoundedOutOfOrderness(0).with_idleness(0.2),
+    )
+    events.key_by("by", "k").window(
+        "w", Tumbling(500), timestamps="ts", aggregate=count(), output="n"
+    ).sink("out", FiredSink(fired))
+    store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/metrics")
+    executor = LocalExecutor(
+        flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)
+    )
+    seen: dict[str, int] = {}
+
+    def watch() -> None:
+        deadline = time.monotonic() + PATIENCE
+        while time.monotonic() < deadline and not seen:
+            seen.update(executor.runtime_metrics().watermarks)
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    executor.run()
+    watcher.join()
+    assert seen.get("src", 0) > 0 and "w" in seen, seen

@@ -110,3 +110,20 @@ def test_vectorised_sum_min_max_mean_match_the_per_record_aggregates() -> None:
         vec = {(r["key"], r["window_start"]): r["x"] for r in out_v.output}
         rec = {(r["key"], r["window_start"]): r["x"] for r in out_r.output}
         assert vec == rec and len(vec) == 12, how
+
+
+def test_late_records_without_a_late_stream_are_dropped_and_counted() -> None:
+    events = [{"k": "a", "ts": 2000}, {"k": "a", "ts": 10}, {"k": "b", "ts": 20}]
+    flow = Dataflow("w")
+    source = flow.source(
+        "src", TestingSource(events), timestamps="ts", watermarks=BoundedOutOfOrderness(0)
+    )
+    source.key_by("by", "k").window(
+        "w", Tumbling(1000), timestamps="ts", aggregate=count(), output="n"
+    ).sink("out", TestingSink())
+    store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/late")
+    executor = LocalExecutor(
+        flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)
+    )
+    executor.run()
+    assert executor.runtime_metrics().late_dropped == {"w": 2}
