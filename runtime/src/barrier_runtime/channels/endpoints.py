@@ -70,7 +70,7 @@ from barrier_runtime.core import types
 
 InFlightItem = batch_mod.Batch | messages.WatermarkMarker | messages.IdleMarker
 """What an unaligned barrier overtakes and channel state keeps: data and event-time markers."""
-_IN_FLIGHT = (batch_mod.Batch, messages.WatermarkMarker, messages.IdleMarker)
+IN_FLIGHT = (batch_mod.Batch, messages.WatermarkMarker, messages.IdleMarker)
 Item = (
     batch_mod.Batch
     | types.Barrier
@@ -149,7 +149,7 @@ class RemoteOutputChannel:
             self._check()
             if self._ended:
                 return []
-            overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
+            overtaken = [i for i in self._items if isinstance(i, IN_FLIGHT)]
             self._items.insert(self._priority, barrier)
             self._priority += 1
             self._cond.notify_all()
@@ -346,7 +346,7 @@ class RemoteInputChannel:
         elif isinstance(message, frames.BarrierFrame):
             if message.priority:
                 barrier = message.barrier
-                overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
+                overtaken = [i for i in self._items if isinstance(i, IN_FLIGHT)]
                 if overtaken:
                     self._overtaken[barrier.checkpoint_id] = overtaken
                 self._items.insert(self._priority, barrier)

@@ -29,7 +29,7 @@ import threading
 from typing import Protocol
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import messages
+from barrier_runtime.channels import endpoints, messages
 from barrier_runtime.core import types
 
 Item = (
@@ -42,9 +42,8 @@ Item = (
 )
 
 
-InFlightItem = batch_mod.Batch | messages.WatermarkMarker | messages.IdleMarker
-"""What an unaligned barrier overtakes and channel state keeps: data and event-time markers."""
-_IN_FLIGHT = (batch_mod.Batch, messages.WatermarkMarker, messages.IdleMarker)
+InFlightItem = endpoints.InFlightItem
+"""What an unaligned barrier overtakes and channel state keeps (the network ends' definition)."""
 
 
 class Signal:
@@ -109,7 +108,7 @@ class LocalChannel:
         """Insert ``barrier`` ahead of queued data; return the data batches (and event-time
         markers) it overtook, in order."""
         with self._lock:
-            overtaken = [i for i in self._items if isinstance(i, _IN_FLIGHT)]
+            overtaken = [i for i in self._items if isinstance(i, endpoints.IN_FLIGHT)]
             self._items.insert(self._priority, barrier)
             self._priority += 1
         self._receiver.notify()
