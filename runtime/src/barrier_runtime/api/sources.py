@@ -59,6 +59,18 @@ class SourcePartition(abc.ABC):
     def snapshot(self) -> Position:
         """The position to resume from: just after the last record returned."""
 
+    @property
+    def waiting(self) -> bool:
+        """``True`` while the partition has not started because it waits for its turn.
+
+        A source that rations what it holds open (``FileSource``'s
+        ``max_open_files``) says so here. A waiting partition holds back no
+        watermark: as with a split that Flink has not assigned yet, its records
+        may be late when it starts, so such a source should start its partitions
+        in event-time order (files named in time order).
+        """
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release resources; called once when the subtask stops."""
 

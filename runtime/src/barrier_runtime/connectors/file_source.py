@@ -32,7 +32,9 @@ position and problem; either way reading goes on. Each file is read whole
 into memory when its partition first reads (then parsed a block of about
 ``arrow_formats.BLOCK_BYTES`` or a Parquet batch at a time), and at most ``max_open_files``
 files per source object (on Spark: per worker process) are held at once;
-the others wait their turn, returning ``[]``.
+the others wait their turn, returning ``[]``. With event time a waiting file
+holds back no watermark (see :attr:`~sources.SourcePartition.waiting`): name
+files in event-time order, so that a file starting later holds later events.
 
 >>> import pathlib, tempfile
 >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -158,7 +160,13 @@ class FilePartition(sources.SourcePartition):
         self.skipped = 0
         self._rejected: list[sources.Rejected] = []
         self._holding = False
+        self._started = False
         self._finished = False
+
+    @property
+    def waiting(self) -> bool:
+        """Not started yet: every slot of ``max_open_files`` is taken."""
+        return not self._started and not self._finished
 
     def where(self) -> str:
         return f"{self.source.store.describe()}/{self.key}"
@@ -169,6 +177,7 @@ class FilePartition(sources.SourcePartition):
             if not self.source.slots.acquire(blocking=False):
                 return None
             self._holding = True
+            self._started = True
         data = self.source.store.get(self.key)
         try:
             return file_formats.maybe_decompress(self.key, data)

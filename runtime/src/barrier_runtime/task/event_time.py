@@ -18,7 +18,7 @@ valve the smallest output.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from barrier_runtime import task_failure
@@ -69,8 +69,9 @@ class SourceEventTime:
         for name in partitions:
             self._watermarks.finished(name)
 
-    def poll(self, *, now: float) -> watermark_valve.Output:
-        return self._watermarks.poll(now=now)
+    def poll(self, *, now: float, waiting: Collection[str] = ()) -> watermark_valve.Output:
+        """What to emit now; ``waiting``: the partitions not started yet."""
+        return self._watermarks.poll(now=now, waiting=waiting)
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
         builder.blobs.append(state_blob(self.step_id, builder.subtask, self._watermarks.snapshot()))

@@ -314,12 +314,23 @@ class SourceReader:
     def exhausted(self) -> bool:
         return not self._open
 
+    def waiting(self) -> list[str]:
+        """The open partitions that wait for their turn (:attr:`SourcePartition.waiting`)."""
+        return [name for name, part in self._open.items() if part.waiting]
+
     def poll(self) -> batch_mod.Batch | None:
-        """Records from the next partition with data; empty if none had any; ``None`` at end."""
+        """Records from the next partition with data; empty if none had any; ``None`` at end.
+
+        Partitions waiting for their turn start in the order given (file name
+        order for ``FileSource``), so that event time moves forward as they start.
+        """
+        first_waiting = next((n for n in self._order if self._open[n].waiting), None)
         for _ in range(len(self._order)):
             name = self._order[self._next % len(self._order)]
             self._next += 1
             part = self._open[name]
+            if name != first_waiting and part.waiting:
+                continue
             got = part.next_batch()
             if self._on_rejected is not None:
                 for rejected in part.rejected():

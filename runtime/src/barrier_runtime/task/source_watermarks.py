@@ -8,6 +8,9 @@ its *active* partitions, emitted only when it rises:
 * a partition that has returned nothing for the strategy's ``idle_timeout``
   (processing time) is *idle* and left out; its next batch makes it active;
 * a finished partition holds nothing back (it counts as ``MAX_WATERMARK``);
+* a partition *waiting* for its turn (the source has not started it, e.g. a
+  file beyond ``FileSource``'s ``max_open_files``) holds nothing back either
+  until it starts; if every unfinished partition waits, the watermark stays;
 * when every unfinished partition is idle the subtask is idle, and says so
   downstream, so a downstream minimum does not wait for it;
 * a subtask that reads no partition at all is idle from the start.
@@ -41,7 +44,7 @@ Output(watermark=299, idle=None)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from barrier_runtime.alignment.watermark_valve import Output
@@ -99,16 +102,17 @@ class SourceWatermarks:
         """``partition`` is exhausted: it holds nothing back any more."""
         self._parts[partition].finished = True
 
-    def poll(self, *, now: float) -> Output:
+    def poll(self, *, now: float, waiting: Collection[str] = ()) -> Output:
         """What to emit now: a higher watermark, a change of idle status, both, or nothing.
 
-        The first poll after a restore emits the restored watermark.
+        ``waiting``: the partitions not started yet. The first poll after a
+        restore emits the restored watermark.
         """
         if self._timeout is not None:
             for part in self._parts.values():
                 if not part.finished and now - part.last_active >= self._timeout:
                     part.idle = True
-        live = [p for p in self._parts.values() if not p.finished]
+        live = [p for n, p in self._parts.items() if not p.finished and n not in waiting]
         active = [p for p in live if not p.idle]
         idle = (bool(live) and not active) or not self._parts
         if all(p.finished for p in self._parts.values()) and self._parts:

@@ -37,7 +37,7 @@ from barrier_runtime.channels import messages
 from barrier_runtime.core import metadata, types
 from barrier_runtime.task import chain as chain_mod
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, faults, subtask_checkpointing
+from barrier_runtime.task import control, event_time, faults, operators, subtask_checkpointing
 from barrier_runtime.task import input_gate as gate_mod
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import rejects as rejects_mod
@@ -140,7 +140,7 @@ class Subtask:
                 reader.finished.clear()
             if batch is None:
                 if timing is not None:
-                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
+                    self._source_time(reader, timing)
                 self._finish()
             elif len(batch):
                 if timing is not None:
@@ -148,12 +148,18 @@ class Subtask:
                     timing.observe(reader.last_partition, batch, now=clock.now())
                 self._emit_from(reader.step_id, batch)
                 if timing is not None:
-                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
+                    self._source_time(reader, timing)
                 self._after_batch(len(batch))
             else:
                 if timing is not None:
-                    self._time_changed(reader.step_id, timing.poll(now=clock.now()), source=True)
+                    self._source_time(reader, timing)
                 self._sleep(0.005)
+
+    def _source_time(
+        self, reader: operators.SourceReader, timing: event_time.SourceEventTime
+    ) -> None:
+        change = timing.poll(now=self.ctx.clock.now(), waiting=reader.waiting())
+        self._time_changed(reader.step_id, change, source=True)
 
     def _run_gate(self, gate: gate_mod.InputGate) -> None:
         head = self.task.steps[0]

@@ -61,3 +61,22 @@ def test_a_restore_re_emits_the_watermark_first_and_never_goes_back() -> None:
     # at another parallelism: only b here, its generator state and the old watermark
     alone = SourceWatermarks(BOUNDED, ["b"], now=0, restored={"b": saved["b"]})
     assert alone.poll(now=0) == Output(watermark=1_989)
+
+
+def test_a_partition_waiting_for_its_turn_holds_nothing_back_until_it_starts() -> None:
+    wm = SourceWatermarks(BOUNDED, ["a", "b"], now=0)
+    wm.observe("a", [1_000], now=0)
+    assert wm.poll(now=0, waiting=["b"]) == Output(watermark=989)
+    wm.finished("a")
+    # b starts now: it holds the watermark until it has said something, then leads it
+    assert wm.poll(now=0) == Output()
+    wm.observe("b", [3_000], now=0)
+    assert wm.poll(now=0) == Output(watermark=2_989)
+
+
+def test_when_every_unfinished_partition_waits_the_watermark_stays_and_is_not_idle() -> None:
+    wm = SourceWatermarks(BOUNDED.with_idleness(1), ["a", "b"], now=0)
+    wm.observe("a", [1_000], now=0)
+    wm.finished("a")
+    assert wm.poll(now=0, waiting=["b"]) == Output()
+    assert wm.poll(now=0.5, waiting=["b"]) == Output()
