@@ -485,7 +485,9 @@ class KeyedStream(Stream):
         """Like :meth:`window` with a built-in aggregate, vectorised over Arrow batches.
 
         ``how``: ``"count"`` (records), or ``"sum"``, ``"min"``, ``"max"``, ``"mean"`` of the
-        numeric ``column`` (nulls skipped). The stream must be keyed by a column and the
+        numeric ``column`` (nulls skipped; a window of nulls sums to 0, and its min, max
+        and mean are null). Sums, minimums and maximums of an integer column are exact
+        int64. The stream must be keyed by a column and the
         event time must be a column; windows are tumbling or sliding. Results and late
         records are those of :meth:`window`.
 
