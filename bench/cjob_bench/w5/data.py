@@ -107,19 +107,23 @@ def generate(
 
 
 def compare(got: WindowCounts, expected: WindowCounts) -> dict[str, int]:
-    """Windows missing, extra (a pair not expected or emitted twice) and with a wrong count."""
-    want = {(int(k), int(s)): int(c) for k, s, c in zip(*_arrays(expected), strict=True)}
-    seen: dict[tuple[int, int], int] = {}
-    extra = wrong = 0
-    for k, s, c in zip(*_arrays(got), strict=True):
-        pair = (int(k), int(s))
-        if pair in seen or pair not in want:
-            extra += 1
-            continue
-        seen[pair] = int(c)
-        wrong += int(c) != want[pair]
-    return {"missing": len(want) - len(seen), "extra": extra, "wrong_count": wrong}
+    """Windows missing, extra (a pair not expected, or emitted again) and with a wrong count."""
+    got_codes, want_codes = _codes(got), _codes(expected)
+    order = np.argsort(want_codes)
+    want_sorted, want_counts = want_codes[order], expected.counts[order]
+    unique, first = np.unique(got_codes, return_index=True)
+    at = np.clip(np.searchsorted(want_sorted, unique), 0, max(len(want_sorted) - 1, 0))
+    known = (want_sorted[at] == unique) if len(want_sorted) else np.zeros(len(unique), bool)
+    wrong = np.count_nonzero(got.counts[first[known]] != want_counts[at[known]])
+    return {
+        "missing": int(len(want_codes) - np.count_nonzero(known)),
+        "extra": int(len(got_codes) - len(unique) + np.count_nonzero(~known)),
+        "wrong_count": int(wrong),
+    }
 
 
-def _arrays(w: WindowCounts) -> tuple[npt.NDArray[np.int64], ...]:
-    return w.keys, w.starts, w.counts
+def _codes(w: WindowCounts) -> npt.NDArray[np.int64]:
+    """One int64 per ``(key, window start)``: window number above, key below bit 32."""
+    if len(w.keys) and (w.keys.min() < 0 or w.keys.max() >= 2**32 or (w.starts % WINDOW_MS).any()):
+        raise ValueError("keys must be in [0, 2**32) and starts whole windows")
+    return np.asarray((w.starts // WINDOW_MS) << 32 | w.keys, np.int64)

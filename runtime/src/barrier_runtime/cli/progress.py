@@ -14,14 +14,16 @@ prints one JSON object per line with an ``event`` field, for machines.
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 import threading
 import time
 from typing import Any, TextIO
 
-from barrier_runtime.api import steps
+from barrier_runtime.api import steps, watermarks
 from barrier_runtime.checkpoint import stats as stats_mod
+from barrier_runtime.control import job as job_mod
 from barrier_runtime.core import latency
 from barrier_runtime.driver import job_driver
 
@@ -173,11 +175,13 @@ class ProgressView:
             arrival.since(self._last_arrival), commit.since(self._last_commit)
         )
         self._last_arrival, self._last_commit = arrival, commit
+        time_text, time_fields = _event_time(metrics, time.time())
         self._out.say(
             f"{info.state.value.lower()} | {rate:,.0f} records/s | back-pressure "
             f"{pressured:.0%} | {last} | restarts {info.restarts}"
             + (f" | rejected {rejected:,}" if rejected else "")
-            + lat_text,
+            + lat_text
+            + time_text,
             "status",
             state=info.state.value,
             records_per_s=round(rate, 1),
@@ -187,6 +191,7 @@ class ProgressView:
             last_checkpoint=last_id,
             rejected=rejected,
             **lat_fields,
+            **time_fields,
         )
 
 
@@ -205,3 +210,37 @@ def _latency_window(
         fields["commit_latency_p99_ms"] = (commit.quantile(0.99) or 0.0) * 1000
         text += f", committed p99 ≤{fields['commit_latency_p99_ms']:g} ms"
     return text, fields
+
+
+def _event_time(metrics: job_mod.RuntimeMetrics, now: float) -> tuple[str, dict[str, Any]]:
+    """The status line's event-time part: the job's lowest watermark, its lag, late drops.
+
+    The lowest watermark over the steps that have one (finished and not yet
+    started steps aside) is how far the whole job has got in event time; its
+    lag behind the wall clock is what a dashboard would alert on.
+    """
+    known = [
+        wm
+        for wm in metrics.watermarks.values()
+        if watermarks.MIN_WATERMARK < wm < watermarks.MAX_WATERMARK
+    ]
+    late = sum(metrics.late_dropped.values())
+    if not known:
+        return "", {}
+    lowest = min(known)
+    lag = now - lowest / 1000
+    stamp = datetime.datetime.fromtimestamp(lowest / 1000, datetime.UTC)
+    fields: dict[str, Any] = {"watermark_ms": lowest, "watermark_lag_s": round(lag, 3)}
+    text = f" | watermark {stamp:%Y-%m-%d %H:%M:%S}Z (lag {_duration(lag)})"
+    if late:
+        fields["late_dropped"] = late
+        text += f", late dropped {late:,}"
+    return text, fields
+
+
+def _duration(seconds: float) -> str:
+    if abs(seconds) < 120:
+        return f"{seconds:.1f}s"
+    if abs(seconds) < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
