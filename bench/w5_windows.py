@@ -47,6 +47,8 @@ from cjob_bench.w5 import data, ours, spark_peer
 from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 
+SYSTEMS = ("ours", "spark_ss", "spark_ss_unthrottled")
+
 
 def log(message: str) -> None:
     print(f"[w5 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -65,6 +67,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=65_536, help="our source batch size")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--driver-memory", default="4g", help="the Spark driver JVM's heap (both systems use it)"
+    )
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS), help=f"which of {', '.join(SYSTEMS)} to run"
+    )
     parser.add_argument("--output", type=pathlib.Path, default=None, help="also write JSON here")
     return parser.parse_args()
 
@@ -85,7 +93,10 @@ def main() -> None:
         log(f"generated {ns.events:,} events in {time.monotonic() - started:.1f}s")
         with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, runner.s3_credentials(s3):
             spark = session.build_session(
-                f"local[{ns.parallelism}]", app_name="w5-bench", parallelism=ns.parallelism
+                f"local[{ns.parallelism}]",
+                app_name="w5-bench",
+                parallelism=ns.parallelism,
+                conf={"spark.driver.memory": ns.driver_memory},
             )
             spark.conf.set("spark.sql.shuffle.partitions", str(ns.parallelism))
             try:
@@ -104,6 +115,10 @@ def main() -> None:
                         spark, d, work, trigger="0 seconds"
                     ),
                 }
+                chosen = ns.systems.split(",")
+                if unknown := set(chosen) - set(systems):
+                    raise SystemExit(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
+                systems = {name: run for name, run in systems.items() if name in chosen}
                 for name, run in systems.items():
                     log(f"warm-up {name}: {brief(run(warm))}")
                 runs: dict[str, list[dict[str, Any]]] = {name: [] for name in systems}

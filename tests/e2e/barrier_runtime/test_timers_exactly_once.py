@@ -14,6 +14,7 @@ import pathlib
 from typing import Any
 
 import pytest
+from barrier_runtime_testing import life_cycle
 
 from barrier_runtime.api import Dataflow
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness
@@ -22,16 +23,8 @@ from barrier_runtime.connectors.generator import GeneratorSource
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.testing import (
-    Crash,
-    FaultInjector,
-    FaultPoint,
-    JobFailedError,
-    LocalExecutor,
-    check_exactly_once,
-)
+from barrier_runtime.testing import FaultInjector, LocalExecutor, check_exactly_once
 
-P = FaultPoint
 RESULTS: list[Any] = []
 KEYS, EVENTS_PER_KEY = 30, 300
 
@@ -84,20 +77,7 @@ def expected(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
     return got
 
 
-CRASHES = [
-    Crash(P.PROCESSING, subtask=0, after_records=1_500),
-    Crash(P.SNAPSHOT, task="timers", checkpoint_id=3),
-    Crash(P.UPLOAD, task="timers", checkpoint_id=5),
-    Crash(P.RESTORE, attempt=3),
-    Crash(P.COMMIT, checkpoint_id=7),
-    Crash(P.PROCESSING, subtask=1, after_records=1_000, attempt=5),
-    Crash(P.SNAPSHOT, task="events", checkpoint_id=10),
-    Crash(P.UPLOAD, task="events", checkpoint_id=12),
-    Crash(P.COMMIT, checkpoint_id=14),
-    Crash(P.RESTORE, attempt=9),
-    Crash(P.PROCESSING, subtask=0, after_records=500, attempt=10),
-    Crash(P.SNAPSHOT, checkpoint_id=18, attempt=11),
-]
+CRASHES = life_cycle.everywhere("timers", (1_500, 1_000, 500))
 
 
 @pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
@@ -114,25 +94,13 @@ def test_every_timer_fires_once_through_at_least_ten_crashes(
     )
     report = check_exactly_once(expected, got, key="key", seq="at")
     assert report.exactly_once, report
-    result = RESULTS[-1]
-    fired = [f for f in result.failures if "injected crash: " in f]
-    assert len(fired) >= 10 and result.restarts == len(fired) == len(result.failures), fired
-    assert {p for p in P if any(f"injected crash: {p.value}" in f for f in fired)} == set(P)
+    life_cycle.assert_every_point_crashed(RESULTS[-1])
 
 
 def test_timers_follow_their_keys_through_rescaling_2_3_1(
     tmp_path: pathlib.Path, expected: list[Any]
 ) -> None:
     world = tmp_path / "world"
-    for parallelism, crash_at in ((2, 4), (3, 8)):
-        with pytest.raises(JobFailedError):
-            run(
-                world,
-                parallelism,
-                rate=2_000,
-                fault_injector=FaultInjector([Crash(P.SNAPSHOT, checkpoint_id=crash_at)]),
-                max_restarts=0,
-            )
-    got = run(world, 1)
+    got = life_cycle.crash_twice_then(lambda p, **kw: run(world, p, **kw), rate=2_000)
     report = check_exactly_once(expected, got, key="key", seq="at")
     assert report.exactly_once, report

@@ -457,19 +457,13 @@ class KeyedStream(Stream):
                 f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
                 "(Tumbling, Sliding or Session)"
             )
-        self._require_watermarks(step_id, allowed_lateness_ms)
-        step = defs.WindowStep(
-            self.flow._new_id(step_id),
-            self._keyed_input(step_id),
-            assigner,
-            timestamps,
-            aggregate,
-            process,
-            output,
+        return self._windowed(
+            step_id,
             allowed_lateness_ms,
+            lambda sid, inp: defs.WindowStep(
+                sid, inp, assigner, timestamps, aggregate, process, output, allowed_lateness_ms
+            ),
         )
-        self.flow._add(step)
-        return WindowedStream(self.flow, step.step_id)
 
     def window_agg(
         self,
@@ -525,17 +519,23 @@ class KeyedStream(Stream):
                 f"step {step_id!r}: window_agg reads event time from a column; "
                 "for a function use window"
             )
-        self._require_watermarks(step_id, allowed_lateness_ms)
-        step = defs.WindowAggStep(
-            self.flow._new_id(step_id),
-            self._keyed_input(step_id),
-            assigner,
-            timestamps,
-            how,
-            column,
-            output,
+        return self._windowed(
+            step_id,
             allowed_lateness_ms,
+            lambda sid, inp: defs.WindowAggStep(
+                sid, inp, assigner, timestamps, how, column, output, allowed_lateness_ms
+            ),
         )
+
+    def _windowed(
+        self,
+        step_id: str,
+        allowed_lateness_ms: int,
+        make: Callable[[types.StepId, defs.Input], defs.WindowStep | defs.WindowAggStep],
+    ) -> WindowedStream:
+        """Check the event-time set-up, then add the window step ``make`` builds."""
+        self._require_watermarks(step_id, allowed_lateness_ms)
+        step = make(self.flow._new_id(step_id), self._keyed_input(step_id))
         self.flow._add(step)
         return WindowedStream(self.flow, step.step_id)
 

@@ -79,7 +79,7 @@ Item = (
     | messages.WatermarkMarker
     | messages.IdleMarker
 )
-"""What travels on a channel (the same union as ``barrier_runtime.task.channel.Item``)."""
+"""What travels on a channel (``barrier_runtime.task.channel.Item`` too)."""
 
 
 class Wakeable(Protocol):

@@ -249,39 +249,27 @@ class JobMetrics:
         ]
 
     def _runtime_families(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
-        track = self._tracker.peak
-        records_in = base.counters(
-            "cjob_records_in_total", "Records received by each step.", "step"
-        )
-        for step, n in sorted(runtime.records_in.items()):
-            base.add(records_in, track("in", step, n), step=step)
-        records_out = base.counters(
-            "cjob_records_out_total", "Records emitted by each step.", "step"
-        )
-        for step, n in sorted(runtime.records_out.items()):
-            base.add(records_out, track("out", step, n), step=step)
-        backpressure = base.counters(
-            "cjob_backpressure_seconds_total",
-            "Time each task spent waiting for downstream capacity.",
-            "task",
-        )
-        for task, seconds in sorted(runtime.backpressure_seconds.items()):
-            base.add(backpressure, track("bp", task, seconds), task=task)
-        rejected = base.counters(
-            "cjob_records_rejected_total",
-            "Records a step or source passed over: skipped or sent to dead letters (on_error).",
-            "step",
-        )
-        for step, n in sorted(runtime.records_rejected.items()):
-            base.add(rejected, track("rejected", step, n), step=step)
-        late = base.counters(
-            "cjob_late_records_dropped_total",
-            "Records a window or join step dropped as late (windows without a late stream).",
-            "step",
-        )
-        for step, n in sorted(runtime.late_dropped.items()):
-            base.add(late, track("late", step, n), step=step)
-        families = [records_in, records_out, backpressure, rejected, late]
+        counted: list[tuple[str, str, str, Mapping[str, float], str]] = [
+            ("cjob_records_in_total", "Records received by each step.", "step",
+             runtime.records_in, "in"),
+            ("cjob_records_out_total", "Records emitted by each step.", "step",
+             runtime.records_out, "out"),
+            ("cjob_backpressure_seconds_total",
+             "Time each task spent waiting for downstream capacity.", "task",
+             runtime.backpressure_seconds, "bp"),
+            ("cjob_records_rejected_total",
+             "Records a step or source passed over: skipped or sent to dead letters (on_error).",
+             "step", runtime.records_rejected, "rejected"),
+            ("cjob_late_records_dropped_total",
+             "Records a window or join step dropped as late (windows without a late stream).",
+             "step", runtime.late_dropped, "late"),
+        ]  # fmt: skip
+        families = []
+        for name, text, label, values, kind in counted:
+            family = base.counters(name, text, label)
+            for item, value in sorted(values.items()):
+                base.add(family, self._tracker.peak(kind, item, value), **{label: item})
+            families.append(family)
         return [*families, *self._watermarks(base, runtime), *self._latencies(base, runtime)]
 
     def _watermarks(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:

@@ -29,17 +29,10 @@ import threading
 from typing import Protocol
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.channels import endpoints, messages
+from barrier_runtime.channels import endpoints
 from barrier_runtime.core import types
 
-Item = (
-    batch_mod.Batch
-    | types.Barrier
-    | messages.CancelMarker
-    | messages.EndOfPartition
-    | messages.WatermarkMarker
-    | messages.IdleMarker
-)
+Item = endpoints.Item
 
 
 InFlightItem = endpoints.InFlightItem

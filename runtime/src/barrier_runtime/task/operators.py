@@ -213,11 +213,7 @@ class KeyedOperator(StatefulOperator):
             self.emit(batch_mod.Batch.from_rows(out))
 
     def snapshot(self, builder: SnapshotBuilder) -> None:
-        # Copy now (mutable values encoded at once); serialise on the upload thread.
-        copy = self.state.snapshot_copy(self.step_id)
-        builder.blobs.append(
-            keyed_blob(self.step_id, builder, copy.encode, self.state.start, self.state.end)
-        )
+        builder.blobs.append(keyed_state_blob(self.step_id, builder, self.state))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)
@@ -239,6 +235,15 @@ def keyed_blob(
         key_group_start=start,
         key_group_end=end,
     )
+
+
+def keyed_state_blob(
+    step_id: types.StepId, builder: SnapshotBuilder, state: keyed.KeyedState
+) -> StateBlob:
+    """The blob of a :class:`~keyed.KeyedState`: copied now (mutable values encoded at
+    once), serialised on the upload thread."""
+    copy = state.snapshot_copy(step_id)
+    return keyed_blob(step_id, builder, copy.encode, state.start, state.end)
 
 
 class SinkOperator(Operator):

@@ -138,8 +138,7 @@ class ProcessOperator(operators.StatefulOperator):
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
         start, end = self.state.start, self.state.end
-        values = self.state.snapshot_copy(self.step_id)
-        builder.blobs.append(operators.keyed_blob(self.step_id, builder, values.encode, start, end))
+        builder.blobs.append(operators.keyed_state_blob(self.step_id, builder, self.state))
         pending = self.timers.snapshot_copy(self.step_id)
         timer_blob = operators.keyed_blob(self.step_id, builder, pending.encode, start, end)
         relpath = f"{self.step_id}/{builder.subtask}.timers.arrow"

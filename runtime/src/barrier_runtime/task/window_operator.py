@@ -206,9 +206,7 @@ class WindowOperator(operators.StatefulOperator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
-        copy = self.state.snapshot_copy(self.step_id)
-        start, end = self.state.start, self.state.end
-        builder.blobs.append(operators.keyed_blob(self.step_id, builder, copy.encode, start, end))
+        builder.blobs.append(operators.keyed_state_blob(self.step_id, builder, self.state))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)

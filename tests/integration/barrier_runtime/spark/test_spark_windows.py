@@ -1,5 +1,6 @@
 """Event-time windows on real Spark (local mode, 3 worker processes), S3 checkpoints:
-every window result exactly once through five worker SIGKILLs, aligned and unaligned.
+every window result exactly once through five worker SIGKILLs, aligned and unaligned,
+per record (``window``) and vectorised (``window_agg``).
 
 Watermark and idle markers cross the network between worker processes here (the
 keyed edge), and restores rebuild window state, timers and watermarks from S3.
@@ -25,9 +26,16 @@ PIPELINE = str(pathlib.Path(__file__).with_name("windowed_count_pipeline.py"))
 KEYS, EVENTS_PER_KEY = 60, 300
 
 
-def _spec(out_url: str, store_url: str, *, rate: float | None, unaligned: bool = False) -> Any:
+def _spec(
+    out_url: str,
+    store_url: str,
+    *,
+    rate: float | None,
+    unaligned: bool = False,
+    vectorised: bool = False,
+) -> Any:
     args = ["--out", out_url, "--keys", str(KEYS), "--events-per-key", str(EVENTS_PER_KEY)]
-    args += ["--partitions", "6", "--batch-size", "50"]
+    args += ["--partitions", "6", "--batch-size", "50"] + (["--vectorised"] if vectorised else [])
     if rate:
         args += ["--rate", str(rate)]
     spec = h.job_spec(PIPELINE, args, store_url, "default/windowed-count")
@@ -51,14 +59,22 @@ def windows_crash_free(spark: Any, s3_env: Any) -> list[dict[str, Any]]:
     return got
 
 
-@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize(
+    ("unaligned", "vectorised"),
+    [(False, False), (True, False), (True, True)],
+    ids=["aligned", "unaligned", "vectorised-unaligned"],
+)
 def test_window_results_exactly_once_through_five_worker_kills(
-    spark: Any, s3_env: Any, windows_crash_free: list[dict[str, Any]], unaligned: bool
+    spark: Any,
+    s3_env: Any,
+    windows_crash_free: list[dict[str, Any]],
+    unaligned: bool,
+    vectorised: bool,
 ) -> None:
+    """``vectorised``: ``window_agg`` instead of ``window`` (the same counts)."""
     out_url, store_url = h.s3_urls(s3_env)
-    job = driver.SparkDriver(
-        _spec(out_url, store_url, rate=300, unaligned=unaligned), session=spark
-    )
+    spec = _spec(out_url, store_url, rate=300, unaligned=unaligned, vectorised=vectorised)
+    job = driver.SparkDriver(spec, session=spark)
     h.run_with_worker_kills(job, kills=5)
     report = check_exactly_once(
         windows_crash_free, h.published(out_url), key="key", seq="window_start"

@@ -1,10 +1,12 @@
 """Streamed window results against a reference computed with NumPy and pyarrow.
 
 Random events (keys, event times with random disorder, some far too late),
-random bounded-out-of-orderness watermarks, allowed lateness, tumbling or
-sliding windows and source batch sizes. One source partition at P = 1, so the
-watermark a record meets is exactly the one emitted after the batches before
-it: ``max(event time so far) - bound - 1``. The reference works per
+random watermark strategies (bounded out-of-orderness with a random bound,
+monotonous, or a custom generator that rounds the watermark down), allowed
+lateness, tumbling, sliding and session windows, and source batch sizes. One
+source partition at P = 1, so the watermark a record meets is exactly the one
+emitted after the batches before it: ``max(event time so far) - bound - 1``
+(rounded down by the custom strategy). The reference works per
 (record, window) pair. A pair counts when the window is still open, which
 means ``max_timestamp + lateness > watermark``. A record with no open window
 is late. Then pyarrow counts the pairs per (key, window).
@@ -18,6 +20,7 @@ once when the watermark passes it and once more per record added after that
 from __future__ import annotations
 
 import collections
+import functools
 import tempfile
 
 import numpy as np
@@ -26,8 +29,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime.api import Dataflow
-from barrier_runtime.api.watermarks import MIN_WATERMARK, BoundedOutOfOrderness
-from barrier_runtime.api.windows import Sliding, Tumbling, WindowAssigner, count
+from barrier_runtime.api.watermarks import (
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    BoundedOutOfOrderness,
+    CustomWatermarks,
+    WatermarkGenerator,
+    WatermarkStrategy,
+    monotonous,
+)
+from barrier_runtime.api.windows import Session, Sliding, Tumbling, WindowAssigner, count
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -51,6 +62,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
             {"k": k, "ts": t, "i": i} for i, (k, t) in enumerate(zip(keys, times, strict=True))
         ],
         "bound": draw(st.integers(0, 300)),
+        "quantum": draw(st.sampled_from([1, 1, 50, 250])),
         "lateness": draw(st.integers(0, 400)),
         "assigner": assigner,
         "batch": draw(st.integers(1, 15)),
@@ -58,6 +70,33 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
 
 
 Firings = dict[tuple[str, int], int]
+
+
+class Quantised(WatermarkGenerator):
+    """A custom strategy: ``newest - bound``, rounded down to a multiple of ``quantum``, - 1."""
+
+    def __init__(self, bound: int, quantum: int) -> None:
+        self.bound, self.quantum, self.newest = bound, quantum, MIN_WATERMARK
+
+    def on_event(self, timestamp: int) -> None:
+        self.newest = max(self.newest, timestamp)
+
+    def current_watermark(self) -> int:
+        if self.newest == MIN_WATERMARK:
+            return MIN_WATERMARK
+        return watermark_after(self.newest, self.bound, self.quantum)
+
+
+def watermark_after(newest: int, bound: int, quantum: int) -> int:
+    return (newest - bound) // quantum * quantum - 1
+
+
+def strategy(s: dict[str, object]) -> WatermarkStrategy:
+    """Bounded out-of-orderness (monotonous for a bound of 0), or the custom one."""
+    bound, quantum = int(s["bound"]), int(s["quantum"])  # type: ignore[call-overload]
+    if quantum > 1:
+        return CustomWatermarks(functools.partial(Quantised, bound, quantum), "quantised")
+    return monotonous() if bound == 0 else BoundedOutOfOrderness(bound)
 
 
 def reference(
@@ -71,8 +110,11 @@ def reference(
     ts = np.array([e["ts"] for e in events], dtype=np.int64)
     batch_max = np.maximum.reduceat(ts, np.arange(0, len(ts), batch))
     seen_before = np.concatenate([[MIN_WATERMARK], np.maximum.accumulate(batch_max)[:-1]])
+    quantum = int(s["quantum"])  # type: ignore[call-overload]
     watermark_before = np.where(
-        seen_before == MIN_WATERMARK, MIN_WATERMARK, seen_before - bound - 1
+        seen_before == MIN_WATERMARK,
+        MIN_WATERMARK,
+        watermark_after(seen_before, bound, quantum),
     )
     met = watermark_before[np.arange(len(ts)) // batch]  # the watermark each record meets
     rows, starts = assigner.assign_starts(ts)
@@ -127,7 +169,7 @@ def test_streamed_windows_equal_the_reference(s: dict[str, object], vectorised: 
         "src",
         TestingSource(events, batch_size=int(s["batch"])),  # type: ignore[call-overload]
         timestamps="ts",
-        watermarks=BoundedOutOfOrderness(int(s["bound"])),  # type: ignore[call-overload]
+        watermarks=strategy(s),
     )
     keyed = source.key_by("by-k", "k")
     lateness = int(s["lateness"])  # type: ignore[call-overload]
@@ -236,3 +278,77 @@ def test_vectorised_sum_min_max_and_mean_equal_pyarrow(s: dict[str, object]) -> 
             ), (slot, got[slot], x)
         else:
             assert got[slot] == x and isinstance(got[slot], int), (slot, got[slot], x)
+
+
+def session_reference(
+    s: dict[str, object], gap: int
+) -> tuple[set[tuple[str, int, int, int]], list[int]]:
+    """Sessions simulated record by record: before each batch the watermark it meets fires
+    and purges the sessions it passed; a record whose own session ``[ts, ts + gap)`` has
+    passed is late; otherwise it joins every live session of its key it overlaps or touches.
+    """
+    events = s["events"]
+    assert isinstance(events, list)
+    batch, bound = int(s["batch"]), int(s["bound"])  # type: ignore[call-overload]
+    live: dict[str, list[list[int]]] = collections.defaultdict(list)  # [start, end, count]
+    fired: set[tuple[str, int, int, int]] = set()
+    late: list[int] = []
+    newest = MIN_WATERMARK
+
+    def fire_until(watermark: int) -> None:
+        for key, sessions in live.items():
+            for session in [x for x in sessions if x[1] - 1 <= watermark]:
+                fired.add((key, session[0], session[1], session[2]))
+                sessions.remove(session)
+
+    for first in range(0, len(events), batch):
+        quantum = int(s["quantum"])  # type: ignore[call-overload]
+        watermark = (
+            MIN_WATERMARK if newest == MIN_WATERMARK else watermark_after(newest, bound, quantum)
+        )
+        fire_until(watermark)
+        for e in events[first : first + batch]:
+            start, end = e["ts"], e["ts"] + gap
+            if end - 1 <= watermark:
+                late.append(e["i"])
+                continue
+            sessions = live[e["k"]]
+            touching = [x for x in sessions if x[0] <= end and start <= x[1]]
+            merged = [
+                min([start, *(x[0] for x in touching)]),
+                max([end, *(x[1] for x in touching)]),
+                1 + sum(x[2] for x in touching),
+            ]
+            live[e["k"]] = [x for x in sessions if x not in touching] + [merged]
+        newest = max(newest, *(e["ts"] for e in events[first : first + batch]))
+    fire_until(MAX_WATERMARK)
+    return fired, late
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.integers(20, 300))
+def test_streamed_sessions_equal_the_reference(s: dict[str, object], gap: int) -> None:
+    """Session windows (no allowed lateness): each session fires once, with its count."""
+    events = s["events"]
+    assert isinstance(events, list)
+    flow = Dataflow("sessions")
+    out, late = TestingSink(), TestingSink()
+    source = flow.source(
+        "src",
+        TestingSource(events, batch_size=int(s["batch"])),  # type: ignore[call-overload]
+        timestamps="ts",
+        watermarks=strategy(s),
+    )
+    sessions = source.key_by("by-k", "k").window(
+        "w", Session(gap), timestamps="ts", aggregate=count(), output="n"
+    )
+    sessions.sink("out", out)
+    sessions.late("late").sink("late-out", late)
+    store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/sessions")
+    LocalExecutor(flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)).run()
+
+    want, want_late = session_reference(s, gap)
+    got = [(r["key"], r["window_start"], r["window_end"], r["n"]) for r in out.output]
+    assert sorted(got) == sorted(want)  # each once: no duplicates
+    assert all(r["update"] == 0 for r in out.output)
+    assert collections.Counter(r["i"] for r in late.output) == collections.Counter(want_late)
