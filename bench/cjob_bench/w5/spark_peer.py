@@ -143,7 +143,8 @@ def spark_final_watermark(dataset: data.DataSet) -> int:
 
 
 def _ended(progress: dict[str, Any]) -> float:
-    return _ms(progress["timestamp"]) / 1000 + progress["durationMs"]["triggerExecution"] / 1000
+    took = float(progress["durationMs"]["triggerExecution"])
+    return _ms(progress["timestamp"]) / 1000 + took / 1000
 
 
 def _ms(iso: str) -> int:

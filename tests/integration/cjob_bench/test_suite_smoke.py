@@ -9,14 +9,10 @@ how fast anything is.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from bench_runs import run_bench
 
 pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 
@@ -24,21 +20,10 @@ pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 def test_the_suite_prints_one_json_document_with_exact_answers(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("pyspark")
     pytest.importorskip("bytewax")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "runtime" / "src"), str(ROOT / "bench"), env.get("PYTHONPATH", "")]
-    )
     saved = tmp_path / "result.json"
     args = ["--events", "20000", "--keys", "200", "--files", "2", "--repeats", "1", "--only", "W2"]
     args += ["--spark-modes", "available_now", "--no-warmup", "--output", str(saved)]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "suite.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
+    done = run_bench("suite.py", args)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert json.loads(saved.read_text()) == doc

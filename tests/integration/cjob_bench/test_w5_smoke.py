@@ -9,35 +9,20 @@ fast anything is.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from bench_runs import run_bench
 
 pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 
 
 def test_w5_prints_exact_windows_and_latencies_for_both_systems(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("pyspark")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "runtime" / "src"), str(ROOT / "bench"), env.get("PYTHONPATH", "")]
-    )
     saved = tmp_path / "w5.json"
     args = ["--events", "60000", "--keys", "50", "--files", "3", "--span-minutes", "6"]
     args += ["--repeats", "1", "--output", str(saved)]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "w5_windows.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
+    done = run_bench("w5_windows.py", args)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert json.loads(saved.read_text()) == doc

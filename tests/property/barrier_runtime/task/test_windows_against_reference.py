@@ -28,7 +28,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from barrier_runtime.api import Dataflow
+from barrier_runtime.api import Dataflow, KeyedStream
 from barrier_runtime.api.watermarks import (
     MAX_WATERMARK,
     MIN_WATERMARK,
@@ -89,6 +89,18 @@ class Quantised(WatermarkGenerator):
 
 def watermark_after(newest: int, bound: int, quantum: int) -> int:
     return (newest - bound) // quantum * quantum - 1
+
+
+def keyed_events(s: dict[str, object], name: str) -> tuple[Dataflow, KeyedStream]:
+    """A flow reading the scenario's events in its batches, with its strategy, keyed by ``k``."""
+    flow = Dataflow(name)
+    source = flow.source(
+        "src",
+        TestingSource(s["events"], batch_size=int(s["batch"])),  # type: ignore[arg-type, call-overload]
+        timestamps="ts",
+        watermarks=strategy(s),
+    )
+    return flow, source.key_by("by-k", "k")
 
 
 def strategy(s: dict[str, object]) -> WatermarkStrategy:
@@ -161,17 +173,8 @@ def reference(
 @given(scenarios(), st.booleans())
 def test_streamed_windows_equal_the_reference(s: dict[str, object], vectorised: bool) -> None:
     """Per record (``window`` with ``count()``) and vectorised (``window_agg``) alike."""
-    events = s["events"]
-    assert isinstance(events, list)
-    flow = Dataflow("windows")
+    flow, keyed = keyed_events(s, "windows")
     out, late = TestingSink(), TestingSink()
-    source = flow.source(
-        "src",
-        TestingSource(events, batch_size=int(s["batch"])),  # type: ignore[call-overload]
-        timestamps="ts",
-        watermarks=strategy(s),
-    )
-    keyed = source.key_by("by-k", "k")
     lateness = int(s["lateness"])  # type: ignore[call-overload]
     assigner = s["assigner"]
     assert isinstance(assigner, WindowAssigner)
@@ -329,19 +332,9 @@ def session_reference(
 @given(scenarios(), st.integers(20, 300))
 def test_streamed_sessions_equal_the_reference(s: dict[str, object], gap: int) -> None:
     """Session windows (no allowed lateness): each session fires once, with its count."""
-    events = s["events"]
-    assert isinstance(events, list)
-    flow = Dataflow("sessions")
+    flow, keyed = keyed_events(s, "sessions")
     out, late = TestingSink(), TestingSink()
-    source = flow.source(
-        "src",
-        TestingSource(events, batch_size=int(s["batch"])),  # type: ignore[call-overload]
-        timestamps="ts",
-        watermarks=strategy(s),
-    )
-    sessions = source.key_by("by-k", "k").window(
-        "w", Session(gap), timestamps="ts", aggregate=count(), output="n"
-    )
+    sessions = keyed.window("w", Session(gap), timestamps="ts", aggregate=count(), output="n")
     sessions.sink("out", out)
     sessions.late("late").sink("late-out", late)
     store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/sessions")

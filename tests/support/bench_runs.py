@@ -1,0 +1,28 @@
+"""Running a benchmark script the way a user does: a subprocess, JSON on stdout."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run_bench(
+    script: str, args: list[str], timeout: float = 280
+) -> subprocess.CompletedProcess[str]:
+    """``bench/<script>`` with ``args``, the runtime and ``bench/`` on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "runtime" / "src"), str(ROOT / "bench"), env.get("PYTHONPATH", "")]
+    )
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
