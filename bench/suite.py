@@ -67,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--long-seconds", type=float, default=60.0)
     p.add_argument(
+        "--driver-memory", default="4g", help="the Spark driver JVM's heap (all systems share it)"
+    )
+    p.add_argument(
         "--output",
         default=None,
         help="where to save the JSON (default bench/results/<date>.json; '-' not saved)",

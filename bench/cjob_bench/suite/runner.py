@@ -105,7 +105,10 @@ def run_suite(
         )
         with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, s3_credentials(s3):
             spark = session.build_session(
-                f"local[{ns.parallelism}]", app_name="suite", parallelism=ns.parallelism
+                f"local[{ns.parallelism}]",
+                app_name="suite",
+                parallelism=ns.parallelism,
+                conf={"spark.driver.memory": ns.driver_memory},
             )
             spark.conf.set("spark.sql.shuffle.partitions", str(ns.parallelism))
             try:

@@ -22,6 +22,9 @@ watermark cannot use). Modes:
 * ``available_now``: ``trigger(availableNow=True)``, one micro-batch: the best case;
 * ``cold``: ``stream`` in a new Python process with a new SparkSession,
   timed from process launch to exit (``python -m cjob_bench.suite.spark_peer``).
+
+After each query its state stores are unloaded (:func:`unload_state_stores`):
+the suite's later runs, ours included, share the driver JVM's heap.
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ def query(
                 raise RuntimeError(f"Spark query failed: {q.exception()}")
             time.sleep(POLL)
         q.stop()
+    unload_state_stores(spark)
     progress = [_progress(p) for p in q.recentProgress]
     batches = [p for p in progress if int(p.get("numInputRows", 0)) > 0]
     trigger = sum(p.get("durationMs", {}).get("triggerExecution", 0) for p in batches) / 1000
@@ -128,6 +132,17 @@ def query(
         "processing_window_seconds": round(trigger, 3),
         "processing_window_definition": "sum of triggerExecution of the micro-batches with input",
     }
+
+
+def unload_state_stores(spark: Any) -> None:
+    """Unload the state stores a stopped query leaves loaded in the driver JVM.
+
+    Spark keeps a stopped query's state-store providers (and their maintenance
+    task) until it needs the memory; across repeats they fill the heap the next
+    runs, ours included, share. ``StateStore.stop()`` unloads them all.
+    """
+    store = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StateStore
+    store.stop()
 
 
 def _batches(progress: Any) -> int:

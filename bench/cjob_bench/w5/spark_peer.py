@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from cjob_bench.suite import machine
+from cjob_bench.suite import spark_peer as suite_spark
 from cjob_bench.w5 import data, latency
 
 POLL = 0.02
@@ -95,7 +96,7 @@ def run(
         wall = max(float(t.column("arrived").to_numpy().max()) for t in arrived) - started
     finally:
         query.stop()
-        unload_state_stores(spark)
+        suite_spark.unload_state_stores(spark)
     results = pa.concat_tables(arrived)
     got = data.WindowCounts(
         results.column("key").to_numpy(),
@@ -124,17 +125,6 @@ def run(
         "loadavg_before": load_before,
         "loadavg_after": machine.loadavg(),
     }
-
-
-def unload_state_stores(spark: Any) -> None:
-    """Unload the state stores a stopped query leaves loaded in the driver JVM.
-
-    Spark keeps a stopped query's state-store providers (and their maintenance
-    task) until it needs the memory; across repeats they fill the heap the next
-    runs, ours included, share. ``StateStore.stop()`` unloads them all.
-    """
-    store = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StateStore
-    store.stop()
 
 
 def spark_final_watermark(dataset: data.DataSet) -> int:
