@@ -61,7 +61,7 @@ class SourcePartition(abc.ABC):
 
     @property
     def waiting(self) -> bool:
-        """``True`` while the partition has not started because it waits for its turn.
+        """``True`` while the partition cannot start because it waits for its turn.
 
         A source that rations what it holds open (``FileSource``'s
         ``max_open_files``) says so here. A waiting partition holds back no

@@ -160,13 +160,18 @@ class FilePartition(sources.SourcePartition):
         self.skipped = 0
         self._rejected: list[sources.Rejected] = []
         self._holding = False
+        self._blocked = False
         self._started = False
         self._finished = False
 
     @property
     def waiting(self) -> bool:
-        """Not started yet: every slot of ``max_open_files`` is taken."""
-        return not self._started and not self._finished
+        """Not started: it tried, and every slot of ``max_open_files`` was taken.
+
+        A partition that has not tried yet is not waiting: it may start at once,
+        so it holds the watermark back until it has read.
+        """
+        return self._blocked and not self._started
 
     def where(self) -> str:
         return f"{self.source.store.describe()}/{self.key}"
@@ -175,6 +180,7 @@ class FilePartition(sources.SourcePartition):
         """The file's bytes once a slot is free, else ``None`` (try again later)."""
         if not self._holding:
             if not self.source.slots.acquire(blocking=False):
+                self._blocked = True
                 return None
             self._holding = True
             self._started = True

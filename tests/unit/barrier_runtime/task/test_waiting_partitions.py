@@ -95,3 +95,16 @@ def test_the_first_files_windows_fire_before_the_last_file_starts(tmp_path: path
         i for i, (what, ts) in enumerate(timeline.events) if what == "read" and ts >= 2 * ROWS
     )
     assert fired[0] < last_file_starts
+
+
+def test_a_file_waits_only_once_it_found_every_slot_taken(tmp_path: pathlib.Path) -> None:
+    """Untried, a file may start at once: it is not waiting (and so holds watermarks back)."""
+    for f in range(2):
+        pq.write_table(pa.table({"ts": pa.array([f], pa.int64())}), tmp_path / f"{f}.parquet")
+    source = FileSource(str(tmp_path), max_open_files=1)
+    first, second = source.open("0.parquet", None), source.open("1.parquet", None)
+    assert not first.waiting and not second.waiting
+    assert first.next_batch() is not None
+    assert second.next_batch() == [] and second.waiting
+    assert first.next_batch() is None  # done: its slot is free
+    assert second.next_batch() is not None and not second.waiting

@@ -1,0 +1,257 @@
+"""The event-time steps of a keyed stream: windows, vectorised windows, timers, interval joins.
+
+:class:`EventTimeSteps` is a part of :class:`~barrier_runtime.api.dataflow.KeyedStream`
+(it holds no state of its own); it lives here to keep ``dataflow.py`` focused on
+the core steps. See ``docs/event-time.md`` for the whole story.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import event_time
+from barrier_runtime.api import steps as defs
+from barrier_runtime.api import windows as windows_mod
+from barrier_runtime.core import types
+
+if TYPE_CHECKING:
+    from barrier_runtime.api import dataflow
+else:  # imported by dataflow.py itself: resolved when the methods run
+    import barrier_runtime.api.dataflow as dataflow  # noqa: PLR0402
+
+
+class EventTimeSteps:
+    """Windows, ``window_agg``, ``process`` and ``interval_join`` of a keyed stream."""
+
+    __slots__ = ()
+    flow: dataflow.Dataflow
+    key_column: str | None
+    _keyed_input: Callable[[str], defs.Input]
+    """KeyedStream's: this step's input from the stream, keyed."""
+
+    def process(
+        self,
+        step_id: str,
+        on_record: Callable[[Any, batch_mod.Record, Any], tuple[Any, Iterable[batch_mod.Record]]],
+        on_timer: Callable[[Any, Any, Any], tuple[Any, Iterable[batch_mod.Record]]] | None = None,
+        *,
+        timestamps: event_time.Timestamps | None = None,
+    ) -> dataflow.Stream:
+        """Per key state and timers: ``on_record(state, record, ctx) -> (state, records)``
+        and ``on_timer(state, timer, ctx) -> (state, records)`` (see
+        :class:`~barrier_runtime.api.process.ProcessContext`). Timers are kept per key
+        in checkpoints and follow their keys when the job is rescaled; due
+        event-time timers fire, in time then key order, before the watermark moves on.
+        """
+        return self.flow._add(
+            defs.ProcessStep(
+                self.flow._new_id(step_id),
+                self._keyed_input(step_id),
+                on_record,
+                on_timer,
+                timestamps,
+            )
+        )
+
+    def window(
+        self,
+        step_id: str,
+        assigner: windows_mod.WindowAssigner,
+        *,
+        timestamps: event_time.Timestamps,
+        aggregate: windows_mod.AggregateFunction[Any] | None = None,
+        process: defs.WindowFn | None = None,
+        output: str = "value",
+        allowed_lateness_ms: int = 0,
+    ) -> dataflow.WindowedStream:
+        """Event-time windows per key, fired when the watermark passes their end.
+
+        Give ``aggregate`` (e.g. ``count()``, ``sum_of("v")``: folded record by
+        record) or ``process`` (``fn(key, window, records) -> records``, called
+        with the whole window). Each firing emits ``{"key", "window_start",
+        "window_end", output: value, "update": n}`` (``n`` = earlier firings of
+        that window: records up to ``allowed_lateness_ms`` late update it). Records
+        later than that are dropped, or sent to :meth:`WindowedStream.late`.
+        The stream needs watermarks: a source with ``timestamps=`` and ``watermarks=``.
+
+        >>> from barrier_runtime.api.watermarks import BoundedOutOfOrderness
+        >>> from barrier_runtime.api.windows import Tumbling, count
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> from barrier_runtime.api import Dataflow
+        >>> flow = Dataflow("per-minute")
+        >>> clicks = flow.source("clicks", TestingSource([{"user": "a", "ts": 5}]),
+        ...                      timestamps="ts", watermarks=BoundedOutOfOrderness(1_000))
+        >>> counts = clicks.key_by("by-user", "user").window(
+        ...     "counts", Tumbling(60_000), timestamps="ts", aggregate=count(), output="clicks")
+        >>> counts.sink("out", TestingSink())
+        >>> counts.late("late-clicks").sink("late", TestingSink())
+        >>> flow.validate()
+        """
+        if (aggregate is None) == (process is None):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: a window needs exactly one of aggregate= and process="
+            )
+        if not isinstance(assigner, windows_mod.WindowAssigner):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
+                "(Tumbling, Sliding or Session)"
+            )
+        return self._windowed(
+            step_id,
+            allowed_lateness_ms,
+            lambda sid, inp: defs.WindowStep(
+                sid, inp, assigner, timestamps, aggregate, process, output, allowed_lateness_ms
+            ),
+        )
+
+    def window_agg(
+        self,
+        step_id: str,
+        assigner: windows_mod.WindowAssigner,
+        *,
+        timestamps: str,
+        how: defs.WindowHow,
+        column: str | None = None,
+        output: str = "value",
+        allowed_lateness_ms: int = 0,
+    ) -> dataflow.WindowedStream:
+        """Like :meth:`window` with a built-in aggregate, vectorised over Arrow batches.
+
+        ``how``: ``"count"`` (records), or ``"sum"``, ``"min"``, ``"max"``, ``"mean"`` of the
+        numeric ``column`` (nulls skipped; a window of nulls sums to 0, and its min, max
+        and mean are null). Sums, minimums and maximums of an integer column are exact
+        int64. The stream must be keyed by a column and the
+        event time must be a column; windows are tumbling or sliding. Results and late
+        records are those of :meth:`window`.
+
+        >>> from barrier_runtime.api.watermarks import monotonous
+        >>> from barrier_runtime.api.windows import Tumbling
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> from barrier_runtime.api import Dataflow
+        >>> flow = Dataflow("volumes")
+        >>> trades = flow.source("trades", TestingSource([{"sym": "X", "qty": 5, "ts": 1}]),
+        ...                      timestamps="ts", watermarks=monotonous())
+        >>> trades.key_by("by-sym", "sym").window_agg(
+        ...     "volume", Tumbling(60_000), timestamps="ts", how="sum", column="qty",
+        ...     output="volume").sink("out", TestingSink())
+        """
+        if self.key_column is None:
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: window_agg needs a stream keyed by a column "
+                "(key_by(step, 'col')); for a key function use window"
+            )
+        if how not in defs.WINDOW_HOWS:
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: how must be one of {', '.join(defs.WINDOW_HOWS)}, not {how!r}"
+            )
+        if (column is None) != (how == "count"):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: how={how!r} "
+                + ("takes no column" if how == "count" else "needs column=")
+            )
+        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
+                "for sessions use window"
+            )
+        if not isinstance(timestamps, str):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: window_agg reads event time from a column; "
+                "for a function use window"
+            )
+        return self._windowed(
+            step_id,
+            allowed_lateness_ms,
+            lambda sid, inp: defs.WindowAggStep(
+                sid, inp, assigner, timestamps, how, column, output, allowed_lateness_ms
+            ),
+        )
+
+    def _windowed(
+        self,
+        step_id: str,
+        allowed_lateness_ms: int,
+        make: Callable[[types.StepId, defs.Input], defs.WindowStep | defs.WindowAggStep],
+    ) -> dataflow.WindowedStream:
+        """Check the event-time set-up, then add the window step ``make`` builds."""
+        self._require_watermarks(step_id, allowed_lateness_ms)
+        step = make(self.flow._new_id(step_id), self._keyed_input(step_id))
+        self.flow._add(step)
+        return dataflow.WindowedStream(self.flow, step.step_id)
+
+    def _require_watermarks(self, step_id: str, allowed_lateness_ms: int) -> None:
+        if (
+            isinstance(allowed_lateness_ms, bool)
+            or not isinstance(allowed_lateness_ms, int)
+            or allowed_lateness_ms < 0
+        ):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: allowed_lateness_ms must be a non-negative int, "
+                f"got {allowed_lateness_ms!r}"
+            )
+        if not any(
+            isinstance(s, defs.SourceStep) and s.watermarks is not None for s in self.flow.steps
+        ):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: windows fire on watermarks, and no source of dataflow "
+                f"{self.flow.name!r} has any; give the source timestamps= and watermarks="
+            )
+
+    def interval_join(
+        self,
+        step_id: str,
+        other: dataflow.KeyedStream,
+        *,
+        lower_ms: int,
+        upper_ms: int,
+        timestamps: event_time.Timestamps,
+        other_timestamps: event_time.Timestamps | None = None,
+        fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None = None,
+    ) -> dataflow.Stream:
+        """Pairs of this stream's record at ``l`` and ``other``'s record of the same key at
+        ``r`` with ``l + lower_ms <= r <= l + upper_ms``, each emitted once as
+        ``fn(left, right)`` (default ``{"key": key, "left": left, "right": right}``).
+
+        Records are buffered per key until the watermark makes a match impossible, then
+        dropped from state (built on event-time timers); a record that arrives at or
+        behind the watermark is late and ignored.
+
+        >>> from barrier_runtime.api.watermarks import BoundedOutOfOrderness
+        >>> from barrier_runtime.testing import TestingSink, TestingSource
+        >>> from barrier_runtime.api import Dataflow
+        >>> flow = Dataflow("orders-payments")
+        >>> wm = BoundedOutOfOrderness(1_000)
+        >>> orders = flow.source("orders", TestingSource([{"id": 1, "ts": 0}]),
+        ...                      timestamps="ts", watermarks=wm).key_by("by-order", "id")
+        >>> paid = flow.source("payments", TestingSource([{"id": 1, "ts": 900}]),
+        ...                    timestamps="ts", watermarks=wm).key_by("by-payment", "id")
+        >>> orders.interval_join("paid-within-1h", paid, lower_ms=0, upper_ms=3_600_000,
+        ...                      timestamps="ts").sink("out", TestingSink())
+        >>> flow.validate()
+        """
+        if not isinstance(other, dataflow.KeyedStream):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: interval_join needs a KeyedStream"
+            )
+        for name, bound in (("lower_ms", lower_ms), ("upper_ms", upper_ms)):
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise dataflow.InvalidDataflowError(
+                    f"step {step_id!r}: {name} must be an int, not {bound!r}"
+                )
+        if lower_ms > upper_ms:
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: lower_ms ({lower_ms}) is above upper_ms ({upper_ms}): "
+                "no pair could ever match"
+            )
+        inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
+        step = defs.IntervalJoinStep(
+            self.flow._new_id(step_id),
+            inputs,
+            (timestamps, timestamps if other_timestamps is None else other_timestamps),
+            lower_ms,
+            upper_ms,
+            fn,
+        )
+        return self.flow._add(step)
