@@ -23,7 +23,7 @@ Clean-up
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from barrier_runtime import task_failure
@@ -48,11 +48,7 @@ class IntervalJoinOperator(operators.StatefulOperator):
     ) -> None:
         super().__init__(step.step_id, emit)
         self._step = step
-        self._key_fns: list[Callable[[batch_mod.Record], Any]] = []
-        for inp in step.inputs:
-            if inp.key_fn is None:
-                raise ValueError(f"interval join input from {inp.step_id!r} has no key function")
-            self._key_fns.append(inp.key_fn)
+        self._key_fns = [operators.key_fn_of(inp) for inp in step.inputs]
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._timers = timers.TimerService(key_group_range, max_parallelism)
         self.watermark = watermarks.MIN_WATERMARK

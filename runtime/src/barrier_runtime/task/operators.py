@@ -175,10 +175,10 @@ class KeyedOperator(StatefulOperator):
         self._connect: steps.ConnectFn | None = None
         if isinstance(step, steps.StatefulStep):
             self._stateful = step.fn
-            self._key_fns = (_key_fn(step.input),)
+            self._key_fns = (key_fn_of(step.input),)
         else:
             self._connect = step.fn
-            self._key_fns = (_key_fn(step.inputs[0]), _key_fn(step.inputs[1]))
+            self._key_fns = (key_fn_of(step.inputs[0]), key_fn_of(step.inputs[1]))
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         key_fn = self._key_fns[side]
@@ -366,7 +366,8 @@ class SourceReader:
             part.close()
 
 
-def _key_fn(inp: steps.Input) -> steps.KeyFn:
+def key_fn_of(inp: steps.Input) -> steps.KeyFn:
+    """The key function of a keyed step's input (the graph gives every keyed input one)."""
     if inp.key_fn is None:
         raise ValueError(f"keyed step input from {inp.step_id!r} has no key function")
     return inp.key_fn

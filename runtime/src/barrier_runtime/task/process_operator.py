@@ -15,7 +15,7 @@ restored at another parallelism alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from barrier_runtime import task_failure
@@ -76,9 +76,7 @@ class ProcessOperator(operators.StatefulOperator):
     ) -> None:
         super().__init__(step.step_id, emit)
         self._step = step
-        if step.input.key_fn is None:
-            raise ValueError(f"process step input from {step.input.step_id!r} has no key function")
-        self._key_fn: Callable[[batch_mod.Record], Any] = step.input.key_fn
+        self._key_fn = operators.key_fn_of(step.input)
         self.clock = clock
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self.timers = timers.TimerService(key_group_range, max_parallelism)

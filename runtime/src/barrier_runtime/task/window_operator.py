@@ -29,7 +29,7 @@ On the watermark
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from barrier_runtime import task_failure
@@ -58,7 +58,7 @@ class WindowOperator(operators.StatefulOperator):
         super().__init__(step.step_id, emit)
         self._step = step
         self._emit_late = emit_late
-        self._key_fn = _key_fn(step.input)
+        self._key_fn = operators.key_fn_of(step.input)
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._timers = timers.TimerService(key_group_range, max_parallelism)
         self.watermark = watermarks.MIN_WATERMARK
@@ -223,9 +223,3 @@ class WindowOperator(operators.StatefulOperator):
         Called before :meth:`restore`, which arms no fire timer for a window that
         already fired at or below it."""
         self.watermark = watermark
-
-
-def _key_fn(inp: steps.Input) -> Callable[[batch_mod.Record], Any]:
-    if inp.key_fn is None:
-        raise ValueError(f"window step input from {inp.step_id!r} has no key function")
-    return inp.key_fn
