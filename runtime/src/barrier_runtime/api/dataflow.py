@@ -263,8 +263,10 @@ class Stream:
         *,
         on_error: defs.OnError = "fail",
     ) -> Stream:
-        """Keep the records for which ``predicate`` is true."""
-        return self.flat_map(step_id, lambda r: (r,) if predicate(r) else (), on_error=on_error)
+        """Keep the records for which ``predicate`` is true (it must not modify them)."""
+        return self.flow._add(
+            defs.FilterStep(self.flow._new_id(step_id), self._input(step_id), predicate, on_error)
+        )
 
     def map_batches(
         self,

@@ -65,11 +65,25 @@ class SourceStep:
 
 @dataclass(frozen=True, slots=True)
 class FlatMapStep:
-    """Per-record function returning zero or more records (map and filter are special cases)."""
+    """Per-record function returning zero or more records (``map`` is a special case)."""
 
     step_id: types.StepId
     input: Input
     fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]]
+    on_error: OnError = "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class FilterStep:
+    """Per-record predicate: keeps the records it is true for, unchanged.
+
+    The predicate must not modify the record: a batch read as Arrow keeps its
+    Arrow form, filtered, so the kept records travel on without a conversion.
+    """
+
+    step_id: types.StepId
+    input: Input
+    predicate: Callable[[batch_mod.Record], bool]
     on_error: OnError = "fail"
 
 
@@ -236,6 +250,7 @@ class SinkStep:
 Step = (
     SourceStep
     | FlatMapStep
+    | FilterStep
     | MapBatchesStep
     | KeyByStep
     | StatefulStep

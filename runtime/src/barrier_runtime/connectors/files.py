@@ -30,6 +30,25 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 """What ``json.dumps(record, separators=(",", ":"), default=str)`` uses, made once."""
 
 
+def json_lines(records: Sequence[batch_mod.Record]) -> str:
+    """Each record as one line of compact JSON (``default=str``), each line ending in a newline.
+
+    The whole list is encoded in one call when its text splits unambiguously:
+    records that are all plain dicts meet only at ``},{``, so when that occurs
+    exactly ``len(records) - 1`` times every occurrence is a boundary. A
+    string or a nested list of dicts holding ``},{`` makes the count higher,
+    and the records are encoded one by one.
+
+    >>> json_lines([{"a": 1}, {"b": "},{"}, {}])
+    '{"a":1}\\n{"b":"},{"}\\n{}\\n'
+    """
+    if records and set(map(type, records)) == {dict}:
+        text = _ENCODER.encode(list(records))
+        if text.count("},{") == len(records) - 1:
+            return text[1:-1].replace("},{", "}\n{") + "\n"
+    return "".join(_ENCODER.encode(r) + "\n" for r in records)
+
+
 class TransactionLostError(RuntimeError):
     """A pre-committed transaction's data is gone before it was published."""
 
@@ -103,7 +122,7 @@ class _FileWriter(sinks.SinkWriter):
     def _stage(self) -> None:
         if not self._rows:
             return
-        body = "\n".join(map(_ENCODER.encode, self._rows)) + "\n"
+        body = json_lines(self._rows)
         key = f"_staging/{self._step}/{self._subtask}-{uuid.uuid4().hex}.jsonl"
         self._sink.store.put(key, body.encode())
         self._staged.append(key)

@@ -145,6 +145,8 @@ class OperatorChain:
                 continue
             if isinstance(step, steps.FlatMapStep):
                 op = operators.FlatMapOperator(step, emit, reject)
+            elif isinstance(step, steps.FilterStep):
+                op = operators.FilterOperator(step, emit, reject)
             elif isinstance(step, steps.MapBatchesStep):
                 op = operators.MapBatchesOperator(step, emit, reject)
             elif isinstance(step, steps.KeyByStep | steps.MergeStep | steps.SideOutputStep):

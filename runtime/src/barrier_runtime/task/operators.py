@@ -13,7 +13,8 @@ on the upload thread, after the barrier has gone on.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +110,51 @@ class FlatMapOperator(Operator):
                 self._reject(record, exc)
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
+
+
+class FilterOperator(Operator):
+    """``filter``: passes on the records the predicate holds for, unchanged.
+
+    A batch read as Arrow stays Arrow: the kept rows travel with the Arrow
+    batch filtered by the same mask, so a keyed edge or a wire downstream
+    needs no conversion back from rows. A batch kept whole is passed on as is.
+    """
+
+    def __init__(self, step: steps.FilterStep, emit: Emit, reject: Reject | None = None) -> None:
+        super().__init__(step.step_id, emit)
+        self._predicate = step.predicate
+        self._reject = reject
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        rows = batch.rows()
+        keep = self._keep(rows)
+        kept = keep.count(True)
+        if kept == len(rows):
+            self.emit(batch)
+        elif kept:
+            records = list(itertools.compress(rows, keep))
+            if batch.arrow_is_exact:
+                mask = pa.array(keep, type=pa.bool_())
+                self.emit(batch_mod.Batch(records, batch.to_arrow().filter(mask)))
+            else:
+                self.emit(batch_mod.Batch.from_rows(records))
+
+    def _keep(self, rows: Sequence[batch_mod.Record]) -> list[bool]:
+        """Whether to keep each record; a record the predicate raised on is rejected or fatal."""
+        predicate = self._predicate
+        keep: list[bool] = []
+        append = keep.append
+        while len(keep) < len(rows):
+            try:
+                for record in itertools.islice(rows, len(keep), None):
+                    append(True if predicate(record) else False)  # noqa: SIM210 - no call to bool()
+            except Exception as exc:
+                record = rows[len(keep)]
+                if self._reject is None:
+                    raise task_failure.UserFunctionError(self.step_id, record, exc) from exc
+                self._reject(record, exc)
+                append(False)
+        return keep
 
 
 class MapBatchesOperator(Operator):
