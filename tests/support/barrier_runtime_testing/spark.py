@@ -10,6 +10,7 @@ stops them, as Spark kills the other tasks of a failed barrier stage.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -31,14 +32,20 @@ class ThreadStage:
 
 
 class ThreadStageLauncher:
-    """Launches workers on threads; records every launched config (``launched``)."""
+    """Launches workers on threads; records every launched config (``launched``).
 
-    def __init__(self) -> None:
+    ``metrics_interval`` replaces the workers' interval between metrics reports.
+    """
+
+    def __init__(self, *, metrics_interval: float | None = None) -> None:
         self.launched: list[config_mod.WorkerConfig] = []
+        self._metrics_interval = metrics_interval
 
     def launch(
         self, config: config_mod.WorkerConfig, on_end: Callable[[BaseException | None], None]
     ) -> ThreadStage:
+        if self._metrics_interval is not None:
+            config = dataclasses.replace(config, metrics_interval=self._metrics_interval)
         self.launched.append(config)
         errors: list[BaseException] = []
         lock = threading.Lock()

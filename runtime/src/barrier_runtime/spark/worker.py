@@ -117,7 +117,7 @@ class Worker:
         link = self._hello(peers, phases)
         net: network_mod.WorkerNetwork | None = None
         ctx: attempt_mod.AttemptContext | None = None
-        threads: list[threading.Thread] = []
+        running: _Running | None = None
         try:
             # Step 2
             plan, store = self._load(phases)
@@ -130,7 +130,7 @@ class Worker:
             )
             net.wait_for_peers(timeout=cfg.connect_timeout)
             phases.append(("connected", time.time()))
-            threads = _start(subtasks, cfg.attempt)
+            running = _Running(subtasks, ctx, cfg.attempt)
             phases.append(("running", time.time()))
             link.send(messages.Running(tuple(phases)))
             # Step 5
@@ -141,7 +141,7 @@ class Worker:
                 name=f"cjob-worker-{self.index}-driver",
             )
             reader.start()
-            self._supervise(ctx, link, subtasks, threads)
+            self._supervise(ctx, link, subtasks, running)
             # Step 6
             net.close()
             link.send(messages.Bye(task_metrics.subtask_metrics(subtasks)))
@@ -164,7 +164,7 @@ class Worker:
         finally:
             if ctx is not None:
                 ctx.stop()
-                for t in threads:
+                for t in [] if running is None else running.threads:
                     t.join(_JOIN_TIMEOUT)
                 ctx.close()
             if net is None:
@@ -267,6 +267,8 @@ class Worker:
                     self._shutdown.set()
                 for s in subtasks:
                     s.post(frame.message)
+                if self._shutdown.is_set():
+                    ctx.wake()
         except (OSError, EOFError, wire.AuthenticationError) as exc:
             reason = f"lost the driver: {exc}"
         if not self._shutdown.is_set():
@@ -278,15 +280,24 @@ class Worker:
         ctx: attempt_mod.AttemptContext,
         link: wire.FramedConnection,
         subtasks: list[subtask_mod.Subtask],
-        threads: list[threading.Thread],
+        running: _Running,
     ) -> None:
         """Step 5: report metrics until the subtasks left after a Shutdown, or fail."""
+
+        def failed() -> bool:
+            return ctx.failure is not None or (
+                ctx.stopping.is_set() and not self._shutdown.is_set()
+            )
+
+        def done() -> bool:
+            return self._shutdown.is_set() and running.all_left
+
         while True:
             with ctx.changed:
-                ctx.changed.wait(self.config.metrics_interval)
-            if ctx.failure is not None or (ctx.stopping.is_set() and not self._shutdown.is_set()):
+                ctx.changed.wait_for(lambda: failed() or done(), self.config.metrics_interval)
+            if failed():
                 raise ctx.failure or DriverLostError(self._driver_lost or "stopped")
-            if self._shutdown.is_set() and not any(t.is_alive() for t in threads):
+            if done():
                 return
             link.send(messages.Metrics(task_metrics.subtask_metrics(subtasks)))
 
@@ -372,10 +383,35 @@ def _connect(
     return link
 
 
-def _start(subtasks: list[subtask_mod.Subtask], attempt: int) -> list[threading.Thread]:
-    threads = [
-        threading.Thread(target=s.run, name=f"{s.key}-a{attempt}", daemon=True) for s in subtasks
-    ]
-    for t in threads:
-        t.start()
-    return threads
+class _Running:
+    """The subtasks' threads, started; each wakes the supervisor as it leaves.
+
+    Step 6 waits for the last of them, so it must not learn of their end by
+    polling (``Thread.is_alive`` turns false only after the thread's last
+    notification, which would leave the worker asleep for a metrics interval).
+    """
+
+    def __init__(
+        self, subtasks: list[subtask_mod.Subtask], ctx: attempt_mod.AttemptContext, attempt: int
+    ) -> None:
+        self._ctx = ctx
+        self._left = len(subtasks)
+        self.threads = [
+            threading.Thread(target=self._run, args=(s,), name=f"{s.key}-a{attempt}", daemon=True)
+            for s in subtasks
+        ]
+        for t in self.threads:
+            t.start()
+
+    @property
+    def all_left(self) -> bool:
+        with self._ctx.changed:
+            return self._left == 0
+
+    def _run(self, subtask: subtask_mod.Subtask) -> None:
+        try:
+            subtask.run()
+        finally:
+            with self._ctx.changed:
+                self._left -= 1
+                self._ctx.changed.notify_all()

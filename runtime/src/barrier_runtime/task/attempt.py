@@ -100,6 +100,11 @@ class AttemptContext:
         with self.changed:
             self.changed.notify_all()
 
+    def wake(self) -> None:
+        """Wake whoever waits on :attr:`changed` to look again."""
+        with self.changed:
+            self.changed.notify_all()
+
     def check_running(self) -> None:
         if self.stopping.is_set():
             raise AttemptStopped()

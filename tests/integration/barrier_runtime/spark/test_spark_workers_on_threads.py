@@ -129,3 +129,18 @@ def test_the_coordinator_refuses_connections_without_the_attempt_key(tmp_path) -
     runner.join(60)
     assert not runner.is_alive()
     assert job.job.result.restarts == 0
+
+
+def test_workers_leave_when_their_subtasks_end_not_at_the_next_metrics_report(tmp_path) -> None:
+    # Workers report metrics every hour here: a worker that noticed its subtasks' end only
+    # when it woke up to report would hold the job's end for that long (the driver's
+    # shutdown wait would fail the attempt first).
+    spec, out = _spec(tmp_path)
+    job = driver.SparkDriver(spec, launcher=testing.ThreadStageLauncher(metrics_interval=3600))
+    runner = threading.Thread(target=job.run, daemon=True)
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive()
+    assert job.job.result.restarts == 0
+    report = check_exactly_once(EXPECTED, list(FileSink(out).read_committed()))
+    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0)
