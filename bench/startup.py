@@ -28,7 +28,6 @@ Usage: ``python bench/startup.py [--repeats 3] [--modes warm,cold] [--out FILE]`
 from __future__ import annotations
 
 import argparse
-import compileall
 import contextlib
 import json
 import os
@@ -42,6 +41,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from cjob_bench import bytecode
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
@@ -241,10 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="also write the JSON here")
     ns = parser.parse_args(argv)
     modes = [m for m in ns.modes.split(",") if m]
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # measure as users run: with a cache
-    src = HERE.parent / "runtime" / "src"
-    compileall.compile_dir(str(src), quiet=1)
-    compileall.compile_dir(str(HERE), quiet=1, maxlevels=0)
+    bytecode.use_bytecode_cache()  # measure as users run: with a cache
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     spark = None
     session_s = None

@@ -25,6 +25,7 @@ import sys
 import tempfile
 from typing import Any
 
+from cjob_bench import bytecode
 from cjob_bench.suite import report, runner
 
 RESULTS = pathlib.Path(__file__).resolve().with_name("results")
@@ -83,6 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ns = parse_args(argv)
+    bytecode.use_bytecode_cache()
     path = None
     if ns.output != "-":
         today = datetime.datetime.now(datetime.UTC).date().isoformat()

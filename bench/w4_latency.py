@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import w1_report
 import w4_pipeline
+from cjob_bench import bytecode
 from cjob_bench.suite import runner
 
 from barrier_runtime.core import latency
@@ -282,6 +283,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    bytecode.use_bytecode_cache()
     modes = [m for m in args.modes.split(",") if m]
     if unknown := set(modes) - set(MODES):
         raise SystemExit(f"unknown modes {sorted(unknown)}; choose from {MODES}")

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from cjob_bench import bytecode
 from cjob_bench.suite import machine, runner
 from cjob_bench.w5 import data, ours, spark_peer
 
@@ -79,6 +80,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     ns = parse_args()
+    bytecode.use_bytecode_cache()
     work = pathlib.Path(tempfile.mkdtemp(prefix="w5-bench-"))
     doc: dict[str, Any] = {
         "benchmark": "bench/w5_windows.py",
