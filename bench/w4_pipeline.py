@@ -113,8 +113,10 @@ class _LatencyWriter(DiscardWriter):
             self._first = self._last
         if self._last - self._first < self._warmup or not len(created):
             return
-        bins = np.clip((now - created) // BIN_NS, 0, MAX_BINS - 1)
-        self._bins += np.bincount(bins, minlength=MAX_BINS)
+        counts = np.bincount(np.clip((now - created) // BIN_NS, 0, MAX_BINS - 1))
+        # Only as many bins as this write reaches: a full-length bincount per write cost
+        # 0.2 ms (4.8 MB to zero and add), a fifth of this machine at 2,000 writes/s.
+        self._bins[: len(counts)] += counts
 
     def pre_commit(self, checkpoint_id: int) -> Transaction | None:
         self._save()
