@@ -120,9 +120,9 @@ class TaskModel:
         self.channel_state_done.append(checkpoint_id)
         self.captured[checkpoint_id] = [
             (side, row["seq"], row["value"])
-            for side, _, rows in captured
-            if isinstance(rows, tuple)
-            for row in rows
+            for side, _, batch in captured
+            if isinstance(batch, batch_mod.Batch)
+            for row in batch.rows()
         ]
 
     def abort(self, checkpoint_id: types.CheckpointId, reason: types.FailureReason) -> None:

@@ -49,6 +49,11 @@ class Batch:
         return self._arrow is not None
 
     @property
+    def holds_rows(self) -> bool:
+        """Whether the rows are at hand (made, or converted from Arrow already)."""
+        return self._rows is not None
+
+    @property
     def arrow_is_exact(self) -> bool:
         """Whether the Arrow form holds exactly the rows (built from Arrow, not from rows).
 

@@ -56,6 +56,8 @@ from barrier_runtime.channels import codec, messages
 Payload = tuple[batch_mod.Record, ...] | messages.WatermarkMarker | messages.IdleMarker
 Entry = tuple[str, int, int, str, Payload, int]
 """``(target_task, side, target_subtask, origin, records or marker, source_subtask)``."""
+Stored = tuple[str, int, int, str, Payload | batch_mod.Batch, int]
+"""An entry to store; its records may still be the batch that carried them."""
 
 FORMAT_KEY = b"cjob.channel_state.format"
 FORMAT = b"arrow-2"
@@ -81,7 +83,7 @@ class ChannelStateFormatError(ValueError):
     """A channel-state object is not in this runtime's format (old pickle, corrupt, foreign)."""
 
 
-def encode(entries: Iterable[Entry]) -> bytes:
+def encode(entries: Iterable[Stored]) -> bytes:
     """The stored bytes of ``entries``; the value codec's error for a record it cannot hold.
 
     One record batch per entry, written as it is made, so that besides the output only
@@ -96,7 +98,10 @@ def encode(entries: Iterable[Entry]) -> bytes:
             elif isinstance(item, messages.IdleMarker):
                 tail = ("", b"", "idle", int(item.idle))
             else:
-                encoding, payload = codec.encode_batch(batch_mod.Batch.from_rows(item))
+                batch = (
+                    item if isinstance(item, batch_mod.Batch) else batch_mod.Batch.from_rows(item)
+                )
+                encoding, payload = codec.encode_batch(batch)  # an Arrow batch as it is
                 # bytes, not the memoryview: pa.array() of a memoryview of an Arrow buffer
                 # keeps that buffer alive for good (measured: ~7 MiB per checkpoint here).
                 tail = (encoding.value, bytes(payload), "rows", 0)

@@ -59,9 +59,9 @@ from barrier_runtime.core import types
 from barrier_runtime.task import channel as channel_mod
 from barrier_runtime.task import snapshots
 
-CapturedInput = list[tuple[int, int, snapshots.Payload]]
+CapturedInput = list[tuple[int, int, snapshots.Captured]]
 """Channel state captured at the input, in capture order: (input side, sending subtask,
-rows or an event-time marker)."""
+data batch or event-time marker)."""
 
 
 class GateCheckpointing(Protocol):
@@ -215,16 +215,15 @@ class InputGate:
 
     def _capture(self, channel: int, item: channel_mod.InFlightItem) -> None:
         """Keep ``item`` as channel state if it arrived before its channel's barrier
-        of a checkpoint whose input is being captured (rows are made only then)."""
+        of a checkpoint whose input is being captured."""
         capture_for = self.handler.record_received(channel)
         capture = None if capture_for is None else self._captures.get(capture_for)
         if capture is not None:
-            payload = item.rows() if isinstance(item, batch_mod.Batch) else item
-            capture.append((self._sides[channel], self._senders[channel], payload))
+            capture.append((self._sides[channel], self._senders[channel], item))
 
     def _entries(self, channel: int, items: Sequence[channel_mod.InFlightItem]) -> CapturedInput:
         side, sender = self._sides[channel], self._senders[channel]
-        return [(side, sender, i.rows() if isinstance(i, batch_mod.Batch) else i) for i in items]
+        return [(side, sender, item) for item in items]
 
     def take_time_change(self) -> watermark_valve.Output:
         """What the markers handled since the last call changed at the valve's output

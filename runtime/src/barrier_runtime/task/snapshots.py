@@ -16,23 +16,32 @@ from barrier_runtime.core import types
 from barrier_runtime.task import channel_state
 
 Payload = tuple[batch_mod.Record, ...] | messages.WatermarkMarker | messages.IdleMarker
-"""What one entry holds: records, or an event-time marker that travelled between them."""
+"""What one entry replays: records, or an event-time marker that travelled between them."""
+Captured = batch_mod.Batch | messages.WatermarkMarker | messages.IdleMarker
+"""What one entry keeps until it is stored: a data batch as it travelled (Arrow stays
+Arrow, so capturing costs no conversion), or an event-time marker."""
+
+_NO_RECORDS = batch_mod.Batch.from_rows(())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class InFlight:
-    """Records owed to ``target_task``'s input ``side`` (subtask ``target_subtask`` at capture)."""
+    """Records owed to ``target_task``'s input ``side`` (subtask ``target_subtask`` at capture).
+
+    Two entries are equal when they hold the same records (as rows) for the same place.
+    """
 
     target_task: types.TaskId
     side: int
     target_subtask: int
     origin: str
     """``"input"``: received before the channel's barrier; ``"output"``: overtaken by it."""
-    rows: tuple[batch_mod.Record, ...]
+    batch: batch_mod.Batch
+    """The records, as the batch that carried them (batches are never modified)."""
     source_subtask: int = -1
     """The sending subtask (which channel of the gate), ``-1`` when not recorded."""
     marker: messages.WatermarkMarker | messages.IdleMarker | None = None
-    """An event-time marker in place of records (``rows`` is then empty)."""
+    """An event-time marker in place of records (``batch`` is then empty)."""
 
     @classmethod
     def of(
@@ -42,22 +51,52 @@ class InFlight:
         target_subtask: int,
         origin: str,
         source_subtask: int,
-        payload: Payload | batch_mod.Batch,
+        payload: Payload | Captured,
     ) -> InFlight:
         if isinstance(payload, messages.WatermarkMarker | messages.IdleMarker):
-            return cls(target_task, side, target_subtask, origin, (), source_subtask, payload)
-        rows = payload.rows() if isinstance(payload, batch_mod.Batch) else payload
-        return cls(target_task, side, target_subtask, origin, rows, source_subtask)
+            return cls(
+                target_task, side, target_subtask, origin, _NO_RECORDS, source_subtask, payload
+            )
+        batch = (
+            payload if isinstance(payload, batch_mod.Batch) else batch_mod.Batch.from_rows(payload)
+        )
+        return cls(target_task, side, target_subtask, origin, batch, source_subtask)
+
+    @property
+    def rows(self) -> tuple[batch_mod.Record, ...]:
+        return self.batch.rows()
 
     @property
     def payload(self) -> Payload:
         return self.rows if self.marker is None else self.marker
 
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.target_task,
+            self.side,
+            self.target_subtask,
+            self.origin,
+            self.payload,
+            self.source_subtask,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InFlight) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # holds records, which are mutable dicts
+
 
 def encode_channel_state(entries: list[InFlight]) -> bytes:
     """The stored form (:mod:`~barrier_runtime.task.channel_state`: Arrow IPC, no pickle)."""
     return channel_state.encode(
-        (e.target_task, e.side, e.target_subtask, e.origin, e.payload, e.source_subtask)
+        (
+            e.target_task,
+            e.side,
+            e.target_subtask,
+            e.origin,
+            e.batch if e.marker is None else e.marker,
+            e.source_subtask,
+        )
         for e in entries
     )
 

@@ -10,11 +10,13 @@ import dataclasses
 import datetime
 import pathlib
 import pickle
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from barrier_runtime import register_value_type
+from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.core import metadata, types, values
 from barrier_runtime.state import keyed, keyed_sums
 from barrier_runtime.storage import checkpoint_store, errors, local
@@ -28,15 +30,15 @@ class Reading:
     at: datetime.datetime
 
 
+def _entry(task: str, side: int, subtask: int, origin: str, rows: tuple[Any, ...]) -> Any:
+    return snapshots.InFlight.of(types.TaskId(task), side, subtask, origin, -1, rows)
+
+
 ENTRIES = [
-    snapshots.InFlight(
-        types.TaskId("sum"), 0, 1, "input", ({"k": "a", "v": 1}, {"k": "b", "v": 2})
-    ),
-    snapshots.InFlight(types.TaskId("sum"), 1, 0, "output", ({"k": ("x", 2), "v": 2**70},)),
-    snapshots.InFlight(
-        types.TaskId("join"), 0, 2, "output", ({"r": Reading("s1", datetime.datetime(2024, 1, 1))},)
-    ),
-    snapshots.InFlight(types.TaskId("join"), 1, 0, "input", ()),
+    _entry("sum", 0, 1, "input", ({"k": "a", "v": 1}, {"k": "b", "v": 2})),
+    _entry("sum", 1, 0, "output", ({"k": ("x", 2), "v": 2**70},)),
+    _entry("join", 0, 2, "output", ({"r": Reading("s1", datetime.datetime(2024, 1, 1))},)),
+    _entry("join", 1, 0, "input", ()),
 ]
 
 
@@ -46,6 +48,19 @@ def test_channel_state_round_trips_exactly_through_arrow_ipc() -> None:
     assert snapshots.decode_channel_state(blob) == ENTRIES
     encodings = pa.ipc.open_stream(pa.py_buffer(blob)).read_all().column("encoding").to_pylist()
     assert encodings == ["arrow", "rows", "rows", "arrow"]  # Arrow where it is faithful
+
+
+def test_a_batch_that_travelled_as_arrow_is_stored_as_that_arrow_without_becoming_rows() -> None:
+    arrow = pa.record_batch({"k": ["a", "b"], "v": pa.array([1, 2], pa.int16())})
+    batch = batch_mod.Batch.from_arrow(arrow)
+    entry = snapshots.InFlight.of(types.TaskId("sum"), 0, 1, "output", 0, batch)
+    blob = snapshots.encode_channel_state([entry])
+    table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+    assert table.column("encoding").to_pylist() == ["arrow"]
+    stored = pa.ipc.open_stream(pa.py_buffer(table.column("records")[0].as_py())).read_all()
+    assert stored.schema.field("v").type == pa.int16()  # the batch's own schema, not inferred
+    assert not batch.holds_rows  # nobody made rows of it
+    assert snapshots.decode_channel_state(blob) == [entry]
 
 
 def test_channel_state_in_the_old_pickle_format_is_refused_not_unpickled() -> None:

@@ -8,6 +8,7 @@ received but not yet taken (``drain_overtaken``).
 
 from __future__ import annotations
 
+import pyarrow as pa
 from barrier_runtime_testing import gate_model
 
 from barrier_runtime.api import batch as batch_mod
@@ -45,9 +46,9 @@ class RecordingCheckpointing:
     ) -> None:
         values = [
             (side, row["v"])
-            for side, _, batch_rows in captured
-            if isinstance(batch_rows, tuple)
-            for row in batch_rows
+            for side, _, batch in captured
+            if isinstance(batch, batch_mod.Batch)
+            for row in batch.rows()
         ]
         self.calls.append(("channel_state", checkpoint_id, values))
 
@@ -113,6 +114,26 @@ def test_records_of_channels_that_still_owe_the_barrier_are_captured_in_order() 
     assert take_all(gate, 2) == [7]
     assert recorder.calls[1:] == [("channel_state", 1, [(1, 1), (1, 2), (1, 3), (1, 7)])]
     assert not gate.capturing
+
+
+def test_a_captured_arrow_batch_is_kept_as_it_travelled_not_turned_into_rows() -> None:
+    chans = local_channels(2)
+    recorder = RecordingCheckpointing()
+    gate = input_gate.InputGate(
+        list(chans), [0, 0], UNALIGNED, clock.ManualClock(0.0), recorder, senders=[0, 1]
+    )
+    captured: list[input_gate.CapturedInput] = []
+    recorder.channel_state_complete = lambda cid, entries: captured.append(entries)  # type: ignore[method-assign]
+    arrow = batch_mod.Batch.from_arrow(pa.record_batch({"v": [1, 2]}))
+    chans[0].put(barrier(1, unaligned=True))
+    chans[1].put(arrow)
+    chans[1].put(barrier(1, unaligned=True))
+    gate.take_from(0)
+    polled = gate.take_from(1)
+    assert isinstance(polled, input_gate.DataBatch) and polled.batch is arrow
+    gate.take_from(1)
+    assert captured == [[(0, 1, arrow)]]
+    assert not arrow.holds_rows  # capturing made no rows of it
 
 
 def test_data_a_triggering_priority_barrier_overtook_opens_the_capture() -> None:
@@ -251,7 +272,9 @@ def test_event_time_markers_before_the_barrier_are_captured_in_order_with_the_re
     take_all(gate, 0)
     take_all(gate, 1)
     (entries,) = captured
-    assert entries == [
+    assert [
+        (s, src, p.rows() if isinstance(p, batch_mod.Batch) else p) for s, src, p in entries
+    ] == [
         (0, 1, ({"v": 1},)),
         (0, 1, messages.WatermarkMarker(500)),
         (0, 1, messages.IdleMarker(idle=True)),

@@ -103,13 +103,13 @@ def test_aligned_snapshot_forwards_first_and_acks_after_the_upload() -> None:
 
 
 def test_unaligned_ack_waits_for_the_captured_channel_state() -> None:
-    overtaken = [snapshots.InFlight(types.TaskId("d"), 0, 1, "output", ({"v": 2},))]
+    overtaken = [snapshots.InFlight.of(types.TaskId("d"), 0, 1, "output", -1, ({"v": 2},))]
     cp, services, out = make(Output(overtaken))
     cp.snapshot(barrier(2, unaligned=True), 0.0, channel_state=True)
     assert out.sent == [("priority", 2)]
     services.run_uploads()
     assert services.acks == []  # the gate is still capturing
-    rows: tuple[batch_mod.Record, ...] = ({"v": 1},)
+    rows = batch_mod.Batch.from_rows([{"v": 1}])
     cp.channel_state_complete(types.CheckpointId(2), [(1, 0, rows)])
     services.run_uploads()
     [ack] = services.acks
