@@ -74,6 +74,12 @@ def _schema(content: bytes) -> pa.Schema:
     )
 
 
+_PLAIN = r"^[ !#-\[\]-~]*$"
+"""Strings that JSON, and so the value codec, writes between quotes as they are: printable
+ASCII except ``"`` and ``\\`` (anything else is escaped, and takes the codec one by one)."""
+_QUOTED_PLAIN = r'^"[ !#-\[\]-~]*"$'
+"""The codec's encoding of a string matching :data:`_PLAIN`."""
+
 _SHARED = frozenset({int, float, str, bytes, bool})
 """Value types a snapshot copy may share with the live state: immutable, always encodable."""
 _FLAT_CONTAINERS = frozenset({list, tuple, set, frozenset})
@@ -249,19 +255,27 @@ def encode_column(items: list[Any]) -> pa.Array:
     """The value-codec bytes of every item (all of them encodable), as a binary array.
 
     All-``int`` items in 64 bits take Arrow's decimal formatting, which is the
-    codec's encoding of an ``int``:
+    codec's encoding of an ``int``, and all-``str`` items that JSON writes as they are
+    (printable ASCII without ``"`` or ``\\``) are quoted by Arrow:
 
     >>> ints = [0, -7, 2**63 - 1, -(2**63)]
     >>> encode_column(ints).to_pylist() == [values.encode(i) for i in ints]
     True
+    >>> encode_column(["k1", "a b"]).to_pylist()
+    [b'"k1"', b'"a b"']
     """
-    if items and set(map(type, items)) == {int}:
+    kinds = set(map(type, items))
+    if kinds == {int}:
         try:
             ints = pa.array(items, type=pa.int64())
         except (OverflowError, pa.ArrowInvalid):
             pass
         else:
             return pc.cast(pc.cast(ints, pa.string()), pa.binary())
+    elif kinds == {str}:
+        text = pa.array(items, type=pa.string())
+        if pc.all(pc.match_substring_regex(text, _PLAIN)).as_py():
+            return pc.cast(pc.binary_join_element_wise('"', text, '"', ""), pa.binary())
     encode = values.encode
     return pa.array([encode(v) for v in items], type=pa.binary())
 
@@ -274,12 +288,16 @@ def decode_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
 
     >>> decode_column(encode_column([3, -12, 0]))
     [3, -12, 0]
+    >>> decode_column(encode_column(["k1", "a b"]))
+    ['k1', 'a b']
     >>> decode_column(pa.array([b"[1]", b"2"]))  # not all ints: decoded one by one
     [[1], 2]
     """
-    if len(column) and not column.null_count:
+    text = _as_text(column) if len(column) and not column.null_count else None
+    if text is not None:
+        if pc.all(pc.match_substring_regex(text, _QUOTED_PLAIN)).as_py():
+            return list(pc.utf8_slice_codeunits(text, 1, -1).to_pylist())
         try:
-            text = column.cast(pa.string())
             ints = pc.cast(text, pa.int64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
@@ -288,6 +306,13 @@ def decode_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
                 return list(ints.to_pylist())
     decode = values.decode
     return [decode(b) for b in column.to_pylist()]
+
+
+def _as_text(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array | None:
+    try:
+        return column.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # not UTF-8: not a column the fast paths read
 
 
 def _flat_dict(value: dict[Any, Any]) -> bool:
