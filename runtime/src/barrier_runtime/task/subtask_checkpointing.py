@@ -14,7 +14,8 @@ Life of snapshot *n* (numbered steps, marked ``# Step N`` below)
     3. (upload pool) the state blobs are written (fault point UPLOAD).
     4. (task thread, unaligned with open inputs) the gate captures input
        channel state until every input delivered *n*, then hands it over
-       (:meth:`channel_state_complete`); the channel state is uploaded.
+       (:meth:`channel_state_complete`); the channel state is uploaded
+       (unless nothing was in flight: then no object is written).
     5. When every upload of *n* is done, the acknowledgement goes out — once.
 
 States of a snapshot
@@ -256,6 +257,9 @@ class SubtaskCheckpointing:
 
     def _upload_channel_state(self, snap: _Snapshot) -> None:
         entries = [*snap.input_state, *snap.output_state]
+        if not entries:  # nothing was in flight: no object to write, nothing to restore
+            snap.upload_done([])
+            return
 
         def upload() -> None:
             snap.upload_done([self._services.write_channel_state(snap.barrier, self._key, entries)])

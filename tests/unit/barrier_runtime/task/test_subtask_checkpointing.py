@@ -153,3 +153,16 @@ def test_a_direct_trigger_a_barrier_already_took_care_of_is_not_repeated() -> No
     cp.triggered(barrier(7), source=True, finished=False)
     services.run_uploads()
     assert [a.checkpoint_id for a in services.acks] == [7]
+
+
+def test_an_unaligned_snapshot_with_nothing_in_flight_writes_no_channel_state_object() -> None:
+    cp, services, out = make(Output([]))
+    cp.snapshot(barrier(5, unaligned=True), 0.0, channel_state=True)
+    assert out.sent == [("priority", 5)]
+    services.run_uploads()
+    assert services.acks == []  # the gate is still capturing
+    cp.channel_state_complete(types.CheckpointId(5), [])
+    services.run_uploads()
+    [ack] = services.acks
+    assert ack.checkpoint_id == 5 and ack.metrics.channel_state_size == 0
+    assert services.channel_state == {}  # no empty object was stored
