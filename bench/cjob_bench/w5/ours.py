@@ -22,6 +22,7 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench import checkpoint_counts
 from cjob_bench.suite import machine
 from cjob_bench.w5 import data, latency
 
@@ -58,11 +59,9 @@ def run(
     job = driver.SparkDriver(spec, session=spark)
     result = job.run()
     wall = time.time() - started
-    history = [
-        e
-        for e in job.job.checkpoint_stats().history
-        if e.status.value == "completed" and e.checkpoint_id != result.final_checkpoint
-    ]
+    periodic, history = checkpoint_counts.periodic(
+        job.job.checkpoint_stats(), result.final_checkpoint
+    )
     results = pa.concat_tables([pq.read_table(p) for p in sorted(output.glob("*.parquet"))])
     got = data.WindowCounts(
         results.column("key").to_numpy(),
@@ -80,7 +79,7 @@ def run(
         "wall_seconds": round(wall, 3),
         "events_per_second": round(dataset.events / wall),
         "attempts": result.attempts,
-        "periodic_checkpoints_completed": len(history),
+        "periodic_checkpoints_completed": periodic,
         "checkpoint_seconds_median": round(float(np.median(durations)), 4) if durations else None,
         "window_results": len(got.counts),
         "latency_ms": latency.quantiles_ms(lat[closed]),
