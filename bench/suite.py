@@ -1,10 +1,11 @@
 """The benchmark suite: ours against Spark Structured Streaming and Bytewax on the same files.
 
-    .venv/bin/python bench/suite.py [--events 10000000] [--repeats 3] [--only W1,W2,W3,W4] [--long]
+    .venv/bin/python bench/suite.py [--events 10000000] [--repeats 3] [--only W1,W2,W3,W3v,W4] [--long]
 
 Generates the events once (Parquet and JSON lines, ``--files`` files each),
 then runs W1 (vectorised keyed sum), W2 (per-record keyed running count in
-Python) and W3 (JSON lines → filter → keyed count → file sink) on our runtime
+Python), W3 (JSON lines → filter → keyed count → file sink) and W3v (W3 written
+with batch functions; the peers run their W3) on our runtime
 (local Spark, P=2, checkpoints every 1 s to an embedded S3 server, and without
 periodic checkpoints), on Spark Structured Streaming (streaming cadence warm
 and cold, and ``availableNow``) and on Bytewax (W2, W3; two processes,
@@ -53,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=8192,
         help="records per source batch in the per-record workloads W2 and W3, ours and Bytewax",
     )
-    p.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
+    p.add_argument("--only", default="W1,W2,W3,W3v,W4", help="comma-separated workloads")
     p.add_argument("--peers", default="spark,bytewax", help="comma-separated peers ('' for none)")
     p.add_argument(
         "--spark-modes", default="stream,available_now,cold", help="Spark SS variants to run"
@@ -76,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where to save the JSON (default bench/results/<date>.json; '-' not saved)",
     )
     ns = p.parse_args(argv)
-    ns.only = [w.strip().upper() for w in ns.only.split(",") if w.strip()]
+    names = {w.upper(): w for w in (*runner.WORKLOADS, "W4")}
+    ns.only = [names.get(w.strip().upper(), w.strip()) for w in ns.only.split(",") if w.strip()]
     ns.spark_modes = [x.strip() for x in ns.spark_modes.split(",") if x.strip()]
     ns.peers = [x.strip() for x in ns.peers.split(",") if x.strip()]
     return ns

@@ -45,8 +45,10 @@ class DataSet:
     buy_counts: np.ndarray
 
     def expected(self, workload: str) -> np.ndarray:
-        """The final per-key value of ``workload`` (W1 sum, W2 count, W3 filtered count)."""
-        return {"W1": self.sums, "W2": self.counts, "W3": self.buy_counts}[workload]
+        """The final per-key value of ``workload`` (W1 sum, W2 count, W3 and W3v filtered count)."""
+        return {"W1": self.sums, "W2": self.counts, "W3": self.buy_counts, "W3v": self.buy_counts}[
+            workload
+        ]
 
     def replicated(self, directory: pathlib.Path, copies: int) -> DataSet:
         """The same files hard-linked ``copies`` times (long runs without more disk)."""
@@ -67,6 +69,17 @@ class DataSet:
             counts=self.counts * copies,
             buy_counts=self.buy_counts * copies,
         )
+
+
+def reads_json_lines(workload: str) -> bool:
+    """W3 and W3v read the JSON-lines copy of the events, the others the Parquet one."""
+    return workload in ("W3", "W3v")
+
+
+def peer_workload(workload: str) -> str:
+    """What the peers run for ``workload``: W3v is W3 written with batch functions, the
+    same query on the same files."""
+    return "W3" if workload == "W3v" else workload
 
 
 def generate(directory: pathlib.Path, *, events: int, keys: int, files: int, seed: int) -> DataSet:

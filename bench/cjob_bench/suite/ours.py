@@ -30,6 +30,8 @@ from cjob_bench.suite import answers, data, machine
 PIPELINE = str(pathlib.Path(__file__).with_name("pipeline.py"))
 BUCKET = "cjob-bench"
 NO_CHECKPOINTS = 1e9
+VECTORISED = ("W1", "W3v")
+"""Workloads written with batch functions: they read ``batch_size`` records per batch."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,7 +40,7 @@ class Ours:
     s3: EmbeddedS3Server
     parallelism: int
     batch_size: int
-    """Records per source batch in W1 (vectorised)."""
+    """Records per source batch in W1 and W3v (vectorised)."""
     record_batch_size: int
     """Records per source batch in W2 and W3 (per record), as the Bytewax peer reads them."""
     work: pathlib.Path
@@ -49,9 +51,9 @@ class Ours:
         """One run; ``interval=None``: no periodic checkpoints."""
         name = f"{workload}-{'cp' if interval else 'nocp'}-{uuid.uuid4().hex[:8]}"
         output = self.work / f"out-{name}"
-        source = dataset.jsonl if workload == "W3" else dataset.parquet
+        source = dataset.jsonl if data.reads_json_lines(workload) else dataset.parquet
         args = ["--workload", workload, "--input", str(source), "--output", str(output)]
-        batch = self.batch_size if workload == "W1" else self.record_batch_size
+        batch = self.batch_size if workload in VECTORISED else self.record_batch_size
         args += ["--keys", str(dataset.keys), "--batch-size", str(batch)]
         spec = driver.SparkJobSpec(
             pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
@@ -88,7 +90,7 @@ class Ours:
             "loadavg_before": load_before,
             "loadavg_after": machine.loadavg(),
         }
-        if workload == "W3":
+        if data.reads_json_lines(workload):
             got = answers.from_jsonl_files(output, dataset.keys, value="count")
         else:
             got, window = _last_values(output, dataset.keys)

@@ -9,7 +9,10 @@ arguments, so it imports only the runtime's public API (no ``cjob_bench``).
 * W2: ``FileSource`` (Parquet) → ``key_by(lambda r: r["key"])`` →
   ``stateful_map`` running count (a Python function per record) → :class:`LastValueSink`;
 * W3: ``FileSource`` (JSON lines, parsed) → ``filter(kind == "buy")`` →
-  ``key_by(lambda r: r["key"])`` → ``stateful_map`` running count → ``FileSink``.
+  ``key_by(lambda r: r["key"])`` → ``stateful_map`` running count → ``FileSink``;
+* W3v: W3 written with batch functions, the same records out: ``FileSource``
+  (JSON lines) → ``map_batches`` (the ``buy`` events as ``{key, count: 1}``, one
+  Arrow pass) → ``key_by("by-key", "key")`` → ``sum`` (running count) → ``FileSink``.
 
 :class:`LastValueSink` keeps each key's latest output (every output of these
 workloads is a running total, so the latest is the largest) and writes it,
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from barrier_runtime.api import Dataflow, Record
 from barrier_runtime.api import sinks as sinks_mod
@@ -43,7 +47,7 @@ from barrier_runtime.connectors.files import FileSink
 
 def build_flow(args: Sequence[str]) -> Dataflow:
     parser = argparse.ArgumentParser(prog="suite-pipeline")
-    parser.add_argument("--workload", choices=("W1", "W2", "W3"), required=True)
+    parser.add_argument("--workload", choices=("W1", "W2", "W3", "W3v"), required=True)
     parser.add_argument("--input", required=True, help="directory of the input files")
     parser.add_argument("--output", required=True, help="directory of the results")
     parser.add_argument("--keys", type=int, default=100_000)
@@ -62,6 +66,13 @@ def build_flow(args: Sequence[str]) -> Dataflow:
         )
         counts = events.key_by("by-key", lambda r: r["key"]).stateful_map("count", running_count)
         counts.sink("out", LastValueSink(ns.output, "count", ns.keys))
+    elif ns.workload == "W3v":
+        lines = flow.source(
+            "events", FileSource(ns.input, pattern="*.jsonl", batch_size=ns.batch_size)
+        )
+        buys = lines.map_batches("buys", buys_counted_once)
+        counts = buys.key_by("by-key", "key").sum("count", "count", output="count")
+        counts.sink("out", FileSink(ns.output))
     else:
         lines = flow.source(
             "events", FileSource(ns.input, pattern="*.jsonl", batch_size=ns.batch_size)
@@ -70,6 +81,12 @@ def build_flow(args: Sequence[str]) -> Dataflow:
         counts = buys.key_by("by-key", lambda r: r["key"]).stateful_map("count", running_count)
         counts.sink("out", FileSink(ns.output))
     return flow
+
+
+def buys_counted_once(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The ``buy`` events of ``batch`` as ``{key, count: 1}`` (W3v's filter, one Arrow pass)."""
+    keys = batch.column("key").filter(pc.equal(batch.column("kind"), "buy"))
+    return pa.record_batch({"key": keys, "count": pa.array(np.ones(len(keys), dtype=np.int64))})
 
 
 def running_count(state: int | None, record: Record) -> tuple[int, Iterable[Record]]:

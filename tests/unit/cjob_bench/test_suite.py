@@ -44,17 +44,17 @@ def test_replicated_files_multiply_the_answers(
     assert np.array_equal(big.sums, dataset.sums * 3)
 
 
-@pytest.mark.parametrize("workload", ["W1", "W2", "W3"])
+@pytest.mark.parametrize("workload", ["W1", "W2", "W3", "W3v"])
 def test_our_pipelines_compute_the_exact_answer(
     workload: str, dataset: data.DataSet, tmp_path: pathlib.Path
 ) -> None:
-    source = dataset.jsonl if workload == "W3" else dataset.parquet
+    source = dataset.jsonl if data.reads_json_lines(workload) else dataset.parquet
     out = tmp_path / "out"
     args = ["--workload", workload, "--input", str(source), "--output", str(out)]
     flow = pipeline.build_flow([*args, "--keys", str(KEYS), "--batch-size", "500"])
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "suite")
     LocalExecutor(flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.05)).run()
-    if workload == "W3":
+    if data.reads_json_lines(workload):
         got = answers.from_jsonl_files(out, KEYS, value="count")
     else:
         got = answers.empty(KEYS)
