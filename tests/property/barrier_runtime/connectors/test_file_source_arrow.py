@@ -142,6 +142,64 @@ def test_json_lines_read_as_arrow_equal_the_per_line_parser(lines, skip, crlf) -
     same_reads(data, "jsonl", skip)
 
 
+DRIFTING = st.sampled_from(
+    [
+        1,
+        2**40,
+        -3,
+        0.5,
+        7.0,
+        2,
+        "x",
+        "2024-01-02",
+        True,
+        None,
+        [1],
+        [1.5],
+        {"x": 1},
+        {"x": 1, "y": "z"},
+    ]
+)
+"""Values one field takes in turn, run after run, so that blocks differ in their types."""
+RUNS = st.lists(
+    st.tuples(
+        st.dictionaries(st.sampled_from(["a", "b", "c"]), DRIFTING, min_size=1, max_size=3),
+        st.integers(1, 12),
+    ),
+    max_size=6,
+)
+
+
+@SETTINGS
+@given(runs=RUNS, skip=st.integers(0, 20), block_bytes=st.sampled_from([16, 64, 256]))
+def test_json_blocks_whose_types_drift_from_the_block_before_read_exactly(
+    runs, skip, block_bytes
+) -> None:
+    """Blocks read one after another while a field changes type, goes missing or grows a
+    nested field: the records stay what json.loads gives."""
+    lines = [json.dumps(record) for record, times in runs for _ in range(times)]
+    data = "\n".join(lines).encode()
+    expected = list(file_formats.iter_items(data, "jsonl", skip=skip))
+    got = list(
+        arrow_formats.text_pieces(data, "jsonl", skip=skip, batch_size=5, block_bytes=block_bytes)
+    )
+    assert outcome(got) == outcome(expected)
+    rows = [
+        r for p in got for r in (p.to_pylist() if isinstance(p, pa.RecordBatch) else [p.record])
+    ]
+    typed_rows = json.dumps([typed(r) for r in rows], sort_keys=True)
+    assert typed_rows == json.dumps([typed(i.record) for i in expected], sort_keys=True)
+
+
+def test_a_file_of_one_shape_is_read_as_arrow_in_every_block() -> None:
+    data = b"".join(
+        json.dumps({"k": f"k{i}", "n": i, "kind": "buy"}).encode() + b"\n" for i in range(400)
+    )
+    pieces = list(arrow_formats.text_pieces(data, "jsonl", batch_size=1000, block_bytes=1024))
+    assert len(pieces) > 10 and all(isinstance(p, pa.RecordBatch) for p in pieces)
+    assert [r["n"] for p in pieces for r in p.to_pylist()] == list(range(400))
+
+
 @SETTINGS
 @given(
     rows=st.lists(CSV_ROWS, max_size=40),
