@@ -116,7 +116,10 @@ def test_records_of_channels_that_still_owe_the_barrier_are_captured_in_order() 
     assert not gate.capturing
 
 
-def test_a_captured_arrow_batch_is_kept_as_it_travelled_not_turned_into_rows() -> None:
+def capturing_gate() -> tuple[
+    list[channel_mod.LocalChannel], input_gate.InputGate, list[input_gate.CapturedInput]
+]:
+    """Two channels from senders 0 and 1 into one unaligned gate, and what it hands over."""
     chans = local_channels(2)
     recorder = RecordingCheckpointing()
     gate = input_gate.InputGate(
@@ -124,6 +127,11 @@ def test_a_captured_arrow_batch_is_kept_as_it_travelled_not_turned_into_rows() -
     )
     captured: list[input_gate.CapturedInput] = []
     recorder.channel_state_complete = lambda cid, entries: captured.append(entries)  # type: ignore[method-assign]
+    return chans, gate, captured
+
+
+def test_a_captured_arrow_batch_is_kept_as_it_travelled_not_turned_into_rows() -> None:
+    chans, gate, captured = capturing_gate()
     arrow = batch_mod.Batch.from_arrow(pa.record_batch({"v": [1, 2]}))
     chans[0].put(barrier(1, unaligned=True))
     chans[1].put(arrow)
@@ -255,13 +263,7 @@ def test_end_of_input_is_reported_once_the_last_channel_closes() -> None:
 
 
 def test_event_time_markers_before_the_barrier_are_captured_in_order_with_the_records() -> None:
-    chans = local_channels(2)
-    recorder = RecordingCheckpointing()
-    gate = input_gate.InputGate(
-        list(chans), [0, 0], UNALIGNED, clock.ManualClock(0.0), recorder, senders=[0, 1]
-    )
-    captured: list[input_gate.CapturedInput] = []
-    recorder.channel_state_complete = lambda cid, entries: captured.append(entries)  # type: ignore[method-assign]
+    chans, gate, captured = capturing_gate()
     chans[0].put(barrier(1, unaligned=True))
     chans[1].put(rows(1))
     chans[1].put(messages.WatermarkMarker(500))
