@@ -257,11 +257,11 @@ class SubtaskCheckpointing:
 
     def _upload_channel_state(self, snap: _Snapshot) -> None:
         entries = [*snap.input_state, *snap.output_state]
-        if not entries:  # nothing was in flight: no object to write, nothing to restore
-            snap.upload_done([])
-            return
 
         def upload() -> None:
+            if not entries:  # nothing was in flight: no object to write, nothing to restore
+                snap.upload_done([])
+                return
             snap.upload_done([self._services.write_channel_state(snap.barrier, self._key, entries)])
 
         self._services.submit_upload(self._key, snap.barrier.checkpoint_id, upload)
