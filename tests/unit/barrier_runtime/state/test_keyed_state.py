@@ -155,3 +155,10 @@ def test_snapshot_stores_the_same_rows_as_encoding_each_key_and_value(held) -> N
 def test_restoring_bytes_that_only_look_like_ints_leaves_them_to_the_value_codec(column) -> None:
     with pytest.raises(values.ValueDecodeError):
         decode_column(pa.array(column, type=pa.binary()))
+
+
+@pytest.mark.parametrize("column", [[b'"k\xff"'], [b"\xff1"], [b'"a"', b'"\xc3"']])
+def test_restoring_bytes_that_are_not_utf8_is_refused_by_the_value_codec(column) -> None:
+    """Not text at all: the fast paths step aside and the codec names the bad encoding."""
+    with pytest.raises(values.ValueDecodeError, match="not a value encoding"):
+        decode_column(pa.array(column, type=pa.binary()))
