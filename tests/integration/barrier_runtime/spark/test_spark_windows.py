@@ -73,7 +73,9 @@ def test_window_results_exactly_once_through_five_worker_kills(
 ) -> None:
     """``vectorised``: ``window_agg`` instead of ``window`` (the same counts)."""
     out_url, store_url = h.s3_urls(s3_env)
-    spec = _spec(out_url, store_url, rate=300, unaligned=unaligned, vectorised=vectorised)
+    # 18,000 events at 6 x 150 events/s: 20 s of work, more than five kills can let
+    # through (each comes at most 2.5 s into an attempt, whose work the checkpoints keep).
+    spec = _spec(out_url, store_url, rate=150, unaligned=unaligned, vectorised=vectorised)
     job = driver.SparkDriver(spec, session=spark)
     h.run_with_worker_kills(job, kills=5)
     report = check_exactly_once(
