@@ -19,8 +19,11 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sinks
+from barrier_runtime.core import json_text
 from barrier_runtime.storage import errors, object_store
 
 _ROLL_RECORDS = 50_000
@@ -107,26 +110,51 @@ class FileSink(sinks.Sink):
 
 
 class _FileWriter(sinks.SinkWriter):
+    """Buffers a part's text: Arrow batches encoded by Arrow where it writes what ``json`` would
+    (:mod:`~barrier_runtime.core.json_text`), rows encoded by :func:`json_lines`, in order."""
+
     def __init__(self, sink: FileSink, step_id: str, subtask: int) -> None:
         self._sink = sink
         self._step = step_id
         self._subtask = subtask
+        self._text: list[bytes] = []
         self._rows: list[batch_mod.Record] = []
+        self._pending = 0
         self._staged: list[str] = []
 
     def write(self, records: Sequence[batch_mod.Record]) -> None:
         self._rows.extend(records)
-        if len(self._rows) >= self._sink.roll_records:
+        self._added(len(records))
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        text = json_text.json_lines(batch)
+        if text is None:
+            self.write(batch.to_pylist())
+            return
+        self._encode_rows()
+        self._text.append(text)
+        self._added(batch.num_rows)
+
+    def _added(self, records: int) -> None:
+        self._pending += records
+        if self._pending >= self._sink.roll_records:
             self._stage()
 
+    def _encode_rows(self) -> None:
+        if self._rows:
+            self._text.append(json_lines(self._rows).encode())
+            self._rows = []
+
     def _stage(self) -> None:
-        if not self._rows:
+        self._encode_rows()
+        if not self._text:
             return
-        body = json_lines(self._rows)
+        body = b"".join(self._text)
         key = f"_staging/{self._step}/{self._subtask}-{uuid.uuid4().hex}.jsonl"
-        self._sink.store.put(key, body.encode())
+        self._sink.store.put(key, body)
         self._staged.append(key)
-        self._rows = []
+        self._text = []
+        self._pending = 0
 
     def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
         self._stage()

@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import values
+from barrier_runtime.core import json_text, values
 from barrier_runtime.state import key_groups
 
 Key = str | int | bytes
@@ -73,12 +73,6 @@ def _schema(content: bytes) -> pa.Schema:
         metadata=metadata,
     )
 
-
-_PLAIN = r"^[ !#-\[\]-~]*$"
-"""Strings that JSON, and so the value codec, writes between quotes as they are: printable
-ASCII except ``"`` and ``\\`` (anything else is escaped, and takes the codec one by one)."""
-_QUOTED_PLAIN = r'^"[ !#-\[\]-~]*"$'
-"""The codec's encoding of a string matching :data:`_PLAIN`."""
 
 _SHARED = frozenset({int, float, str, bytes, bool})
 """Value types a snapshot copy may share with the live state: immutable, always encodable."""
@@ -274,7 +268,7 @@ def encode_column(items: list[Any]) -> pa.Array:
             return pc.cast(pc.cast(ints, pa.string()), pa.binary())
     elif kinds == {str}:
         text = pa.array(items, type=pa.string())
-        if pc.all(pc.match_substring_regex(text, _PLAIN)).as_py():
+        if pc.all(pc.match_substring_regex(text, json_text.PLAIN_STRING)).as_py():
             return pc.cast(pc.binary_join_element_wise('"', text, '"', ""), pa.binary())
     encode = values.encode
     return pa.array([encode(v) for v in items], type=pa.binary())
@@ -295,7 +289,7 @@ def decode_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     """
     text = _as_text(column) if len(column) and not column.null_count else None
     if text is not None:
-        if pc.all(pc.match_substring_regex(text, _QUOTED_PLAIN)).as_py():
+        if pc.all(pc.match_substring_regex(text, json_text.QUOTED_PLAIN_STRING)).as_py():
             return list(pc.utf8_slice_codeunits(text, 1, -1).to_pylist())
         try:
             ints = pc.cast(text, pa.int64())
