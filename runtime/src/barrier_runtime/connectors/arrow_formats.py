@@ -18,6 +18,14 @@ are kept, and every record has the same Python value either way:
   timestamps is read again (in this block and the next ones) as strings.
   A record read through Arrow lists its keys in the block's column order
   (the values are the same; only ``list(record)`` order may differ).
+* JSON lines with declared ``fields`` (name → type, like Spark's reader
+  schema): each block is read with that schema and the other fields are
+  skipped, not turned into columns (Arrow still checks that they are JSON);
+  a null or missing field is ``None`` either way, so it needs no fallback,
+  and a value of another type (Arrow refuses it) sends the block to the
+  per-line parser, which names the record. A ``json`` field is read by the
+  per-line parser throughout. A block that is not ASCII is checked to be
+  UTF-8 first: Arrow does not look inside the fields it skips.
 * CSV: every column gets its explicit type (``str`` unless ``column_types``
   says otherwise; empty text is ``""`` for ``str`` and ``None`` otherwise).
   Files with ``json`` columns, a single column with quotes, bare ``\\r`` line
@@ -44,8 +52,8 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Generator, Iterator
-from typing import Literal, TypeAlias
+from collections.abc import Generator, Iterator, Mapping
+from typing import Literal, NamedTuple, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +68,7 @@ Piece: TypeAlias = pa.RecordBatch | file_formats.Item
 
 BLOCK_BYTES = 1 << 20
 _BLANK_JSON = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
-_TWO_RECORDS = re.compile(rb"\}[ \t\r]*\{")
+_NEWLINE, _OPEN, _CLOSE, _RETURN = (ord(c) for c in "\n{}\r")
 _EMPTY_CSV = re.compile(rb"^\r?$", re.MULTILINE)
 _ARROW_TYPES: dict[file_formats.ColumnType, pa.DataType] = {
     "str": pa.string(),
@@ -78,12 +86,19 @@ def text_pieces(
     *,
     skip: int = 0,
     csv_options: file_formats.CsvOptions | None = None,
+    json_fields: Mapping[str, file_formats.ColumnType] | None = None,
     batch_size: int = 65_536,
     block_bytes: int = BLOCK_BYTES,
 ) -> Iterator[Piece]:
     """Every data record of a text file after the first ``skip`` ones, as batches or items."""
+    if fmt == "jsonl" and json_fields is not None:
+        if "json" in json_fields.values() or not json_fields:
+            yield from file_formats.jsonl_items(data, skip, fields=json_fields)
+        else:
+            yield from _jsonl_pieces(data, skip, batch_size, block_bytes, json_fields)
+        return
     if fmt == "jsonl":
-        yield from _jsonl_pieces(data, skip, batch_size, block_bytes)
+        yield from _jsonl_pieces(data, skip, batch_size, block_bytes, None)
         return
     options = csv_options or file_formats.CsvOptions()
     layout = _csv_layout(data, options)
@@ -108,6 +123,27 @@ def _line_count(data: bytes, begin: int, end: int) -> int:
     return newlines + (0 if end == begin or data[end - 1 : end] == b"\n" else 1)
 
 
+def _json_line_shape(data: bytes, begin: int, end: int) -> tuple[int, bool]:
+    """The lines of ``data[begin:end]``, and whether each one starts with ``{`` and ends with
+    ``}`` (before an optional ``\\r``), with nothing around them (numpy, no Python loop)."""
+    if end == begin:
+        return 0, True
+    text = np.frombuffer(data, dtype=np.uint8, count=end - begin, offset=begin)
+    newlines = np.flatnonzero(text == _NEWLINE)
+    terminated = len(newlines) and newlines[-1] == len(text) - 1
+    stops = newlines if terminated else np.append(newlines, len(text))
+    starts = np.concatenate(([0], stops[:-1] + 1))
+    if not np.all(text[np.minimum(starts, len(text) - 1)] == _OPEN) or np.any(stops == starts):
+        return len(stops), False
+    last = text[stops - 1]
+    closed = last == _CLOSE
+    if not np.all(closed):
+        closed |= (
+            (last == _RETURN) & (stops - starts >= 2) & (text[np.maximum(stops - 2, 0)] == _CLOSE)
+        )
+    return len(stops), bool(np.all(closed))
+
+
 def _records(pattern: re.Pattern[bytes], data: bytes, begin: int, end: int, lines: int) -> int:
     """The data records among ``lines`` lines: those not matching ``pattern`` (blank lines)."""
     stop = end - 1 if data[end - 1 : end] == b"\n" else end  # no line after the last newline
@@ -120,42 +156,98 @@ def _batches(table: pa.Table, skip: int, batch_size: int) -> Iterator[pa.RecordB
             yield batch
 
 
-def _jsonl_pieces(data: bytes, skip: int, batch_size: int, block_bytes: int) -> Iterator[Piece]:
+def _jsonl_pieces(
+    data: bytes,
+    skip: int,
+    batch_size: int,
+    block_bytes: int,
+    fields: Mapping[str, file_formats.ColumnType] | None,
+) -> Iterator[Piece]:
     first_line = 1
     text_columns: set[str] = set()  # strings Arrow took for timestamps: read them as text
+    schema = (
+        None if fields is None else pa.schema([(n, _ARROW_TYPES[t]) for n, t in fields.items()])
+    )
     for begin, end in _blocks(data, 0, block_bytes):
-        lines = _line_count(data, begin, end)
+        lines, braced = _json_line_shape(data, begin, end)
         if skip and (records := _records(_BLANK_JSON, data, begin, end, lines)) <= skip:
             skip -= records
         else:
-            table = _read_json_exactly(data, begin, end, lines, text_columns)
+            shape = _LineShape(lines, braced)
+            table = (
+                _read_json_exactly(data, begin, end, shape, text_columns)
+                if schema is None
+                else _read_json_fields(data, begin, end, shape, schema)
+            )
             if table is None:
                 block = data[begin:end]
-                yield from file_formats.jsonl_items(block, skip, first_line=first_line)
+                yield from file_formats.jsonl_items(
+                    block, skip, first_line=first_line, fields=fields
+                )
             else:
                 yield from _batches(table, skip, batch_size)
             skip = 0
         first_line += lines
 
 
+class _LineShape(NamedTuple):
+    lines: int
+    braced: bool
+    """Every line is one ``{…}`` with nothing around it (see :func:`_json_line_shape`)."""
+
+
 def _read_json_exactly(
-    data: bytes, begin: int, end: int, lines: int, text_columns: set[str]
+    data: bytes, begin: int, end: int, shape: _LineShape, text_columns: set[str]
 ) -> pa.Table | None:
     table = _read_json(data[begin:end], text_columns)
     if table is not None and any(pa.types.is_timestamp(f.type) for f in table.schema):
         text_columns.update(f.name for f in table.schema if pa.types.is_timestamp(f.type))
         table = _read_json(data[begin:end], text_columns)
-    if table is None:
-        return None
-    rows = table.num_rows
-    # One row per line, unless blank lines (no row) and lines of two records cancel out.
-    one_per_line = rows == lines and not _TWO_RECORDS.search(data, begin, end)
-    if not one_per_line and rows != _records(_BLANK_JSON, data, begin, end, lines):
+    if table is None or not _one_record_per_line(table, data, begin, end, shape):
         return None
     if table.num_columns == 0:
         return None
     exact = all(_exact(chunk) for column in table.columns for chunk in column.chunks)
     return table if exact else None
+
+
+def _read_json_fields(
+    data: bytes, begin: int, end: int, shape: _LineShape, schema: pa.Schema
+) -> pa.Table | None:
+    block = data[begin:end]
+    if not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    options = pa_json.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16))
+    parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        table = pa_json.read_json(pa.py_buffer(block), read_options=options, parse_options=parse)
+    except (pa.ArrowException, ValueError):
+        return None
+    return table if _one_record_per_line(table, data, begin, end, shape) else None
+
+
+def _one_record_per_line(
+    table: pa.Table, data: bytes, begin: int, end: int, shape: _LineShape
+) -> bool:
+    """Whether Arrow's rows are the per-line parser's records, line for line.
+
+    Arrow reads an object that spans lines, and two objects on one line, as
+    rows; the per-line parser calls each such line malformed. When every
+    (non-blank) line starts with ``{`` and ends with ``}`` no object can span
+    lines (the next line would have to start with ``,``, ``}`` or ``]``), so
+    each line holds at least one row, and as many rows as lines means one each.
+    """
+    rows: int = table.num_rows
+    if shape.braced:
+        return rows == shape.lines
+    objects = [line.strip() for line in data[begin:end].split(b"\n")]
+    objects = [line for line in objects if line]
+    if not all(line.startswith(b"{") and line.endswith(b"}") for line in objects):
+        return False
+    return rows == len(objects)
 
 
 def _read_json(block: bytes, text_columns: set[str]) -> pa.Table | None:

@@ -13,6 +13,18 @@ batches and falls back to them for a block Arrow cannot read exactly.
 [(1, {'a': 1}, None), (3, None, 'a JSON array is not a record (expected an object)')]
 >>> [i.record for i in iter_items(b"k,n\\nx,1\\ny,2\\n", "csv", skip=1, column_types={"n": "int"})]
 [{'k': 'y', 'n': 2}]
+
+JSON lines read with declared ``fields`` (:func:`jsonl_items`) keep only
+those fields, in that order, each of its declared type; a field that is
+missing or ``null`` is ``None``, and a value of another type makes the record
+malformed:
+
+>>> lines = b'{"n": 1, "k": "x", "more": [1]}\\n{"k": "y"}\\n{"n": "2"}\\n'
+>>> for item in jsonl_items(lines, 0, fields={"k": "str", "n": "int"}):
+...     print(item.record, item.problem)
+{'k': 'x', 'n': 1} None
+{'k': 'y', 'n': None} None
+None field 'n' is a JSON string, not an int
 """
 
 from __future__ import annotations
@@ -47,7 +59,9 @@ _JSON_KINDS = {
     float: "a JSON number",
     bool: "a JSON boolean",
     type(None): "JSON null",
+    dict: "a JSON object",
 }
+COLUMN_TYPES: frozenset[ColumnType] = frozenset(("str", "int", "float", "bool", "json"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +119,28 @@ def iter_items(
     yield from _csv_items(data, skip, options)
 
 
-def jsonl_items(data: bytes, skip: int, *, first_line: int = 1) -> Iterator[Item]:
-    """The records of JSON lines after the first ``skip``; ``data`` starts at ``first_line``."""
+def check_column_types(what: str, types: Mapping[str, ColumnType]) -> None:
+    """Raise ``ValueError`` naming the first entry of ``types`` that is not a name and a type."""
+    for name, kind in types.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}: a field name must be a non-empty string, not {name!r}")
+        if kind not in COLUMN_TYPES:
+            raise ValueError(
+                f"{what}: {name!r} has type {kind!r}; use one of {', '.join(sorted(COLUMN_TYPES))}"
+            )
+
+
+def jsonl_items(
+    data: bytes,
+    skip: int,
+    *,
+    first_line: int = 1,
+    fields: Mapping[str, ColumnType] | None = None,
+) -> Iterator[Item]:
+    """The records of JSON lines after the first ``skip``; ``data`` starts at ``first_line``.
+
+    With ``fields``, each record holds only those fields, typed (see the module docstring).
+    """
     index = 0
     for number, raw in enumerate(data.split(b"\n"), start=first_line):
         if not raw.strip():
@@ -114,10 +148,10 @@ def jsonl_items(data: bytes, skip: int, *, first_line: int = 1) -> Iterator[Item
         index += 1
         if index <= skip:
             continue
-        yield _parse_json_line(number, raw)
+        yield _parse_json_line(number, raw, fields)
 
 
-def _parse_json_line(number: int, raw: bytes) -> Item:
+def _parse_json_line(number: int, raw: bytes, fields: Mapping[str, ColumnType] | None) -> Item:
     text = raw.decode("utf-8", errors="replace")
     try:
         value = json.loads(raw.decode("utf-8"))
@@ -128,7 +162,62 @@ def _parse_json_line(number: int, raw: bytes) -> Item:
     if not isinstance(value, dict):
         kind = _JSON_KINDS.get(type(value), "a JSON value")
         return Item(number, None, f"{kind} is not a record (expected an object)", text)
-    return Item(number, value)
+    return Item(number, value) if fields is None else _typed_record(number, value, fields, text)
+
+
+def _typed_record(
+    number: int, value: dict[str, Any], fields: Mapping[str, ColumnType], text: str
+) -> Item:
+    record: dict[str, Any] = {}
+    for name, kind in fields.items():
+        field_value = value.get(name)
+        if field_value is not None and kind != "json":
+            try:
+                field_value = _JSON_TYPES[kind](field_value)
+            except (TypeError, OverflowError) as exc:
+                return Item(number, None, f"field {name!r} is {exc}, not {_A[kind]}", text)
+        record[name] = field_value
+    return Item(number, record)
+
+
+def _json_kind(value: Any) -> str:
+    return _JSON_KINDS.get(type(value), "a JSON value")
+
+
+def _json_int(value: Any) -> int:
+    if type(value) is not int:
+        raise TypeError(_json_kind(value))
+    return value
+
+
+def _json_float(value: Any) -> float:
+    if type(value) not in (int, float):
+        raise TypeError(_json_kind(value))
+    try:
+        return float(value)
+    except OverflowError as exc:
+        raise OverflowError("a number too large for a float") from exc
+
+
+def _json_str(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError(_json_kind(value))
+    return str(value)
+
+
+def _json_bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError(_json_kind(value))
+    return bool(value)
+
+
+_JSON_TYPES: dict[str, Callable[[Any], Any]] = {
+    "int": _json_int,
+    "float": _json_float,
+    "str": _json_str,
+    "bool": _json_bool,
+}
+_A = {"int": "an int", "float": "a float", "str": "a str", "bool": "a bool"}
 
 
 def _csv_items(data: bytes, skip: int, options: CsvOptions) -> Iterator[Item]:

@@ -24,6 +24,13 @@ block Arrow cannot read exactly — a malformed line, a null or missing key, a
 whole number in a float column — is read by those parsers and comes as rows).
 Only the order of a JSON record's keys may differ (the block's column order).
 
+``json_fields`` declares the fields of JSON-lines records, like a reader
+schema in Spark: ``{"key": "int", "kind": "str"}`` reads only those two
+fields (in that order; the others are skipped unparsed, which is faster),
+a missing or ``null`` field is ``None``, and a value of another type is a
+malformed record (``"int"``: a JSON integer, ``"float"``: any JSON number,
+``"str"``, ``"bool"``, ``"json"``: any value as ``json.loads`` gives it).
+
 A malformed record raises :class:`~errors.MalformedRecordError` naming the
 file and line (``on_error="fail"``, the default); with ``on_error="skip"``
 it is counted (metrics, the live view, the summary) and logged, and with
@@ -84,10 +91,16 @@ class FileSource(sources.Source):
         csv_delimiter: str = ",",
         csv_columns: Sequence[str] | None = None,
         column_types: Mapping[str, file_formats.ColumnType] | None = None,
+        json_fields: Mapping[str, file_formats.ColumnType] | None = None,
         max_open_files: int = 4,
     ) -> None:
         if batch_size < 1 or max_open_files < 1:
             raise ValueError("batch_size and max_open_files must be positive")
+        file_formats.check_column_types("column_types", column_types or {})
+        if json_fields is not None:
+            if not json_fields:
+                raise ValueError("json_fields: name at least one field, or leave it out")
+            file_formats.check_column_types("json_fields", json_fields)
         if on_error not in ("fail", "skip", "dead-letter"):
             raise ValueError(f"on_error must be 'fail', 'skip' or 'dead-letter', not {on_error!r}")
         self.url = url
@@ -100,6 +113,7 @@ class FileSource(sources.Source):
             columns=None if csv_columns is None else tuple(csv_columns),
             column_types=dict(column_types or {}),
         )
+        self.json_fields = None if json_fields is None else dict(json_fields)
         self.max_open_files = max_open_files
         self._store: object_store.ObjectStore | None = None
         self._slots: threading.BoundedSemaphore | None = None
@@ -248,6 +262,7 @@ class _TextPartition(FilePartition):
                 self._fmt,
                 skip=self._position,
                 csv_options=self.source.csv_options,
+                json_fields=self.source.json_fields,
                 batch_size=self.source.batch_size,
                 block_bytes=arrow_formats.BLOCK_BYTES,
             )

@@ -56,7 +56,19 @@ JSON_LINES = st.one_of(
     UNIFORM_RECORDS.map(json.dumps),
     UNIFORM_RECORDS.map(json.dumps),
     st.tuples(UNIFORM_RECORDS, UNIFORM_RECORDS).map(lambda t: json.dumps(t[0]) + json.dumps(t[1])),
-    st.sampled_from(["", "  ", "[1, 2]", '{"a": 1}{"a": 2}', '{"a": ', "7", '{"a": 1, "a": 2}']),
+    st.sampled_from(
+        [
+            "",
+            "  ",
+            "[1, 2]",
+            '{"a": 1}{"a": 2}',
+            '{"a": ',
+            "7",
+            '{"a": 1, "a": 2}',
+            '{"a": 1, "b":\n{"x": 2}}',
+            ' {"a": 3} ',
+        ]
+    ),
 )
 CSV_COLUMNS = ("k", "n", "f", "b")
 CSV_TYPES: dict[str, file_formats.ColumnType] = {"n": "int", "f": "float", "b": "bool"}
@@ -318,6 +330,15 @@ def test_a_blank_line_does_not_hide_a_line_of_two_records() -> None:
     pieces = list(arrow_formats.text_pieces(data, "jsonl"))
     assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
     assert [p.line for p in pieces if isinstance(p, file_formats.Item) and p.record is None] == [3]
+
+
+def test_an_object_spread_over_lines_stays_malformed_even_when_row_counts_agree() -> None:
+    """Arrow reads an object that spans two lines as one row, and a line of two objects as
+    two: three rows from three lines, none of which the per-line parser accepts."""
+    data = b'{"a": 1, "b":\n{"x": 1}}\n{"a": 2, "b": {"x": 3}}{"a": 3, "b": {"x": 4}}\n'
+    pieces = list(arrow_formats.text_pieces(data, "jsonl"))
+    assert outcome(pieces) == outcome(file_formats.iter_items(data, "jsonl"))
+    assert [p.line for p in pieces if p.record is None] == [1, 2, 3]
 
 
 def test_date_strings_stay_strings_and_still_read_as_arrow() -> None:
