@@ -67,6 +67,9 @@ Piece: TypeAlias = pa.RecordBatch | file_formats.Item
 """What a text file yields: an exactly-read Arrow batch, or one record of the per-line parser."""
 
 BLOCK_BYTES = 1 << 20
+"""The smallest block a file is cut into (see :func:`block_bytes_for`)."""
+MAX_BLOCK_BYTES = 16 << 20
+_SAMPLE_BYTES = 1 << 16
 _BLANK_JSON = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
 _NEWLINE, _OPEN, _CLOSE, _RETURN = (ord(c) for c in "\n{}\r")
 _EMPTY_CSV = re.compile(rb"^\r?$", re.MULTILINE)
@@ -106,6 +109,24 @@ def text_pieces(
         yield from file_formats.iter_items(data, "csv", skip=skip, csv_options=options)
         return
     yield from _csv_pieces(data, layout, skip, batch_size, block_bytes)
+
+
+def block_bytes_for(data: bytes, batch_size: int) -> int:
+    """Bytes per block for ``data``: about ``batch_size`` lines, so that a block fills a batch.
+
+    Lines are measured in the file's first 64 KiB, so the cut is the same at
+    every resume position; the result stays between :data:`BLOCK_BYTES` and
+    :data:`MAX_BLOCK_BYTES` (a block is parsed in one go and held while its
+    batches go out).
+
+    >>> block_bytes_for(b"x" * 99 + b"\\n", 1000) == BLOCK_BYTES
+    True
+    >>> block_bytes_for(b"x" * 99 + b"\\n", 65_536)
+    6553600
+    """
+    sample = data[:_SAMPLE_BYTES]
+    per_line = len(sample) / max(1, sample.count(b"\n"))
+    return int(min(max(BLOCK_BYTES, per_line * batch_size), max(BLOCK_BYTES, MAX_BLOCK_BYTES)))
 
 
 def _blocks(data: bytes, start: int, block_bytes: int) -> Iterator[tuple[int, int]]:

@@ -36,12 +36,13 @@ file and line (``on_error="fail"``, the default); with ``on_error="skip"``
 it is counted (metrics, the live view, the summary) and logged, and with
 ``on_error="dead-letter"`` it goes to the dataflow's dead-letter sink with its
 position and problem; either way reading goes on. Each file is read whole
-into memory when its partition first reads (then parsed a block of about
-``arrow_formats.BLOCK_BYTES`` or a Parquet batch at a time), and at most ``max_open_files``
-files per source object (on Spark: per worker process) are held at once;
-the others wait their turn, returning ``[]``. With event time a waiting file
-holds back no watermark (see :attr:`~sources.SourcePartition.waiting`): name
-files in event-time order, so that a file starting later holds later events.
+into memory when its partition first reads, then parsed a block of about
+``batch_size`` lines (1 to 16 MiB, :func:`~arrow_formats.block_bytes_for`) or
+a Parquet batch at a time; at most ``max_open_files`` files per source object
+(on Spark: per worker process) are held at once; the others wait their turn,
+returning ``[]``. With event time a waiting file holds back no watermark (see
+:attr:`~sources.SourcePartition.waiting`): name files in event-time order, so
+that a file starting later holds later events.
 
 >>> import pathlib, tempfile
 >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -264,7 +265,7 @@ class _TextPartition(FilePartition):
                 csv_options=self.source.csv_options,
                 json_fields=self.source.json_fields,
                 batch_size=self.source.batch_size,
-                block_bytes=arrow_formats.BLOCK_BYTES,
+                block_bytes=arrow_formats.block_bytes_for(data, self.source.batch_size),
             )
         rows: list[batch_mod.Record] = []
         for piece in self._pieces:
