@@ -70,6 +70,7 @@ BLOCK_BYTES = 1 << 20
 """The smallest block a file is cut into (see :func:`block_bytes_for`)."""
 MAX_BLOCK_BYTES = 16 << 20
 _SAMPLE_BYTES = 1 << 16
+_FILL = 0.98
 _BLANK_JSON = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
 _NEWLINE, _OPEN, _CLOSE, _RETURN = (ord(c) for c in "\n{}\r")
 _EMPTY_CSV = re.compile(rb"^\r?$", re.MULTILINE)
@@ -112,7 +113,9 @@ def text_pieces(
 
 
 def block_bytes_for(data: bytes, batch_size: int) -> int:
-    """Bytes per block for ``data``: about ``batch_size`` lines, so that a block fills a batch.
+    """Bytes per block for ``data``: a little under ``batch_size`` lines, so that a block
+    fills one batch (aiming at exactly ``batch_size`` would leave a batch of the few lines
+    past the estimate in every block).
 
     Lines are measured in the file's first 64 KiB, so the cut is the same at
     every resume position; the result stays between :data:`BLOCK_BYTES` and
@@ -122,11 +125,12 @@ def block_bytes_for(data: bytes, batch_size: int) -> int:
     >>> block_bytes_for(b"x" * 99 + b"\\n", 1000) == BLOCK_BYTES
     True
     >>> block_bytes_for(b"x" * 99 + b"\\n", 65_536)
-    6553600
+    6422528
     """
     sample = data[:_SAMPLE_BYTES]
     per_line = len(sample) / max(1, sample.count(b"\n"))
-    return int(min(max(BLOCK_BYTES, per_line * batch_size), max(BLOCK_BYTES, MAX_BLOCK_BYTES)))
+    wanted = _FILL * per_line * batch_size
+    return int(min(max(BLOCK_BYTES, wanted), max(BLOCK_BYTES, MAX_BLOCK_BYTES)))
 
 
 def _blocks(data: bytes, start: int, block_bytes: int) -> Iterator[tuple[int, int]]:

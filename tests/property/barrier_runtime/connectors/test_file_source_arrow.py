@@ -361,3 +361,18 @@ def test_text_after_a_closing_quote_stays_malformed() -> None:
     ]
     quoted = list(arrow_formats.text_pieces(good, "csv", csv_options=options))
     assert all(isinstance(p, pa.RecordBatch) for p in quoted)
+
+
+def test_a_file_source_batch_is_not_cut_short_by_a_one_mebibyte_block(tmp_path) -> None:
+    """Lines of ~120 bytes: 1 MiB holds ~8,700 of them; 30,000-record batches come nearly
+    whole (a block holds a little under a batch), never as slivers."""
+    line = json.dumps({"k": "x" * 90, "n": 0}) + "\n"
+    (tmp_path / "a.jsonl").write_text(line * 70_000)
+    source = FileSource(str(tmp_path), batch_size=30_000)
+    part = source.open("a.jsonl", None)
+    sizes = []
+    while (batch := part.next_batch()) is not None:
+        assert isinstance(batch, pa.RecordBatch)
+        sizes.append(batch.num_rows)
+    assert sum(sizes) == 70_000
+    assert all(29_000 <= n <= 30_000 for n in sizes[:-1]), sizes
