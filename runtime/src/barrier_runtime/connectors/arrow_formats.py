@@ -251,7 +251,17 @@ def _read_json_fields(
         table = pa_json.read_json(pa.py_buffer(block), read_options=options, parse_options=parse)
     except (pa.ArrowException, ValueError):
         return None
-    return table if _one_record_per_line(table, data, begin, end, shape) else None
+    if not _one_record_per_line(table, data, begin, end, shape):
+        return None
+    return None if any(_has_infinity(column) for column in table.columns) else table
+
+
+def _has_infinity(column: pa.ChunkedArray) -> bool:
+    """An infinite float: Arrow reads an integer too large for a double as infinity, where
+    the per-line parser calls the record malformed (``float(10**400)`` overflows)."""
+    if not pa.types.is_floating(column.type):
+        return False
+    return bool(pc.any(pc.is_inf(column)).as_py())
 
 
 def _one_record_per_line(

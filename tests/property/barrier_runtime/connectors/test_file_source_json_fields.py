@@ -123,6 +123,15 @@ def test_a_value_of_another_type_is_one_malformed_record_and_its_neighbours_stay
     assert ns == [i for i in range(50) if i != 30]
 
 
+def test_an_integer_too_large_for_a_float_is_malformed_whichever_parser_reads_it() -> None:
+    """Arrow reads ``1000…0`` (400 digits) into a double as infinity; ``float()`` overflows."""
+    data = b'{"f": 1' + b"0" * 400 + b'}\n{"f": 2}\n{"f": Infinity}\n'
+    pieces = list(arrow_formats.text_pieces(data, "jsonl", json_fields={"f": "float"}))
+    expected = list(file_formats.jsonl_items(data, 0, fields={"f": "float"}))
+    assert pieces_as_text(pieces) == pieces_as_text(expected)
+    assert expected[0].problem == ("field 'f' is a number too large for a float, not a float")
+
+
 def test_a_json_field_keeps_any_value_through_the_per_line_parser() -> None:
     data = b'{"k": "a", "v": [1, {"x": 2}]}\n{"k": "b"}\n'
     pieces = list(arrow_formats.text_pieces(data, "jsonl", json_fields={"v": "json", "k": "str"}))
