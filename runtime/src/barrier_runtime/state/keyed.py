@@ -40,6 +40,7 @@ one parallelism is restored at another.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -259,17 +260,15 @@ def encode_column(items: list[Any]) -> pa.Array:
     [b'"k1"', b'"a b"']
     """
     kinds = set(map(type, items))
+    column: pa.Array | None = None
     if kinds == {int}:
-        try:
-            ints = pa.array(items, type=pa.int64())
-        except (OverflowError, pa.ArrowInvalid):
-            pass
-        else:
-            return pc.cast(pc.cast(ints, pa.string()), pa.binary())
+        with contextlib.suppress(OverflowError, pa.ArrowInvalid):  # beyond 64 bits: the codec
+            column = pa.array(items, type=pa.int64())
     elif kinds == {str}:
-        text = pa.array(items, type=pa.string())
-        if pc.all(pc.match_substring_regex(text, json_text.PLAIN_STRING)).as_py():
-            return pc.cast(pc.binary_join_element_wise('"', text, '"', ""), pa.binary())
+        column = pa.array(items, type=pa.string())
+    text = None if column is None else json_text.column_text(column)
+    if text is not None:
+        return pc.cast(text, pa.binary())
     encode = values.encode
     return pa.array([encode(v) for v in items], type=pa.binary())
 
