@@ -20,7 +20,7 @@ share one id sequence (the coordinator's), so an id names at most one of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from barrier_runtime.core import metadata as md
@@ -95,6 +95,33 @@ class Inventory:
     @property
     def highest_id(self) -> int:
         return max((r.checkpoint_id for r in self.dirs), default=0)
+
+    def with_committed(self, metadata: md.CheckpointMetadata) -> Inventory:
+        """What a scan would find once ``metadata`` is committed: its directory holds its
+        ``_metadata`` and the objects it references inside it (besides what was there)."""
+        ref = CheckpointRef.of(metadata)
+        inside = {h.key for h in metadata.state_handles if h.key.startswith(f"{ref.directory}/")}
+        keys = {*self.dirs.get(ref, ()), *inside, ref.metadata_key}
+        others = [m for m in self.completed if CheckpointRef.of(m) != ref]
+        completed = sorted([*others, metadata], key=lambda m: sort_key(CheckpointRef.of(m)))
+        return Inventory({**self.dirs, ref: tuple(sorted(keys))}, tuple(completed), self.rejected)
+
+    def without(self, deleted: Collection[str]) -> Inventory:
+        """What a scan would find once the ``deleted`` keys are gone: a directory whose
+        ``_metadata`` went is no longer completed (nor rejected), an emptied one is gone.
+
+        >>> chk = CheckpointRef(1, types.CheckpointKind.CHECKPOINT)
+        >>> inventory = Inventory({chk: (chk.metadata_key, f"{chk.directory}/s/0")})
+        >>> inventory.without([chk.metadata_key]).torn, inventory.without(inventory.dirs[chk]).dirs
+        ((CheckpointRef(checkpoint_id=1, kind=<CheckpointKind.CHECKPOINT: 'checkpoint'>),), {})
+        """
+        gone = set(deleted)
+        dirs = {ref: tuple(k for k in keys if k not in gone) for ref, keys in self.dirs.items()}
+        return Inventory(
+            {ref: keys for ref, keys in dirs.items() if keys},
+            tuple(m for m in self.completed if CheckpointRef.of(m).metadata_key not in gone),
+            tuple(r for r in self.rejected if r.ref.metadata_key not in gone),
+        )
 
 
 @dataclass(frozen=True, slots=True)

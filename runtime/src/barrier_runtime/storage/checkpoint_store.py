@@ -15,8 +15,16 @@ The layout is in :mod:`~barrier_runtime.core.layout`. The life of a checkpoint:
 4. :meth:`~CheckpointStore.apply_retention` deletes what no retained checkpoint
    references (see :mod:`~barrier_runtime.storage.retention`).
 
-A checkpoint exists only if its ``_metadata`` exists and parses. The store has
-no mutable state of its own; it is as thread-safe as its object store.
+A checkpoint exists only if its ``_metadata`` exists and parses.
+
+The store remembers its last scan, updated with what it commits and deletes
+(:mod:`~barrier_runtime.storage.scan_memory`): a scan reads only the
+``_metadata`` documents it has not seen, and :meth:`apply_retention`, which
+the coordinator calls after every checkpoint, lists only when that memory is
+older than ``relist_after`` seconds. A scan costs a listing per kind of
+directory and a read per retained checkpoint; at one checkpoint a second that
+was most of the storage requests of a checkpoint. The store is as
+thread-safe as its object store.
 
 >>> import tempfile
 >>> from barrier_runtime.storage import object_store
@@ -29,23 +37,37 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
+from collections.abc import Callable
 
 from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.storage import errors, integrity, object_store, retention
+from barrier_runtime.storage import errors, integrity, object_store, retention, scan_memory
 
 log = logging.getLogger(__name__)
+
+
+RELIST_AFTER = 60.0
+"""Seconds :meth:`CheckpointStore.apply_retention` plans from memory before it lists again."""
 
 
 class CheckpointStore:
     """The checkpoints of the job at ``job_path`` (e.g. ``"default/my-job"``) in a store."""
 
-    def __init__(self, store: object_store.ObjectStore, job_path: str) -> None:
+    def __init__(
+        self,
+        store: object_store.ObjectStore,
+        job_path: str,
+        *,
+        relist_after: float = RELIST_AFTER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
         self._job = job_path.strip("/")
         if self._job:
             object_store.validate_key(self._job)
         self._checker = integrity.HandleChecker(store, self._abs)
+        self._memory = scan_memory.ScanMemory(relist_after, clock)
 
     @property
     def object_store(self) -> object_store.ObjectStore:
@@ -140,6 +162,7 @@ class CheckpointStore:
         key = self._abs(ref.metadata_key)
         if self._store.put_if_absent(key, document):
             log.info("committed %s to %s", ref, self.describe())
+            self._memory.changed(lambda inventory: inventory.with_committed(metadata))
             return self._abs(ref.directory)
         # Step 3
         try:
@@ -147,6 +170,7 @@ class CheckpointStore:
         except errors.ObjectNotFoundError:
             existing = b""  # deleted meanwhile: still not ours
         if existing == document:
+            self._memory.changed(lambda inventory: inventory.with_committed(metadata))
             return self._abs(ref.directory)
         raise errors.CheckpointAlreadyExistsError(
             f"{ref} was already committed to {self.describe()} by another writer: is a second "
@@ -156,12 +180,17 @@ class CheckpointStore:
     # -- reading -------------------------------------------------------------
 
     def scan(self) -> layout.Inventory:
-        """List every checkpoint directory and parse every ``_metadata``."""
+        """List every checkpoint directory and parse every ``_metadata`` (each read once)."""
+        ticket = self._memory.begin_scan()
         dirs = self._list_dirs()
+        known = ticket.documents
         completed: list[md.CheckpointMetadata] = []
         rejected: list[layout.RejectedCheckpoint] = []
         for ref in sorted(dirs, key=layout.sort_key):
             if ref.metadata_key not in dirs[ref]:
+                continue
+            if ref in known:
+                completed.append(known[ref])
                 continue
             try:
                 found = md.CheckpointMetadata.from_json(
@@ -179,7 +208,9 @@ class CheckpointStore:
             completed.append(found)
         for bad in rejected:
             log.warning("ignoring %s in %s: %s", bad.ref, self.describe(), bad.reason)
-        return layout.Inventory(dirs=dirs, completed=tuple(completed), rejected=tuple(rejected))
+        inventory = layout.Inventory(dirs, tuple(completed), tuple(rejected))
+        self._memory.adopt(ticket, inventory)
+        return inventory
 
     def list_completed(self) -> list[md.CheckpointMetadata]:
         """Completed checkpoints and savepoints, ascending by id (unreadable ones are logged)."""
@@ -283,11 +314,19 @@ class CheckpointStore:
     # -- deleting ------------------------------------------------------------
 
     def apply_retention(self, retained: int) -> None:
-        """Keep the newest ``retained`` checkpoints (and every savepoint); delete the rest."""
-        self.discard_beyond(retained)
+        """Keep the newest ``retained`` checkpoints (and every savepoint); delete the rest.
+
+        For the job's only writer, its coordinator: plans from the store's memory
+        (see the module's docstring), listing only when that is older than
+        ``relist_after`` seconds. Anyone else calls :meth:`discard_beyond`.
+        """
+        inventory = self._memory.recent()
+        if inventory is None:
+            inventory = self.scan()
+        self._execute(retention.plan_retention(inventory, retained))
 
     def discard_beyond(self, retained: int) -> tuple[layout.CheckpointRef, ...]:
-        """:meth:`apply_retention`, returning the discarded checkpoint directories."""
+        """:meth:`apply_retention` from a fresh scan, returning the discarded directories."""
         plan = retention.plan_retention(self.scan(), retained)
         self._execute(plan)
         return plan.discarded
@@ -339,9 +378,16 @@ class CheckpointStore:
     def _execute(self, plan: retention.DiscardPlan) -> None:
         if plan.empty:
             return
-        # metadata first: a checkpoint without its commit record is never restored
-        self._store.delete_many([self._abs(k) for k in plan.metadata_keys])
-        self._store.delete_many([self._abs(k) for k in plan.object_keys])
+        try:
+            # metadata first: a checkpoint without its commit record is never restored
+            self._store.delete_many([self._abs(k) for k in plan.metadata_keys])
+            self._store.delete_many([self._abs(k) for k in plan.object_keys])
+        except BaseException:
+            self._memory.forget()  # what is left is unknown: list again next time
+            raise
+        self._memory.changed(
+            lambda inventory: inventory.without(plan.metadata_keys + plan.object_keys)
+        )
         log.info(
             "discarded %s from %s (%d objects)",
             ", ".join(map(str, plan.discarded)),
