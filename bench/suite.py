@@ -69,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--long-seconds", type=float, default=60.0)
     p.add_argument(
+        "--long-repeats",
+        type=int,
+        default=5,
+        help="interleaved repeats of the long runs (their overhead is a few %%, the noise as much)",
+    )
+    p.add_argument(
         "--driver-memory", default="4g", help="the Spark driver JVM's heap (all systems share it)"
     )
     p.add_argument(

@@ -6,6 +6,8 @@
 20.0
 >>> overhead({"events_per_second_median": 97.0}, {"events_per_second_median": 100.0})
 0.03
+>>> paired_overheads([{"events_per_second": 97}, {"error": "x"}], [{"events_per_second": 100}] * 2)
+[0.03]
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ def overhead(with_cp: dict[str, Any], without: dict[str, Any]) -> float | None:
     return round(1 - a / b, 4) if a and b else None
 
 
+def paired_overheads(with_cp: list[dict[str, Any]], without: list[dict[str, Any]]) -> list[float]:
+    """1 - with / without for each repeat: the two runs of a repeat ran back to back,
+    so a drift of the machine over the repeats cancels within a pair."""
+    return [
+        round(1 - a["events_per_second"] / b["events_per_second"], 4)
+        for a, b in zip(with_cp, without, strict=True)
+        if "error" not in a and "error" not in b
+    ]
+
+
 def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Ours (with checkpoints every 1 s) / each other system, on median end-to-end events/s."""
     ours = systems.get(OURS, {}).get("events_per_second_median")
@@ -63,6 +75,11 @@ def table(workloads: dict[str, Any]) -> str:
         if w.get("checkpoint_overhead") is not None:
             lines.append(
                 f"{name:8} checkpoint overhead (1 - with/without): {w['checkpoint_overhead']:.1%}"
+            )
+        if w.get("checkpoint_overhead_per_repeat"):
+            pairs = ", ".join(f"{o:.1%}" for o in w["checkpoint_overhead_per_repeat"])
+            lines.append(
+                f"{name:8} per repeat: {pairs}; median {w['checkpoint_overhead_median_of_repeats']:.1%}"
             )
         for k, v in w.get("ratios", {}).items():
             lines.append(f"{name:8} {k}: {v}")

@@ -94,3 +94,19 @@ def test_report_medians_ratios_and_overhead() -> None:
     assert "checkpoint overhead" in report.table(
         {"W1": {"systems": systems, "checkpoint_overhead": 0.05}}
     )
+
+
+def test_long_runs_report_the_overhead_of_each_back_to_back_repeat() -> None:
+    with_cp = [{"events_per_second": e} for e in (97, 90, 99)]
+    without = [{"events_per_second": e} for e in (100, 100, 90)]
+    without[1] = {"error": "boom"}
+    assert report.paired_overheads(with_cp, without) == [0.03, -0.1]
+    line = report.table(
+        {
+            "W1-long": {
+                "checkpoint_overhead_per_repeat": [0.03, -0.1],
+                "checkpoint_overhead_median_of_repeats": -0.035,
+            }
+        }
+    )
+    assert "per repeat: 3.0%, -10.0%; median -3.5%" in line
