@@ -76,6 +76,11 @@ def objects(raw: ScriptedStore) -> set[str]:
     return set(raw.inner.list("ns/job/"))
 
 
+def only(cid: int) -> set[str]:
+    """The objects of checkpoint ``cid`` when nothing else is left."""
+    return {f"ns/job/checkpoints/chk-{cid:010d}/{name}" for name in ("_metadata", "count/0")}
+
+
 def ops(raw: ScriptedStore) -> set[str]:
     return {op for op, _ in raw.calls}
 
@@ -91,10 +96,7 @@ def test_retention_after_the_first_lists_nothing_and_reads_nothing(
         commit(store, cid)
         store.apply_retention(1)
     assert not ops(raw) & {"list", "get"}
-    assert objects(raw) == {
-        "ns/job/checkpoints/chk-0000000004/_metadata",
-        "ns/job/checkpoints/chk-0000000004/count/0",
-    }
+    assert objects(raw) == only(4)
 
 
 def test_a_scan_reads_only_the_metadata_it_has_not_seen(
@@ -169,10 +171,7 @@ def test_a_torn_directory_is_swept_once_the_memory_is_older_than_relist_after(
     commit(store, 4)
     clock.now += 1
     store.apply_retention(1)
-    assert objects(raw) == {
-        "ns/job/checkpoints/chk-0000000004/_metadata",
-        "ns/job/checkpoints/chk-0000000004/count/0",
-    }
+    assert objects(raw) == only(4)
 
 
 def test_a_failed_deletion_makes_the_next_retention_list_again(
@@ -188,10 +187,7 @@ def test_a_failed_deletion_makes_the_next_retention_list_again(
     raw.calls.clear()
     store.apply_retention(1)
     assert "list" in ops(raw)
-    assert objects(raw) == {
-        "ns/job/checkpoints/chk-0000000002/_metadata",
-        "ns/job/checkpoints/chk-0000000002/count/0",
-    }
+    assert objects(raw) == only(2)
 
 
 def test_a_scan_that_a_commit_overtook_is_not_remembered(
@@ -208,7 +204,4 @@ def test_a_scan_that_a_commit_overtook_is_not_remembered(
     raw.get = commit_during_the_scan  # type: ignore[method-assign]
     assert [m.checkpoint_id for m in store.scan().completed] == [1]
     store.apply_retention(1)  # lists again: it must know checkpoint 2 to discard 1
-    assert objects(raw) == {
-        "ns/job/checkpoints/chk-0000000002/_metadata",
-        "ns/job/checkpoints/chk-0000000002/count/0",
-    }
+    assert objects(raw) == only(2)
