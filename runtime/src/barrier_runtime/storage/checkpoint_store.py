@@ -144,7 +144,13 @@ class CheckpointStore:
     def commit(self, metadata: md.CheckpointMetadata) -> str:
         """Make a checkpoint durable; returns its directory relative to the store root.
 
-        1. check that every referenced object exists with its recorded size;
+        1. check that every object it reuses from elsewhere (``shared/``, an
+           older checkpoint's directory) still exists with its recorded size:
+           retention may have deleted it meanwhile. Objects in its own
+           directory were uploaded for it, each acknowledged only after the
+           store confirmed the upload, and nothing deletes the directory of a
+           checkpoint that can still commit, so they are not asked for again
+           (a request per object per checkpoint; a restore checks them all);
         2. create ``_metadata`` with a conditional put (the commit point);
         3. if it already existed: the same bytes mean our own earlier attempt
            succeeded (return normally), other bytes mean another writer
@@ -152,7 +158,9 @@ class CheckpointStore:
         """
         ref = layout.CheckpointRef.of(metadata)
         # Step 1
-        problems = self._checker.stat_problems(metadata.state_handles)
+        own = f"{ref.directory}/"
+        reused = [h for h in metadata.state_handles if not h.key.startswith(own)]
+        problems = self._checker.stat_problems(reused)
         if problems:
             raise errors.CorruptCheckpointError(
                 f"refusing to commit {ref} to {self.describe()}: {integrity.summary(problems)}"

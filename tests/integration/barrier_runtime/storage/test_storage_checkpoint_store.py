@@ -199,14 +199,17 @@ def test_recommitting_identical_metadata_is_idempotent(
     assert checkpoints.commit(meta) == f"{JOB}/checkpoints/chk-0000000004"
 
 
-def test_commit_refuses_metadata_whose_objects_are_missing(
-    checkpoints: Store, make_checkpoint: Make
+@pytest.mark.parametrize("how", ["missing", "size"])
+def test_commit_refuses_metadata_whose_reused_objects_are_gone_or_changed(
+    checkpoints: Store, make_checkpoint: Make, how: str
 ) -> None:
-    meta = make_checkpoint(6, commit=False)
-    corrupt(checkpoints, meta.state_handles[0], "missing")
-    with pytest.raises(errors.CorruptCheckpointError, match="missing"):
+    older = make_checkpoint(5)
+    reused = older.state_handles[0]
+    meta = make_checkpoint(6, extra=[reused], commit=False)
+    corrupt(checkpoints, reused, how)
+    with pytest.raises(errors.CorruptCheckpointError, match=reused.key):
         checkpoints.commit(meta)
-    assert checkpoints.list_completed() == []
+    assert ids(checkpoints.list_completed()) == [5]
 
 
 def test_retention_deletes_only_unreferenced_objects_and_never_savepoints(

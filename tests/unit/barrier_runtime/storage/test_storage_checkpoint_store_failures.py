@@ -134,3 +134,31 @@ def test_empty_job_path_uses_the_store_root(raw: ScriptedStore) -> None:
     commit(store, 3)
     assert store.load("checkpoints/chk-0000000003").checkpoint_id == 3
     assert "checkpoints/chk-0000000003/_metadata" in set(raw.inner.list("checkpoints/"))
+
+
+def test_commit_asks_the_store_only_for_the_objects_it_reuses(
+    raw: ScriptedStore, store: checkpoint_store.CheckpointStore
+) -> None:
+    older = commit(store, 1)
+    own = store.write_state(
+        2,
+        types.CheckpointKind.CHECKPOINT,
+        "count/0",
+        b"state 2",
+        step_id="count",
+        subtask=0,
+        handle_kind=metadata.HandleKind.KEYED,
+    )
+    meta = metadata.CheckpointMetadata(
+        types.CheckpointId(2),
+        types.CheckpointKind.CHECKPOINT,
+        1.0,
+        2.0,
+        FINGERPRINT,
+        (own, older.state_handles[0]),
+    )
+    raw.calls.clear()
+    store.commit(meta)
+    assert [key for op, key in raw.calls if op == "stat"] == [
+        "ns/job/checkpoints/chk-0000000001/count/0"
+    ]
