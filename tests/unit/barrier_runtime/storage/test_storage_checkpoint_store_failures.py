@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pytest
 from barrier_runtime_testing.storage import ScriptedStore
@@ -24,7 +24,14 @@ def store(raw: ScriptedStore) -> checkpoint_store.CheckpointStore:
     return checkpoint_store.CheckpointStore(raw, "ns/job")
 
 
-def commit(store: checkpoint_store.CheckpointStore, cid: int) -> metadata.CheckpointMetadata:
+def commit(
+    store: checkpoint_store.CheckpointStore,
+    cid: int,
+    reused: tuple[metadata.StateHandle, ...] = (),
+    *,
+    before: Callable[[], None] = lambda: None,
+) -> metadata.CheckpointMetadata:
+    """Upload checkpoint ``cid``'s object, call ``before``, commit it (referencing ``reused`` too)."""
     handle = store.write_state(
         cid,
         types.CheckpointKind.CHECKPOINT,
@@ -35,8 +42,14 @@ def commit(store: checkpoint_store.CheckpointStore, cid: int) -> metadata.Checkp
         handle_kind=metadata.HandleKind.KEYED,
     )
     meta = metadata.CheckpointMetadata(
-        types.CheckpointId(cid), types.CheckpointKind.CHECKPOINT, 1.0, 2.0, FINGERPRINT, (handle,)
+        types.CheckpointId(cid),
+        types.CheckpointKind.CHECKPOINT,
+        1.0,
+        2.0,
+        FINGERPRINT,
+        (handle, *reused),
     )
+    before()
     store.commit(meta)
     return meta
 
@@ -140,25 +153,7 @@ def test_commit_asks_the_store_only_for_the_objects_it_reuses(
     raw: ScriptedStore, store: checkpoint_store.CheckpointStore
 ) -> None:
     older = commit(store, 1)
-    own = store.write_state(
-        2,
-        types.CheckpointKind.CHECKPOINT,
-        "count/0",
-        b"state 2",
-        step_id="count",
-        subtask=0,
-        handle_kind=metadata.HandleKind.KEYED,
-    )
-    meta = metadata.CheckpointMetadata(
-        types.CheckpointId(2),
-        types.CheckpointKind.CHECKPOINT,
-        1.0,
-        2.0,
-        FINGERPRINT,
-        (own, older.state_handles[0]),
-    )
-    raw.calls.clear()
-    store.commit(meta)
+    commit(store, 2, older.state_handles, before=raw.calls.clear)
     assert [key for op, key in raw.calls if op == "stat"] == [
         "ns/job/checkpoints/chk-0000000001/count/0"
     ]
