@@ -75,8 +75,6 @@ _SUM_SCHEMAS = {
         [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.int64())], metadata=_FORMAT
     ),
 }
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", 1))
-"""ZSTD level 1: about 5x smaller than raw for int64 sums, ~50 ns per row to compress."""
 
 
 class MixedKeyTypesError(TypeError):
@@ -228,7 +226,7 @@ class SumsSnapshot:
             [pa.array(groups), keys, pa.array(self.values, type=pa.int64())], schema=schema
         )
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema, options=_IPC_OPTIONS) as writer:
+        with pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer:
             writer.write_batch(batch)
         data: bytes = sink.getvalue().to_pybytes()
         return data

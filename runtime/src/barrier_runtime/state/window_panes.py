@@ -232,7 +232,7 @@ class PanesCopy:
         table = pa.concat_tables(tables) if tables else target.empty_table()
         table = table.sort_by("key_group")
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, target) as writer:
+        with pa.ipc.new_stream(sink, target, options=keyed.IPC_OPTIONS) as writer:
             writer.write_table(table)
         return bytes(sink.getvalue().to_pybytes())
 

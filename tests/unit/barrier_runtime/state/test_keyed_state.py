@@ -162,3 +162,18 @@ def test_restoring_bytes_that_are_not_utf8_is_refused_by_the_value_codec(column)
     """Not text at all: the fast paths step aside and the codec names the bad encoding."""
     with pytest.raises(values.ValueDecodeError, match="not a value encoding"):
         decode_column(pa.array(column, type=pa.binary()))
+
+
+def test_state_objects_are_written_compressed_and_read_back_as_they_are() -> None:
+    state = KeyedState((0, 127), 128)
+    for k in range(20_000):
+        state.put(k, k % 1000)
+    blob = state.snapshot()
+    table = read_table(blob)
+    plain = pa.BufferOutputStream()
+    with pa.ipc.new_stream(plain, table.schema) as writer:
+        writer.write_table(table)
+    assert len(blob) < len(plain.getvalue()) / 2
+    fresh = KeyedState((0, 127), 128)
+    fresh.restore([plain.getvalue().to_pybytes()])  # objects written uncompressed still restore
+    assert dict(fresh.items()) == dict(state.items())
