@@ -44,6 +44,8 @@ class Ours:
     record_batch_size: int
     """Records per source batch in W2 and W3 (per record), as the Bytewax peer reads them."""
     work: pathlib.Path
+    sink_timeline: bool = False
+    """W1 and W2: the result also holds the sink's ``(time, records)`` of every write."""
 
     def run(
         self, workload: str, dataset: data.DataSet, *, interval: float | None
@@ -55,6 +57,8 @@ class Ours:
         args = ["--workload", workload, "--input", str(source), "--output", str(output)]
         batch = self.batch_size if workload in VECTORISED else self.record_batch_size
         args += ["--keys", str(dataset.keys), "--batch-size", str(batch)]
+        if self.sink_timeline:
+            args.append("--timeline")
         spec = driver.SparkJobSpec(
             pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
             parallelism=self.parallelism,
@@ -108,6 +112,8 @@ def _last_values(output: pathlib.Path, keys: int) -> tuple[np.ndarray, dict[str,
     lasts = [m["last"] for m in marks if m["last"] is not None]
     records = sum(m["records"] for m in marks)
     window: dict[str, Any] = {"sink_records": records}
+    if any("timeline" in m for m in marks):
+        window["sink_timeline"] = sorted(tuple(w) for m in marks for w in m.get("timeline", ()))
     if firsts and lasts and max(lasts) > min(firsts):
         seconds = max(lasts) - min(firsts)
         window |= {

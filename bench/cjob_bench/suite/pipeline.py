@@ -57,6 +57,9 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--output", required=True, help="directory of the results")
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=65_536)
+    parser.add_argument(
+        "--timeline", action="store_true", help="the sink also keeps (time, records) per write"
+    )
     ns = parser.parse_args(list(args))
     flow = Dataflow(f"suite-{ns.workload.lower()}")
     if ns.workload == "W1":
@@ -64,13 +67,13 @@ def build_flow(args: Sequence[str]) -> Dataflow:
             "events", FileSource(ns.input, pattern="*.parquet", batch_size=ns.batch_size)
         )
         sums = events.key_by("by-key", "key").sum("sum", "value")
-        sums.sink("out", LastValueSink(ns.output, "sum", ns.keys))
+        sums.sink("out", LastValueSink(ns.output, "sum", ns.keys, timeline=ns.timeline))
     elif ns.workload == "W2":
         events = flow.source(
             "events", FileSource(ns.input, pattern="*.parquet", batch_size=ns.batch_size)
         )
         counts = events.key_by("by-key", lambda r: r["key"]).stateful_map("count", running_count)
-        counts.sink("out", LastValueSink(ns.output, "count", ns.keys))
+        counts.sink("out", LastValueSink(ns.output, "count", ns.keys, timeline=ns.timeline))
     elif ns.workload == "W3v":
         lines = flow.source(
             "events",
@@ -106,12 +109,17 @@ def running_count(state: int | None, record: Record) -> tuple[int, Iterable[Reco
 
 
 class LastValueSink(sinks_mod.Sink):
-    """Keeps each key's largest ``column`` value; writes it when the job ends (not transactional)."""
+    """Keeps each key's largest ``column`` value; writes it when the job ends (not transactional).
 
-    def __init__(self, directory: str, column: str, keys: int) -> None:
+    ``timeline``: also keeps the wall-clock time and size of every write, so that two
+    jobs running at the same time can be compared over the window both were running.
+    """
+
+    def __init__(self, directory: str, column: str, keys: int, *, timeline: bool = False) -> None:
         self.directory = directory
         self.column = column
         self.keys = keys
+        self.timeline = timeline
 
     def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks_mod.SinkWriter:
         return _LastValueWriter(self, subtask)
@@ -129,6 +137,7 @@ class _LastValueWriter(sinks_mod.SinkWriter):
         self.records = 0
         self.first: float | None = None
         self.last: float | None = None
+        self.timeline: list[tuple[float, int]] | None = [] if sink.timeline else None
 
     def write(self, records: Sequence[Record]) -> None:
         # Within a subtask a key's records arrive in order: its last value is its largest.
@@ -147,6 +156,8 @@ class _LastValueWriter(sinks_mod.SinkWriter):
         self.last = time.time()
         if self.first is None:
             self.first = self.last
+        if self.timeline is not None:
+            self.timeline.append((self.last, n))
 
     def pre_commit(self, checkpoint_id: int) -> sinks_mod.Transaction | None:
         return None
@@ -165,6 +176,8 @@ class _LastValueWriter(sinks_mod.SinkWriter):
             "keys": seen.tolist(),
             "values": self.latest[seen].tolist(),
         }
+        if self.timeline is not None:
+            out["timeline"] = self.timeline
         directory = pathlib.Path(self.sink.directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{os.getpid()}-{self.subtask}.json"

@@ -12,7 +12,7 @@ import pathlib
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cjob_bench.suite import answers, bytewax_peer, data, pipeline, report
+from cjob_bench.suite import answers, bytewax_peer, data, pipeline, report, simultaneous
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -110,3 +110,34 @@ def test_long_runs_report_the_overhead_of_each_back_to_back_repeat() -> None:
         }
     )
     assert "per repeat: 3.0%, -10.0%; median -3.5%" in line
+
+
+@pytest.mark.parametrize("workload", ["W1", "W2"])
+def test_the_sink_timeline_counts_every_write_in_time_order(
+    workload: str, dataset: data.DataSet, tmp_path: pathlib.Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["--workload", workload, "--input", str(dataset.parquet), "--output", str(out)]
+    flow = pipeline.build_flow([*args, "--keys", str(KEYS), "--batch-size", "500", "--timeline"])
+    store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "suite")
+    LocalExecutor(flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.05)).run()
+    bodies = [json.loads(path.read_text()) for path in out.glob("*.json")]
+    for body in bodies:
+        times = [t for t, _ in body["timeline"]]
+        assert times == sorted(times)
+        assert sum(n for _, n in body["timeline"]) == body["records"]
+    assert sum(body["records"] for body in bodies) > 0
+
+
+def test_simultaneous_runs_compare_over_the_window_both_were_writing() -> None:
+    with_cp = [(100.0 + i, 90) for i in range(30)]  # 90 records/s, 100 .. 129 s
+    without = [(105.0 + i, 100) for i in range(40)]  # 100 records/s, 105 .. 144 s
+    result = simultaneous.compare(with_cp, without, margin=2.0)
+    assert result["window_seconds"] == 20.0  # 107 .. 127
+    assert result["records_per_second_with_checkpoints"] == 90
+    assert result["records_per_second_without"] == 100
+    assert result["overhead"] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="at the same time"):
+        simultaneous.compare(with_cp, [(140.0 + i, 100) for i in range(10)])
+    with pytest.raises(ValueError, match="wrote nothing"):
+        simultaneous.compare(with_cp, [])
