@@ -1,6 +1,6 @@
 """The benchmark suite: ours against Spark Structured Streaming and Bytewax on the same files.
 
-    .venv/bin/python bench/suite.py [--events 10000000] [--repeats 3] [--only W1,W2,W3,W3v,W4] [--long]
+    .venv/bin/python bench/suite.py [--events 10000000] [--repeats 3] [--only W1,W2,W3,W3v,W4] [--long] [--simultaneous]
 
 Generates the events once (Parquet and JSON lines, ``--files`` files each),
 then runs W1 (vectorised keyed sum), W2 (per-record keyed running count in
@@ -10,6 +10,8 @@ with batch functions; the peers run their W3) on our runtime
 periodic checkpoints), on Spark Structured Streaming (streaming cadence warm
 and cold, and ``availableNow``) and on Bytewax (W2, W3; two processes,
 recovery every 1 s); W4 (latency) is ``bench/w4_latency.py`` when present.
+``--simultaneous`` adds ``bench/simultaneous_overhead.py``: the checkpoint
+overhead of W1 and W2 with and without checkpoints running at the same time.
 Every run's answer is checked. Prints one JSON document on stdout, a table
 on stderr, and saves the JSON as ``bench/results/<date>.json``. See
 :mod:`cjob_bench.suite` and the ``definitions`` in the JSON.
@@ -75,6 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="interleaved repeats of the long runs (their overhead is a few %%, the noise as much)",
     )
     p.add_argument(
+        "--simultaneous",
+        action="store_true",
+        help="also bench/simultaneous_overhead.py: W1, W2 overhead with both variants running at "
+        "the same time, --long-repeats pairs of >= --long-seconds",
+    )
+    p.add_argument(
         "--driver-memory", default="4g", help="the Spark driver JVM's heap (all systems share it)"
     )
     p.add_argument(
@@ -114,6 +122,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if doc.get("long_runs"):
         long = {f"{w}-long": v for w, v in doc["long_runs"].items()}
         print(report.table(long), file=sys.stderr)
+    together = doc.get("simultaneous_overhead", {}).get("result", {}).get("workloads", {})
+    for workload, result in together.items():
+        overheads = ", ".join(f"{x:.1%}" for x in result["overheads"])
+        print(
+            f"{workload} overhead, both variants at the same time: {overheads}; "
+            f"median {result['overhead_median']:.1%}",
+            file=sys.stderr,
+        )
     if path is not None:
         print(f"saved {path}", file=sys.stderr)
     return doc

@@ -29,6 +29,7 @@ from cjob_bench.suite import bytewax_peer, data, machine, ours, report, spark_pe
 
 Run = Callable[[], dict[str, Any]]
 W4 = pathlib.Path(__file__).resolve().parents[2] / "w4_latency.py"
+SIMULTANEOUS = W4.with_name("simultaneous_overhead.py")
 
 
 WORKLOADS = ("W1", "W2", "W3", "W3v")
@@ -140,6 +141,9 @@ def run_suite(
                 spark.stop()
     if "W4" in ns.only:
         doc["workloads"]["W4"] = w4()
+    together = [w for w in workloads if w in ("W1", "W2")]
+    if ns.simultaneous and together:
+        doc["simultaneous_overhead"] = simultaneous_overhead(ns, together)
     doc["machine"]["loadavg_at_end"] = machine.loadavg()
     return doc
 
@@ -214,12 +218,30 @@ def long_runs(
 
 def w4() -> dict[str, Any]:
     """``bench/w4_latency.py`` (written separately) when it exists: its JSON, as it printed it."""
-    if not W4.exists():
-        return {"skipped": f"{W4.name} not present"}
-    log("W4: running bench/w4_latency.py")
+    return bench_script(W4, [])
+
+
+def simultaneous_overhead(ns: Any, workloads: list[str]) -> dict[str, Any]:
+    """``bench/simultaneous_overhead.py`` on the suite's events, ``--long-repeats`` pairs."""
+    args = ["--workloads", ",".join(workloads), "--pairs", str(ns.long_repeats)]
+    args += ["--seconds", str(ns.long_seconds), "--events", str(ns.events), "--keys", str(ns.keys)]
+    args += ["--files", str(ns.files), "--parallelism", str(ns.parallelism)]
+    args += ["--batch-size", str(ns.batch_size), "--record-batch-size", str(ns.record_batch_size)]
+    return bench_script(SIMULTANEOUS, args)
+
+
+def bench_script(script: pathlib.Path, args: list[str]) -> dict[str, Any]:
+    """Another benchmark of ``bench/``, in its own process: its JSON, as it printed it."""
+    if not script.exists():
+        return {"skipped": f"{script.name} not present"}
+    log(f"running bench/{script.name} {' '.join(args)}")
     started = time.time()
     done = subprocess.run(
-        [sys.executable, str(W4)], capture_output=True, text=True, check=False, timeout=1800
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
     )
     if done.returncode != 0:
         return {"error": f"exit {done.returncode}", "stderr": done.stderr[-2000:]}
