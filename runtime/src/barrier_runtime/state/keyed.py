@@ -272,7 +272,8 @@ def encode_column(items: list[Any], ints: npt.NDArray[np.int64] | None = None) -
 
     All-``int`` items in 64 bits take Arrow's decimal formatting, which is the
     codec's encoding of an ``int``, and all-``str`` items that JSON writes as they are
-    (printable ASCII without ``"`` or ``\\``) are quoted by Arrow:
+    (printable ASCII without ``"`` or ``\\``) are quoted by Arrow. ``ints``: the
+    items as int64, when the caller already converted them (saves a second pass).
 
     >>> ints = [0, -7, 2**63 - 1, -(2**63)]
     >>> encode_column(ints).to_pylist() == [values.encode(i) for i in ints]
