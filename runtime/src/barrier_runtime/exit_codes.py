@@ -10,8 +10,8 @@ The operator restarts a driver pod only when starting again can help:
   configuration): Failed until the spec changes;
 * :data:`INTERNAL` — a bug in ``cjob`` (``EX_SOFTWARE``): restarted;
 * :data:`TEMPORARY` — the environment refused (storage unreachable or refusing
-  the credentials, Kubernetes RBAC, the control port taken; ``EX_TEMPFAIL``):
-  restarted with backoff, as it may heal;
+  the credentials, the Spark master unreachable, Kubernetes RBAC, the control
+  port taken; ``EX_TEMPFAIL``): restarted with backoff, as it may heal;
 * :data:`INTERRUPTED` and deaths by signal (128 + n, e.g. 137 for SIGKILL,
   an OOM kill): restarted.
 

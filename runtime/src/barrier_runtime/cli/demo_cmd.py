@@ -192,9 +192,9 @@ def _run_job(
     spec = _spec(args, checkpoint_url, output_url)
     total = args.keys * args.events_per_key
     flow = pipeline.load_flow(spec.pipeline)
-    store = preflight.job(spec, flow, preflight.DEMO)
+    target = preflight.job(spec, flow, preflight.DEMO)
     out.say(f"starting Spark ({spec.effective_master}) …")
-    driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
+    driver = driver_mod.SparkDriver(spec, flow=flow, store=target.store, restore=target.restore)
     mode = "unaligned" if args.unaligned else "aligned"
     out.say(
         f"job running-count: {total:,} events over {args.keys:,} keys, P={args.parallelism} "

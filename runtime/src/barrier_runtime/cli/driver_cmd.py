@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
             f"maxParallelism is {expected} in the job but {flow.max_parallelism} in the pipeline "
             f"{spec.pipeline.describe()}: make them equal (it fixes the key groups of the state)"
         )
-    store = preflight.job(spec, flow, preflight.DRIVER)
-    driver = driver_mod.SparkDriver(spec, flow=flow, store=store)
+    target = preflight.job(spec, flow, preflight.DRIVER)
+    driver = driver_mod.SparkDriver(spec, flow=flow, store=target.store, restore=target.restore)
     log.warning(
         "driver for %s: P=%d, store %s, coordinator %s, restore %s",
         flow.name,

@@ -8,7 +8,8 @@ is how the operator decides to restart a driver pod or to fail the job:
   option or job configuration, no Java): ``cjob: error: <what broke and what to
   do>``, exit code 2 — starting again cannot help;
 * a problem of the environment (:data:`TEMPORARY`: an unreachable store or one
-  refusing the credentials, Kubernetes refusing Spark, the control port taken):
+  refusing the credentials, an unreachable Spark master, Kubernetes refusing
+  Spark, the control port taken):
   ``cjob: error: …``, exit code 75 (``EX_TEMPFAIL``) — it may heal;
 * a job that ran and failed (its restart budget is spent, or a failure no
   restart can heal: a poisoned record, an invalid pipeline on the workers):
@@ -73,6 +74,7 @@ TEMPORARY: tuple[type[BaseException], ...] = (
     errors.StorageUnavailableError,
     errors.StorageAccessDeniedError,  # a Secret can be fixed while the job waits
     spark_errors.KubernetesAccessError,  # so can RBAC
+    spark_errors.SparkMasterUnreachableError,  # a master that is down may come back
     control_server.ControlServerError,
 )
 MISTAKES: tuple[type[BaseException], ...] = (

@@ -247,11 +247,15 @@ def run(args: argparse.Namespace) -> int:
     flow = pipeline.load_flow(ref)
     publisher = _ControlPublisher(out)
     spec = spec_from_args(args, flow.name, publisher.token)
-    store = preflight.job(spec, flow, preflight.RUN)
+    target = preflight.job(spec, flow, preflight.RUN)
     out.say(f"starting Spark ({spec.effective_master}) …", "starting", master=spec.effective_master)
     started = time.monotonic()
     driver = driver_mod.SparkDriver(
-        spec, flow=flow, store=store, on_control=publisher.announce_for(spec, store.describe())
+        spec,
+        flow=flow,
+        store=target.store,
+        restore=target.restore,
+        on_control=publisher.announce_for(spec, target.store.describe()),
     )
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"

@@ -109,7 +109,9 @@ class JobDriver:
         allow_fresh_start: bool = False,
         attempts_per_record: int = DEFAULT_ATTEMPTS_PER_RECORD,
         tick_interval: float = 0.005,
+        first_restore: restore_mod.Decided | None = None,
     ) -> None:
+        """``first_restore``: what the first attempt restores, when the caller chose it."""
         self.plan = plan
         self.runner = runner
         self.store = store
@@ -120,6 +122,7 @@ class JobDriver:
         self.faults = fault_injector or faults.FaultInjector()
         self.restore_from = restore_from
         self.allow_fresh_start = allow_fresh_start
+        self.first_restore = first_restore
         self.tick_interval = tick_interval
         self.result = JobResult()
         self.coordinator = coordinator_mod.CheckpointCoordinator(
@@ -263,6 +266,7 @@ class JobDriver:
                 number,
                 restore_from=self.restore_from,
                 allow_fresh_start=self.allow_fresh_start,
+                decided=self.first_restore,
             )
             self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
             self.result.attempts += 1

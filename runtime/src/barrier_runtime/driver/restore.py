@@ -4,14 +4,18 @@ Step 1 of every attempt (see :class:`~barrier_runtime.driver.job_driver.JobDrive
 the first attempt restores what the user named (``restore_from``), later ones the
 newest usable checkpoint in the store; with none, the attempt starts from empty
 state only when the store holds no checkpoint of the job or the user allowed a
-fresh start. The restored checkpoint's pre-committed sink transactions are then
-committed again: the checkpoint completed, so its output must be visible, and
-sinks commit idempotently.
+fresh start. A caller that already chose (and verified) the first attempt's
+restore point before starting anything expensive (``cjob``'s pre-flight) hands it
+over as a :class:`Decided`, so the state objects are not read twice. The
+restored checkpoint's pre-committed sink transactions are then committed again:
+the checkpoint completed, so its output must be visible, and sinks commit
+idempotently.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.core import metadata
@@ -21,16 +25,29 @@ from barrier_runtime.task import faults
 log = logging.getLogger("barrier_runtime.driver.job_driver")
 
 
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The first attempt's restore point, chosen by the rule of
+    :meth:`~barrier_runtime.storage.checkpoint_store.CheckpointStore.select_restore_point`
+    before the job started; ``checkpoint`` ``None``: start from empty state."""
+
+    checkpoint: metadata.CheckpointMetadata | None
+
+
 def restore_point(
     store: checkpoint_store.CheckpointStore,
     number: int,
     *,
     restore_from: int | str | None,
     allow_fresh_start: bool,
+    decided: Decided | None = None,
 ) -> metadata.CheckpointMetadata | None:
     """Announced: what attempt ``number`` restores, or that it starts empty."""
-    if number == 0 and restore_from is not None:
-        chosen: metadata.CheckpointMetadata | None = store.load(restore_from)
+    chosen: metadata.CheckpointMetadata | None
+    if number == 0 and decided is not None:
+        chosen = decided.checkpoint
+    elif number == 0 and restore_from is not None:
+        chosen = store.load(restore_from)
     else:
         chosen = store.select_restore_point(allow_fresh_start=allow_fresh_start)
     if chosen is not None:

@@ -35,6 +35,7 @@ from barrier_runtime.api import dataflow
 from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock, SystemClock
 from barrier_runtime.driver import attempts, job_driver, restart
+from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import attempt as attempt_mod
 from barrier_runtime.spark import config as config_mod
@@ -176,10 +177,12 @@ class SparkDriver:
         flow: dataflow.Dataflow | None = None,
         store: checkpoint_store.CheckpointStore | None = None,
         on_control: Callable[[str], None] | None = None,
+        restore: restore_mod.Decided | None = None,
     ) -> None:
         """``flow``: the pipeline's dataflow if the caller loaded it already; ``store``: the
         job's store if the caller opened and checked it already (:func:`open_checked_store`);
-        ``on_control``: told the control API's URL once it listens, before the job starts."""
+        ``on_control``: told the control API's URL once it listens, before the job starts;
+        ``restore``: what the first attempt restores, if the caller chose it already."""
         self.spec = spec
         self._on_control = on_control
         # Step 1
@@ -225,6 +228,7 @@ class SparkDriver:
             allow_fresh_start=spec.allow_fresh_start,
             attempts_per_record=spec.restart.attempts_per_record,
             tick_interval=spec.tick_interval,
+            first_restore=restore,
         )
         self.control_url: str | None = None
 

@@ -15,6 +15,10 @@ class SparkUnavailableError(RuntimeError):
     """Spark cannot start here (no pyspark, no Java, too few slots); the message says what to do."""
 
 
+class SparkMasterUnreachableError(SparkUnavailableError):
+    """The Spark master cannot be reached (its host does not resolve, its port is closed)."""
+
+
 class KubernetesAccessError(SparkUnavailableError):
     """The Kubernetes API refused what Spark asked of it (typically RBAC: 403)."""
 

@@ -12,6 +12,9 @@ Facts this module encodes (docs/architecture.md, 'Execution on Spark'; measured 
 * Local runs must bind everything to 127.0.0.1 (``SPARK_LOCAL_IP``,
   ``spark.driver.host``, ``spark.driver.bindAddress``): the machine's
   hostname may resolve to an unreachable address.
+* A master that cannot be reached makes Spark give up after a minute and stop its
+  context; that failure becomes one :class:`~.errors.SparkMasterUnreachableError`
+  (:mod:`~.master` checks the master before the JVM starts).
 * A barrier stage of P tasks needs P free task slots: ``local[N]`` with
   ``N >= P``.
 * Python workers are not reused (``spark.python.worker.reuse=false``), so
@@ -36,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 from barrier_runtime.spark import errors, java
+from barrier_runtime.spark import master as master_mod
 
 SparkUnavailableError = errors.SparkUnavailableError
 KubernetesAccessError = errors.KubernetesAccessError
@@ -105,17 +109,19 @@ def build_session(
         settings |= {"spark.driver.host": LOCAL_IP, "spark.driver.bindAddress": LOCAL_IP}
     settings |= dict(conf or {})
     spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
-    if SparkContext._active_spark_context is None:
-        gateway = _launch_gateway(spark_conf, choice, java_home)
-        try:
+    try:
+        if SparkContext._active_spark_context is None:
+            gateway = _launch_gateway(spark_conf, choice, java_home)
             SparkContext(conf=spark_conf, gateway=gateway)
-        except Exception as exc:  # py4j's Py4JJavaError: Spark's scheduler backend failed
-            refusal = errors.kubernetes_access_error(str(exc))
-            if refusal is None:
-                raise
-            raise refusal from exc
-    session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
-    session.sparkContext.setLogLevel("FATAL")  # failures reach the driver as one-line reasons
+        session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
+        session.sparkContext.setLogLevel("FATAL")  # failures reach the driver as one line
+    except Exception as exc:  # py4j's Py4JJavaError: Spark's scheduler backend failed
+        refusal = errors.kubernetes_access_error(str(exc)) or master_mod.stopped_context_error(
+            str(exc), master
+        )
+        if refusal is None:
+            raise
+        raise refusal from exc
     return session
 
 

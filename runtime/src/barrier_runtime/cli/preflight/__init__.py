@@ -13,12 +13,18 @@ one module, so that what is checked before Spark is in one place. Two stages:
    checkpoints need exactly-once) and the store URL's shape
    (:func:`store_url`: a known scheme; ``localhost:9000`` is not a store;
    an S3 endpoint must say ``http://`` or ``https://``);
-2. the job against its pipeline and store (:func:`job`): the parallelism
-   against the pipeline's max parallelism and the local master's task slots;
-   the store reached, its credentials accepted and a probe object written
-   (with short timeouts, so an endpoint that does not answer fails in
-   seconds); the checkpoint to restore exists, was completed, still has its
-   state objects and was taken with the pipeline's max parallelism.
+2. the job against its pipeline, master and store (:func:`job`): the
+   parallelism against the pipeline's max parallelism and the local master's
+   task slots; the pipeline's graph (a source, a sink, no dangling step); the
+   Spark master's host resolves and its port answers
+   (:mod:`~barrier_runtime.spark.master`; exit code 75, as the store's); the
+   store reached, its credentials accepted and a probe object written (with
+   short timeouts, so an endpoint that does not answer fails in seconds); the
+   checkpoint to restore: the one ``--restore-from`` names exists, was
+   completed and still has its state objects, or else the newest whose state
+   objects all verify is chosen (:func:`restore_choice`, the driver's own rule,
+   so that "no usable checkpoint" is said here and not after Spark started);
+   either was taken with the pipeline's max parallelism.
 """
 
 from barrier_runtime.cli.preflight.options import (
@@ -35,7 +41,13 @@ from barrier_runtime.cli.preflight.options import (
     run_options,
     store_url,
 )
-from barrier_runtime.cli.preflight.target import job, latest_checkpoint, parallelism, restore_target
+from barrier_runtime.cli.preflight.target import (
+    Target,
+    job,
+    parallelism,
+    restore_choice,
+    restore_target,
+)
 
 __all__ = [
     "DEMO",
@@ -44,12 +56,13 @@ __all__ = [
     "RUN",
     "Names",
     "PreflightError",
+    "Target",
     "demo_options",
     "driver_document",
     "job",
     "job_name",
-    "latest_checkpoint",
     "parallelism",
+    "restore_choice",
     "restore_reference",
     "restore_target",
     "run_options",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import urllib.parse
+from dataclasses import dataclass
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.cli.preflight.options import (
@@ -17,27 +18,39 @@ from barrier_runtime.cli.preflight.options import (
 )
 from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
+from barrier_runtime.driver import restore as restore_mod
+from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import driver as driver_mod
-from barrier_runtime.spark import session
+from barrier_runtime.spark import master, session
 from barrier_runtime.storage import checkpoint_store, errors, local
 from barrier_runtime.storage import preflight as storage_preflight
 
 
-def job(
-    spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names = RUN
-) -> checkpoint_store.CheckpointStore:
-    """Check ``spec`` against ``flow`` and its store; the job's store, opened, when all is well."""
-    # Step 1: the parallelism against the pipeline and the master
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the pre-flight found: the job's store, opened, and what its first attempt restores."""
+
+    store: checkpoint_store.CheckpointStore
+    restore: restore_mod.Decided | None
+    """``None`` when ``--restore-from`` names it (the driver loads and verifies it)."""
+
+
+def job(spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names = RUN) -> Target:
+    """Check ``spec`` against ``flow``, its master and its store; what the job starts from."""
+    # Step 1: the parallelism against the pipeline and the master, and the pipeline's graph
     parallelism(spec, flow, names)
-    # Step 2: the store: reachable, credentials accepted, writable (short timeouts)
+    plan_mod.plan(flow, spec.parallelism)
+    # Step 2: the Spark master answers (a few seconds, where Spark waits a minute)
+    master.check_reachable(spec.effective_master, names.master)
+    # Step 3: the store: reachable, credentials accepted, writable (short timeouts)
     probe = spec.store.open(timeouts=PROBE_TIMEOUTS)
     storage_preflight.check_usable(probe)
-    # Step 3: what the first attempt restores
+    # Step 4: what the first attempt restores
     if spec.restore_from is not None:
         restore_target(probe, spec.restore_from, flow, names)
-    else:
-        latest_checkpoint(probe, flow, names)
-    return spec.store.open()
+        return Target(spec.store.open(), None)
+    store = spec.store.open()
+    return Target(store, restore_choice(store, flow, names, spec.allow_fresh_start))
 
 
 def parallelism(spec: driver_mod.SparkJobSpec, flow: dataflow.Dataflow, names: Names) -> None:
@@ -88,15 +101,24 @@ def restore_target(
     return found
 
 
-def latest_checkpoint(
-    store: checkpoint_store.CheckpointStore, flow: dataflow.Dataflow, names: Names = RUN
-) -> None:
-    """The checkpoint a run without ``--restore-from`` would resume must fit the pipeline."""
-    completed = store.list_completed()
-    if completed:
-        newest = completed[-1]
-        what = f"the latest {newest.kind.value} ({newest.checkpoint_id}) in {store.describe()}"
-        _same_max_parallelism(newest, flow, what, names)
+def restore_choice(
+    store: checkpoint_store.CheckpointStore,
+    flow: dataflow.Dataflow,
+    names: Names = RUN,
+    allow_fresh_start: bool = False,
+) -> restore_mod.Decided:
+    """What a run without ``--restore-from`` resumes: the newest checkpoint or savepoint whose
+    state objects all verify (the driver's own rule), taken with the pipeline's max parallelism.
+
+    When checkpoints exist but none verifies, this is where the job stops
+    (:class:`~barrier_runtime.storage.errors.NoUsableCheckpointError`), unless a fresh
+    start is allowed.
+    """
+    chosen = store.select_restore_point(allow_fresh_start=allow_fresh_start)
+    if chosen is not None:
+        what = f"the latest {chosen.kind.value} ({chosen.checkpoint_id}) in {store.describe()}"
+        _same_max_parallelism(chosen, flow, what, names)
+    return restore_mod.Decided(chosen)
 
 
 def _same_max_parallelism(
