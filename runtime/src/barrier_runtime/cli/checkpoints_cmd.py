@@ -5,6 +5,14 @@ looked at), not an empty listing; an existing job without completed
 checkpoints says so and exits 1 (like ``grep`` finding nothing). An unknown checkpoint id is exit 2;
 ``verify`` exits 1 only for a checkpoint that exists but would not restore.
 
+``list`` verifies every checkpoint as a restore would (:mod:`~barrier_runtime.storage.audit`:
+each state object read and checked against its size and sha256) and shows its
+STATUS: ``ok``, ``corrupt: <first problem>`` (a restore skips it) or
+``incomplete`` (no ``_metadata``: being written, or never committed). It exits 1
+when any completed checkpoint is corrupt, as ``verify`` does for one, so a
+script notices; incomplete ones alone do not change the exit code (a running
+job always has one).
+
 ``delete`` asks before it deletes a savepoint (retention never deletes
 savepoints: they are what restores and upgrades start from): on a terminal
 it asks for ``y``; without one (a script, a pipe) it refuses unless ``--yes``.
@@ -21,15 +29,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from barrier_runtime.cli import failures
-from barrier_runtime.core import layout, metadata, types
-from barrier_runtime.storage import checkpoint_store, errors, object_store, preflight
+from barrier_runtime.core import layout, types
+from barrier_runtime.storage import audit, checkpoint_store, errors, object_store, preflight
 
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser("checkpoints", help="inspect and manage stored checkpoints")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, help_text in (
-        ("list", "list completed checkpoints and savepoints"),
+        (
+            "list",
+            "list checkpoints and savepoints with their status (ok, corrupt: why, incomplete), "
+            "verified as a restore would; exit 1 if any is corrupt",
+        ),
         ("show", "print one checkpoint's metadata"),
         ("verify", "check that every object of a checkpoint exists with its size and sha256"),
         ("delete", "delete one checkpoint (its _metadata first)"),
@@ -66,38 +78,68 @@ def _named(store: checkpoint_store.CheckpointStore) -> Iterator[None]:
         raise
 
 
-def _row(meta: metadata.CheckpointMetadata) -> dict[str, Any]:
+def _row(found: audit.Audited) -> dict[str, Any]:
+    meta = found.metadata
     return {
-        "id": meta.checkpoint_id,
-        "kind": meta.kind.value,
-        "completed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(meta.completion_time)),
-        "duration_s": round(meta.completion_time - meta.trigger_time, 3),
-        "size_bytes": meta.total_size,
-        "parallelism": meta.fingerprint.parallelism,
+        "id": found.ref.checkpoint_id,
+        "kind": found.ref.kind.value,
+        "completed": None
+        if meta is None
+        else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(meta.completion_time)),
+        "duration_s": None if meta is None else round(meta.completion_time - meta.trigger_time, 3),
+        "size_bytes": None if meta is None else meta.total_size,
+        "parallelism": None if meta is None else meta.fingerprint.parallelism,
+        "status": found.status.value,
+        "problems": list(found.problems),
     }
 
 
 def _list(args: argparse.Namespace) -> int:
     store = _store(args)
-    rows = [_row(m) for m in store.list_completed()]
-    if not rows:
+    found = audit.audit(store)
+    rows = [_row(a) for a in found]
+    committed = [a for a in found if a.status is not audit.Status.INCOMPLETE]
+    if not committed:
         preflight.require_job(store)
     if args.json:
         print(json.dumps(rows))
-    elif not rows:
+    else:
+        _print_table(found)
+    if not committed:
         print(
             f"cjob: job {args.job} in {store.describe()} has no completed checkpoint "
             "(only ones that never completed)",
             file=sys.stderr,
         )
-    else:
-        print(f"{'ID':>6}  {'KIND':<10}  {'COMPLETED':<20}  {'DURATION':>9}  {'SIZE':>10}  P")
-        for r in rows:
-            print(
-                f"{r['id']:>6}  {r['kind']:<10}  {r['completed']:<20}  "
-                f"{r['duration_s']:>8.3f}s  {r['size_bytes']:>10}  {r['parallelism']}"
-            )
-    return 0 if rows else 1
+        return 1
+    corrupt = [a for a in found if a.status is audit.Status.CORRUPT]
+    if corrupt:
+        print(
+            f"cjob: {len(corrupt)} of {len(committed)} completed checkpoints are corrupt: a "
+            f"restore skips them (cjob checkpoints verify --store … --job {args.job} ID shows "
+            "every problem)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _print_table(found: list[audit.Audited]) -> None:
+    if not found:
+        return
+    header = ("ID", "KIND", "COMPLETED", "DURATION", "SIZE", "P")
+    print("{:>6}  {:<10}  {:<20}  {:>9}  {:>10}  {:>3}  STATUS".format(*header))
+    for a in found:
+        r = _row(a)
+        if a.metadata is None:
+            completed, duration, size, p = "-", "-", "-", "-"
+        else:
+            completed, duration = r["completed"], f"{r['duration_s']:.3f}s"
+            size, p = str(r["size_bytes"]), str(r["parallelism"])
+        print(
+            f"{r['id']:>6}  {r['kind']:<10}  {completed:<20}  {duration:>9}  {size:>10}  "
+            f"{p:>3}  {a.shown}"
+        )
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -250,7 +250,7 @@ class CheckpointStore:
             candidates, key=lambda m: layout.sort_key(layout.CheckpointRef.of(m))
         )[::-1]
         for candidate in newest_first:
-            problems = self._checker.read_problems(candidate.state_handles, cache)
+            problems = self.problems(candidate, cache)
             if not problems:
                 return layout.RestoreChoice(candidate, tuple(rejected))
             rejected.append(
@@ -259,6 +259,13 @@ class CheckpointStore:
                 )
             )
         return layout.RestoreChoice(None, tuple(rejected))
+
+    def problems(
+        self, metadata: md.CheckpointMetadata, cache: dict[md.StateHandle, str | None] | None = None
+    ) -> list[str]:
+        """What stops a restore of ``metadata``: every state object is read and checked
+        against its size and sha256 (``cache`` spares re-reading objects shared by several)."""
+        return self._checker.read_problems(metadata.state_handles, {} if cache is None else cache)
 
     def select_restore_point(
         self, *, allow_fresh_start: bool = False
@@ -296,7 +303,7 @@ class CheckpointStore:
     def load(self, path_or_id: int | str) -> md.CheckpointMetadata:
         """The checkpoint a user named (``42``, ``chk-42``, a savepoint path), verified."""
         ref, found = self._resolve(path_or_id)
-        problems = self._checker.read_problems(found.state_handles, {})
+        problems = self.problems(found)
         if problems:
             raise errors.CorruptCheckpointError(
                 f"{ref} in {self.describe()} cannot be restored: {integrity.summary(problems)}"
@@ -317,7 +324,7 @@ class CheckpointStore:
             _ref, found = self._resolve(path_or_id)
         except (errors.CheckpointNotFoundError, errors.CorruptCheckpointError) as exc:
             return [str(exc)]
-        return self._checker.read_problems(found.state_handles, {})
+        return self.problems(found)
 
     # -- deleting ------------------------------------------------------------
 
