@@ -58,5 +58,9 @@ class ScriptedStore:
             self._record("delete_many", key)
         self.inner.delete_many(keys)
 
+    def delete_incomplete(self, prefix: str) -> int:
+        self._record("delete_incomplete", prefix)
+        return self.inner.delete_incomplete(prefix)
+
     def describe(self) -> str:
         return "scripted store"

@@ -14,7 +14,9 @@ coordinator and runs attempts through an
    subtasks finished or anything failed.
 4. On end of input, take a final checkpoint so the last transactions are
    published exactly once, then shut the subtasks down.
-5. On failure, tear the attempt down and abort pending checkpoints. A failure
+5. On failure, tear the attempt down, abort pending checkpoints and remove what
+   they left in the store (:mod:`~barrier_runtime.driver.cleanup`, also done
+   when the job ends, however it ends). A failure
    that no restart can heal (:class:`~barrier_runtime.restart.SameFailureLimit`:
    an invalid pipeline, or the same record failing the same step again) raises
    :class:`UnrecoverableJobError`; otherwise ask the restart policy, back off and
@@ -38,7 +40,7 @@ from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
 from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock
-from barrier_runtime.driver import attempts, restart
+from barrier_runtime.driver import attempts, cleanup, restart
 from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ATTEMPTS_PER_RECORD = 3
 """Attempts a job makes on a record that fails the same way before it gives up."""
+_ENDED = types.FailureReason.JOB_STOPPING
 
 
 class JobFailedError(RuntimeError):
@@ -255,6 +258,8 @@ class JobDriver:
         except BaseException:
             self._state = job.JobState.FAILED
             raise
+        finally:
+            cleanup.discard_unfinished(self.store, self.coordinator, _ENDED)
 
     def _run_loop(self) -> JobResult:
         number = 0
@@ -304,7 +309,7 @@ class JobDriver:
         self.result.failures.append(f"attempt {run.number}{where}: {reason}")
         self.result.failure_times.append(self.clock.now())
         self.result.last_failure = report
-        self.coordinator.abort_all_pending(types.FailureReason.TASK_FAILURE)
+        cleanup.discard_unfinished(self.store, self.coordinator, types.FailureReason.TASK_FAILURE)
         detail = report.detail if report else ""
         if detail:
             log.debug("attempt %d failed%s: %s\n%s", run.number, where, reason, detail)

@@ -346,6 +346,25 @@ class CheckpointStore:
         self._execute(plan)
         return plan.discarded
 
+    def discard_unfinished(self) -> tuple[layout.CheckpointRef, ...]:
+        """Delete every checkpoint and savepoint that never committed, and the debris of
+        writes that never finished (:meth:`~.object_store.ObjectStore.delete_incomplete`);
+        returns the directories discarded.
+
+        For the job's driver when none of its writers is left: after an attempt
+        was torn down and its pending checkpoints aborted, and when the job
+        ends. Then a directory without ``_metadata`` can no longer commit, and
+        whatever an upload still finished into it after an earlier cleanup
+        (retention of old torn directories runs while uploads may go on) is
+        found here.
+        """
+        inventory = self.scan()
+        plan = retention.plan_discard(inventory, inventory.torn)
+        self._execute(plan)
+        for top in (*layout.KIND_DIRS, layout.SHARED_DIR):
+            self._store.delete_incomplete(self._abs(f"{top}/"))
+        return plan.discarded
+
     def deletion_targets(self, path_or_id: int | str) -> tuple[layout.CheckpointRef, ...]:
         """The directories :meth:`delete_checkpoint` would delete (torn ones included)."""
         return self._targets(path_or_id, self.scan())

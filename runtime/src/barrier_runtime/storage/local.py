@@ -12,8 +12,10 @@ directories. Writes never expose a partial object:
    without hard links;
 3. the directory is fsynced so the new name survives a crash.
 
-Temporary files are invisible to ``list``. ``delete`` prunes directories that
-became empty; a writer that loses a race with the pruning simply retries.
+Temporary files are invisible to ``list``; one outlives its write only when the
+writer is killed mid-write, and ``delete_incomplete`` removes it. ``delete``
+prunes directories that became empty; a writer that loses a race with the
+pruning simply retries.
 The store keeps no mutable state, so it is safe to share between threads.
 """
 
@@ -138,6 +140,24 @@ class LocalObjectStore:
     def delete_many(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.delete(key)
+
+    def delete_incomplete(self, prefix: str) -> int:
+        """Unlink the temporary files of writes that never finished (their writer was
+        killed between writing and renaming) under ``prefix``; prune emptied directories."""
+        head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        base = self._root.joinpath(*head.split("/")) if head else self._root
+        removed = 0
+        with self._translated("clean up", prefix or "/"):
+            for dirpath, _dirs, files in os.walk(base, topdown=False):
+                rel = pathlib.Path(dirpath).relative_to(self._root).as_posix()
+                for name in files:
+                    key = name if rel == "." else f"{rel}/{name}"
+                    if key.startswith(prefix) and object_store.is_temporary_name(name):
+                        with contextlib.suppress(FileNotFoundError):
+                            (pathlib.Path(dirpath) / name).unlink()
+                            removed += 1
+                self._prune(pathlib.Path(dirpath))
+        return removed
 
     # -- internals ---------------------------------------------------------
 

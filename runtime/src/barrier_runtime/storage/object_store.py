@@ -8,7 +8,9 @@ Checkpoint storage needs very little from a store, and all of it is here:
   atomic step (S3 ``If-None-Match: *``, ``link(2)`` on a local disk); of two
   racing writers exactly one wins — this is what makes a checkpoint commit safe
   when two coordinators run by mistake;
-* ``list`` is recursive and sorted; ``delete`` is idempotent.
+* ``list`` is recursive and sorted; ``delete`` is idempotent;
+* ``delete_incomplete`` removes the debris of writes that never finished
+  (invisible to ``list``), for cleanups that run when no writer is left.
 
 Keys are ``/``-separated relative paths (``default/job/checkpoints/chk-1/_metadata``);
 they never start with ``/`` and contain no empty, ``.`` or ``..`` segments.
@@ -89,6 +91,16 @@ class ObjectStore(Protocol):
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """Remove all ``keys`` (missing ones are ignored)."""
+        ...
+
+    def delete_incomplete(self, prefix: str) -> int:
+        """Remove what writes that never finished left under ``prefix``; how many went.
+
+        A writer killed mid-write leaves what ``list`` never shows: a local
+        store's temporary file, an S3 bucket's incomplete multipart upload. Only
+        for prefixes nothing is still writing to (a write in progress there
+        would fail).
+        """
         ...
 
     def describe(self) -> str:

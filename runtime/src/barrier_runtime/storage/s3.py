@@ -53,6 +53,8 @@ _ACCESS_CODES = frozenset(
 _BUSY_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})
 _MISSING_KEY_CODES = frozenset({"NoSuchKey", "NoSuchObject"})
 _RETRY_STATUS = (429, 500, 502, 503, 504)
+_MAX_UPLOAD_LISTINGS = 100
+"""Pages of incomplete uploads aborted at most in one cleanup (1000 each)."""
 
 
 class S3ObjectStore:
@@ -222,6 +224,25 @@ class S3ObjectStore:
                 if failure.code in _MISSING_KEY_CODES:
                     continue
                 raise self._from_code(failure.code, failure.message, "delete", failure.name)
+
+    def delete_incomplete(self, prefix: str) -> int:
+        """Abort the multipart uploads under ``prefix`` that were never completed (a
+        ``put`` of more than one part whose writer was killed): S3 keeps their parts,
+        invisible to listings, until then."""
+        full = f"{self._prefix}/{prefix}" if self._prefix else prefix
+        removed = 0
+        with self._translated("clean up", prefix or "/"):
+            for _ in range(_MAX_UPLOAD_LISTINGS):
+                found = self._client._list_multipart_uploads(self._bucket, prefix=full)
+                for upload in found.uploads:
+                    if upload.object_name and upload.upload_id:
+                        self._client._abort_multipart_upload(
+                            self._bucket, upload.object_name, upload.upload_id
+                        )
+                        removed += 1
+                if not found.uploads or not found.is_truncated:
+                    break
+        return removed
 
     # -- internals ---------------------------------------------------------
 
