@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
 from stored_checkpoints import OK_PIPELINE_JOB as JOB
 from stored_checkpoints import commit_ok_pipeline_checkpoint
 
@@ -75,3 +76,18 @@ def test_every_checkpoint_corrupt(cjob, ok_pipeline, tmp_path) -> None:
         sentence
     )
     assert "starting Spark" not in result.out and result.seconds < SPARK_START, result.seconds
+
+
+@pytest.mark.slow
+def test_a_port_that_is_not_a_spark_master(cjob, ok_pipeline, tmp_path) -> None:
+    """The check passes (the port accepts connections), Spark gives up registering after a
+    minute and stops its context: one sentence and exit 75, not an internal error."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        master = f"spark://127.0.0.1:{silent.getsockname()[1]}"
+        result = cjob("run", "--store", str(tmp_path / "cp"), "--master", master, ok_pipeline)
+    assert result.assert_mistake(code=75) == (
+        f"Spark could not register with the master {master} and stopped: check --master and "
+        "that the master is running (Spark's own output is in the log file)"
+    )

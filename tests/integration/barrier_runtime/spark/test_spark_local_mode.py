@@ -26,6 +26,7 @@ import pytest
 import spark_harness as h
 
 from barrier_runtime.spark import driver
+from barrier_runtime.storage import object_store, s3
 from barrier_runtime.testing import check_exactly_once
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -53,6 +54,21 @@ def test_worker_processes_killed_five_times(spark, s3_env, crash_free) -> None:
     job = driver.SparkDriver(_spec(out_url, store_url, rate=800), session=spark)
     h.run_with_worker_kills(job, kills=5)
     h.assert_exactly_once(crash_free, out_url)
+    only_committed_checkpoints_left(store_url, "default/running-count")
+
+
+def only_committed_checkpoints_left(store_url: str, job: str) -> None:
+    """Nothing of a failed or aborted checkpoint is left once the job has ended (issue 27):
+    every checkpoint directory has its ``_metadata``, no multipart upload is incomplete."""
+    store = object_store.open_object_store(store_url)
+    assert isinstance(store, s3.S3ObjectStore)
+    keys = list(store.list(f"{job}/checkpoints/"))
+    dirs = {k.rsplit("/checkpoints/", 1)[1].split("/", 1)[0] for k in keys}
+    uncommitted = sorted(d for d in dirs if f"{job}/checkpoints/{d}/_metadata" not in keys)
+    assert dirs and uncommitted == [], uncommitted
+    root = f"{store.prefix}/{job}/"
+    uploads = store._client._list_multipart_uploads(store.bucket, prefix=root).uploads
+    assert [u.object_name for u in uploads] == []
 
 
 def test_driver_killed_and_restarted(s3_env, crash_free, tmp_path) -> None:
