@@ -99,3 +99,12 @@ def test_describe_names_the_store_for_humans(store: object_store.ObjectStore) ->
     text = store.describe()
     assert text.startswith(("file:///", "s3://"))
     assert "\n" not in text
+
+
+def test_delete_incomplete_leaves_objects_alone(store: object_store.ObjectStore) -> None:
+    """Nothing unfinished: nothing removed, every object kept (the debris of killed writers
+    is in tests/e2e/barrier_runtime/test_failed_checkpoints_leave_nothing.py)."""
+    store.put("job/checkpoints/chk-1/s/0.arrow", b"state")
+    store.put("job/other", b"x")
+    assert store.delete_incomplete("job/checkpoints/") == 0
+    assert list(store.list("job/")) == ["job/checkpoints/chk-1/s/0.arrow", "job/other"]
