@@ -105,6 +105,7 @@ def test_checkpoints_of_a_job_that_is_not_in_the_bucket(cjob, s3_server) -> None
     missing = cjob("checkpoints", "list", "--store", url, "--job", "team/order", env=env)
     missing.assert_mistake("holds nothing for job team/order", "check --store and --job")
     present = cjob("checkpoints", "list", "--store", url, "--job", JOB, env=env)
-    assert (present.code, present.out) == (1, "") and "has no completed checkpoint" in present.err
+    assert present.code == 1 and "has no completed checkpoint" in present.err
+    assert present.out.splitlines()[1].split()[-1] == "incomplete"  # shown since issue 27
     unknown = cjob("checkpoints", "show", "--store", url, "--job", JOB, "999", env=env)
     unknown.assert_mistake("checkpoint 999 is not in", "cjob checkpoints list")
