@@ -1,6 +1,7 @@
 """Build an :class:`~cjob_operator.model.observation.Observation` (this is where reads happen).
 
-Reads: the CR body (given), the driver pod, the control API (only when the pod
+Reads: the CR body (given; first checked against the CRD's schema and rules, whatever
+the API server let through), the driver pod, the control API (only when the pod
 runs), and the checkpoint store — fresh whenever a restore point may be chosen
 (driver not running, an intent pending, deletion), otherwise at most every
 ``STORE_TTL`` seconds for the status.
@@ -13,7 +14,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from cjob_operator import manifests
+from cjob_operator import admission, manifests
 from cjob_operator.act import perform
 from cjob_operator.model import enums, observation, spec, status, times
 from cjob_operator.model.enums import DriverState
@@ -79,6 +80,12 @@ def _last_line(message: object) -> str | None:
 
 
 def parse_spec(body: Mapping[str, Any]) -> tuple[spec.JobSpec | None, str | None]:
+    """The spec, or why it cannot be used: first what the CRD refuses (an API server that
+    stored the object without enforcing the schema does not make it valid), then what
+    cannot be read."""
+    refused = admission.refusal(body)
+    if refused is not None:
+        return None, refused
     try:
         return spec.JobSpec.from_storage(body.get("spec") or {}), None
     except spec.SpecError as exc:

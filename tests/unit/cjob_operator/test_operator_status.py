@@ -142,7 +142,7 @@ def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
     )
     assert first.error == why
     ready = conditions(first)["Ready"]
-    assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)
+    assert (ready.status, ready.reason, ready.message) == ("False", "JobFailed", why)
     later = status_mod.next_status(
         obs(None, st=first), Action.nothing(Phase.FAILED), outcome_mod.Outcome()
     )
