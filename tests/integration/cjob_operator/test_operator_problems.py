@@ -3,7 +3,7 @@ subprocess) against the local API.
 
 - an unreachable checkpoint store is in ``Ready`` (reason ``StorageUnavailable``, the
   sentence) and in a Warning Event from the first reconcile that meets it, while the
-  job stays ``Deploying`` and the store is read again on every reconcile;
+  job stays ``Deploying`` and the store is read again with backoff;
 - a job that failed is not ``RESTARTING`` in ``status.jobState`` any more.
 """
 
@@ -76,11 +76,11 @@ def test_an_unreachable_store_shows_in_ready_and_in_a_warning_event_within_one_r
         timeout=5,
     )
     assert warning[0]["message"] == status["error"]
-    # Retried on every reconcile (each read ends in the client's last retry), but
-    # posted once while the same problem stands.
+    # Read again (with backoff: 2 s, 4 s, …; each read logs the client's three retries),
+    # but posted once while the same problem stands.
     h.wait_for(
         lambda: h.operator_log().count(f"port={endpoint.rsplit(':', 1)[1]}): Failed") >= 9,
-        "three reconciles meeting the same problem",
+        "three reads meeting the same problem",
     )
     repeated = [e for e in h.events("nostore") if e["reason"] == "StorageUnavailable"]
     assert len(repeated) == 1
