@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -154,3 +155,28 @@ def test_an_invalid_spec_an_api_server_stored_ends_failed_with_invalid_spec(
     )
     assert offline.returncode == 2, offline.stderr
     assert sentence in offline.stderr
+
+
+def test_a_refused_job_goes_on_once_its_spec_is_fixed(kube: Kube, operator: Path) -> None:
+    custom = kubernetes.client.CustomObjectsApi(kube.client())
+    core = kubernetes.client.CoreV1Api(kube.client())
+    name = "fixed-later"
+    manifest = invalid("bucket-upper-case", NS)
+    manifest["metadata"]["name"] = name
+    custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, manifest)
+    waiting.wait_until(lambda: _refused(custom, core, name), DEADLINE, f"refused ({operator})")
+
+    with socket.socket() as s:  # a store nobody listens on: the next problem is the store
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{s.getsockname()[1]}"
+    fixed = {"spec": {"storage": {"bucket": "checkpoints", "endpoint": endpoint}}}
+    custom.patch_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, name, fixed)
+
+    def moved_on() -> dict[str, Any] | None:
+        status = custom.get_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, name)["status"]
+        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+        return status if ready["reason"] == "StorageUnavailable" else None
+
+    status = waiting.wait_until(moved_on, DEADLINE, f"the fixed spec taken up ({operator})")
+    assert status["phase"] == "Deploying"
+    assert endpoint in status["error"] and "is invalid" not in status["error"]
