@@ -28,7 +28,7 @@ Modules: :mod:`~cjob_operator.admission.errors` (paths, wording),
 :mod:`~cjob_operator.admission.structural` (prune, default, schema),
 :mod:`~cjob_operator.admission.cel` (rules), :mod:`~cjob_operator.admission.validator`
 (the request pipeline), :mod:`~cjob_operator.admission.bundled` (the shipped CRD).
-Pure: no Kubernetes client, no kopf, no I/O beyond reading the packaged CRD.
+Pure: no Kubernetes client, no kopf, no I/O beyond reading the CRD file once.
 """
 
 from cjob_operator.admission.bundled import (
