@@ -1,6 +1,7 @@
 # Checkpointed Jobs images. Two targets:
 #
-#   operator  the Kubernetes operator (kopf + kubernetes + prometheus-client);
+#   operator  the Kubernetes operator (kopf + kubernetes + prometheus-client, and
+#             jsonschema + cel-python: it checks every job against the CRD it ships);
 #             what charts/checkpointed-operator deploys.
 #   runtime   Java 17 JRE + pyspark 4 + the runtime and `cjob`; the image of job
 #             drivers and of their Spark executors (spec.image of a CheckpointedJob).
@@ -96,7 +97,8 @@ RUN set -eux; \
     /opt/venv/bin/pip install --no-deps --no-index /wheels/*.whl; \
     /opt/venv/bin/pip check; \
     /opt/venv/bin/pip uninstall --yes pip setuptools; \
-    /opt/venv/bin/python -c 'import cjob_operator.main'
+    /opt/venv/bin/python -c 'import cjob_operator.main'; \
+    /opt/venv/bin/python -c 'from cjob_operator import admission; admission.validator()'
 
 # -- runtime-venv: /opt/venv with the project, its connector extras and pyspark ------
 FROM builder AS runtime-venv

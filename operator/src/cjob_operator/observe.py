@@ -1,9 +1,12 @@
 """Build an :class:`~cjob_operator.model.observation.Observation` (this is where reads happen).
 
-Reads: the CR body (given), the driver pod, the control API (only when the pod
+Reads: the CR body (given; first checked against the CRD's schema and rules, whatever
+the API server let through), the driver pod, the control API (only when the pod
 runs), and the checkpoint store — fresh whenever a restore point may be chosen
 (driver not running, an intent pending, deletion), otherwise at most every
-``STORE_TTL`` seconds for the status.
+``STORE_TTL`` seconds for the status. A store that cannot be read is tried again
+with exponential backoff (:func:`store_retry_delay`: 2 s doubling up to 60 s, as
+the Flink Kubernetes Operator retries a failed reconcile), not on every tick.
 """
 
 from __future__ import annotations
@@ -13,12 +16,23 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from cjob_operator import manifests
+from cjob_operator import admission, manifests
 from cjob_operator.act import perform
 from cjob_operator.model import enums, observation, spec, status, times
 from cjob_operator.model.enums import DriverState
 
 STORE_TTL = 15.0
+STORE_RETRY_INITIAL = 2.0
+STORE_RETRY_MAX = 60.0
+
+
+def store_retry_delay(failures: int) -> float:
+    """Seconds to wait before reading a store again after ``failures`` failed reads.
+
+    >>> [store_retry_delay(n) for n in (1, 2, 3, 6, 7, 20)]
+    [2.0, 4.0, 8.0, 60.0, 60.0, 60.0]
+    """
+    return min(STORE_RETRY_INITIAL * 2.0 ** max(failures - 1, 0), STORE_RETRY_MAX)
 
 
 def driver_view(pod: Mapping[str, Any] | None) -> observation.DriverView:
@@ -79,6 +93,12 @@ def _last_line(message: object) -> str | None:
 
 
 def parse_spec(body: Mapping[str, Any]) -> tuple[spec.JobSpec | None, str | None]:
+    """The spec, or why it cannot be used: first what the CRD refuses (an API server that
+    stored the object without enforcing the schema does not make it valid), then what
+    cannot be read."""
+    refused = admission.refusal(body)
+    if refused is not None:
+        return None, refused
     try:
         return spec.JobSpec.from_storage(body.get("spec") or {}), None
     except spec.SpecError as exc:
@@ -91,13 +111,18 @@ async def _store(
     if sp is None:
         return None
     memory = tools.memory
-    if not fresh and memory.store_view is not None and now - memory.store_read_at < STORE_TTL:
-        return memory.store_view
+    last = memory.store_view
+    if not fresh and last is not None and now - memory.store_read_at < STORE_TTL:
+        return last
+    failing = last is not None and not last.readable and memory.store_failures > 0
+    if failing and now - memory.store_read_at < store_retry_delay(memory.store_failures):
+        return last  # backing off: the same problem stands until the next attempt
     try:
         catalog = await perform.open_store(tools, observation_stub(obs_base, sp))
         view = await catalog.view()
     except Exception as exc:  # credentials missing, bad endpoint, …
         view = observation.StoreView.unreadable(f"{type(exc).__name__}: {exc}")
+    memory.store_failures = 0 if view.readable else memory.store_failures + 1
     memory.store_view, memory.store_read_at = view, now
     return view
 

@@ -90,8 +90,10 @@ async def _announce(
             tools.kube, obs.namespace, obs.name, obs.uid, warning, str(reason), message
         )
 
-    repeated_rejection = action.kind is ActionKind.REJECT and action.message == obs.status.error
-    if action.event and action.reason and not repeated_rejection:
+    # A problem (a warning action: an invalid spec, an unreachable store, …) is posted
+    # once when it appears, not again on every loop while it stands in status.error.
+    standing = action.warning and action.message == obs.status.error
+    if (action.event or action.warning) and action.reason and not standing:
         await post(action.warning, action.reason, action.message)
     if outcome.error:
         await post(True, Reason.ACTION_FAILED, outcome.error)

@@ -17,7 +17,7 @@ from cjob_operator import ledger
 from cjob_operator import rollout as rollout_mod
 from cjob_operator.model import observation, status
 from cjob_operator.model.action import Action, ActionKind
-from cjob_operator.model.enums import Phase
+from cjob_operator.model.enums import DriverState, Phase
 from cjob_operator.model.outcome import Outcome
 
 PROGRESSING = {Phase.DEPLOYING, Phase.UPGRADING, Phase.RESTARTING, Phase.SUSPENDING, Phase.DELETING}
@@ -148,7 +148,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         start_time=d.started_at if d.pod_name else None,
     )
     health = checkpoint_health(obs, phase, cps)
-    ready = _ready(phase, error)
+    ready = _ready(obs, action, phase, error)
     history = ledger.savepoints_after(obs, action, outcome)
     nonces = ledger.settle_nonces(
         obs, ledger.acknowledge(obs, action, outcome), phase, new_intent, error, history
@@ -180,9 +180,7 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
         else old.last_reconciled_spec,
         intent=new_intent,
         error=error,
-        job_state=obs.control.job_state
-        if obs.control and obs.control.reachable
-        else (None if d.pod_name is None else old.job_state),
+        job_state=job_state(obs),
         savepoints=history,
         nonces=nonces,
     )
@@ -190,13 +188,43 @@ def next_status(obs: observation.Observation, action: Action, outcome: Outcome) 
     return new.evolve(rollout=rollout, last_stable_spec=stable)
 
 
-def _ready(phase: Phase, error: str | None) -> tuple[str, str]:
-    """Reason and message of the ``Ready`` condition: a failed job says why."""
+def _ready(
+    obs: observation.Observation, action: Action, phase: Phase, error: str | None
+) -> tuple[str, str]:
+    """Reason and message of the ``Ready`` condition: a job that is not running because of
+    a problem (``status.error``) says which, with the problem's reason (``InvalidSpec``,
+    ``StorageUnavailable``, …), so ``kubectl describe cjob`` shows it."""
     if phase is Phase.RUNNING:
         return "Running", "the job is running"
-    if phase is Phase.FAILED and error:
-        return phase.value, error
-    return phase.value, f"the job is {phase.value}"
+    if not error:
+        return phase.value, f"the job is {phase.value}"
+    if action.warning and action.reason is not None and action.message == error:
+        return str(action.reason), error
+    previous = obs.status.condition("Ready")
+    if previous is not None and previous.message == error:
+        return previous.reason, error  # the same problem, reported by an earlier loop
+    return phase.value, error
+
+
+_SETTLED_JOB_STATES = frozenset({"STOPPED", "FINISHED", "FAILED"})
+
+
+def job_state(obs: observation.Observation) -> str | None:
+    """``status.jobState``: what the driver's control API says; once the driver has
+    exited, what its exit says (a stopped driver is not ``RESTARTING`` any more)."""
+    if obs.control is not None and obs.control.reachable:
+        return obs.control.job_state
+    d = obs.driver
+    old = obs.status.job_state
+    if d.pod_name is None:
+        return None
+    if old in _SETTLED_JOB_STATES:
+        return old
+    if d.state is DriverState.FAILED:
+        return "FAILED"
+    if d.state is DriverState.SUCCEEDED:
+        return "STOPPED" if old == "STOPPING" else "FINISHED"
+    return old
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,13 +32,17 @@ def manifest(name: str, store: Path) -> dict[str, Any]:
             "image": "local",
             "pipeline": {"module": "examples.counts"},
             "parallelism": 2,
-            "checkpointing": {"interval": "0.5s", "timeout": "10s"},
-            "storage": {"endpoint": f"file://{store}", "bucket": "ckpt"},
+            "checkpointing": {"interval": "500ms", "timeout": "10s"},
+            "storage": {
+                "endpoint": f"file://{store}",
+                "bucket": "ckpt",
+                "credentialsSecret": {"name": "s3-creds"},  # the CRD requires one
+            },
             "restartPolicy": {
                 "type": "Always",
                 "maxRestarts": 5,
                 "window": "10m",
-                "backoff": {"initial": "0.5s", "max": "2s", "jitter": 0.0},
+                "backoff": {"initial": "500ms", "max": "2s", "jitter": 0.0},
             },
         },
     }

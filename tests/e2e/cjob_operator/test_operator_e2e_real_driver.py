@@ -93,7 +93,7 @@ def manifest(s3: Any, prefix: str, out: str) -> dict[str, Any]:
                 "type": "OnFailure",
                 "maxRestarts": 5,
                 "window": "10m",
-                "backoff": {"initial": "0.5s", "max": "2s", "jitter": 0.0},
+                "backoff": {"initial": "500ms", "max": "2s", "jitter": 0.0},
             },
         },
     }

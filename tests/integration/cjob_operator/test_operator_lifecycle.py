@@ -192,7 +192,7 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
         "type": "Always",
         "maxRestarts": 1,
         "window": "10m",
-        "backoff": {"initial": "0.2s", "max": "1s", "jitter": 0.0},
+        "backoff": {"initial": "200ms", "max": "1s", "jitter": 0.0},
     }
     start_running(h, manifest, "iota", restartPolicy=policy)
     h.set_pod_phase("iota", "Failed", exit_code=137)

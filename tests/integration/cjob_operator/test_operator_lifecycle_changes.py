@@ -253,7 +253,8 @@ def test_invalid_spark_conf_is_rejected_with_a_clear_message(
     status = h.wait_for(
         lambda: h.job_status("eta").get("phase") == "Failed" and h.job_status("eta"), "rejected"
     )
-    assert "sparkConf['spark.master'] is managed by the operator" in status["error"]
+    # The CRD's own rule, which the operator applies to what the API server stored.
+    assert "sparkConf must not set spark.master" in status["error"]
     assert h.pod("eta") is None
     h.wait_for(lambda: "InvalidSpec" in h.event_reasons("eta"), "InvalidSpec event")
 

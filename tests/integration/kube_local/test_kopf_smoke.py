@@ -21,6 +21,7 @@ from typing import Any
 import kubernetes as _kubernetes
 import pytest
 import waiting
+from cjob_operator_testing.local_store_crd import write_local_store_crd
 from tests.integration.kube_local.conftest import ROOT, Kube
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
@@ -57,6 +58,8 @@ def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
         CJOB_METRICS_PORT=str(port),
         CJOB_METRICS_HOST="127.0.0.1",
         CJOB_RECONCILE_INTERVAL="0.5",
+        # the job keeps its checkpoints in a local directory, which the real CRD refuses
+        CJOB_CRD_FILE=str(write_local_store_crd(tmp_path / "crd.yaml")),
         PYTHONUNBUFFERED="1",
     )
     log = tmp_path / "operator.log"

@@ -64,3 +64,6 @@ class ScriptedStore:
 
     def describe(self) -> str:
         return "scripted store"
+
+    def describe_key(self, key: str) -> str:
+        return f"{key} in the scripted store"

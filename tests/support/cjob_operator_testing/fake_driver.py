@@ -49,6 +49,8 @@ class JobBehaviour:
     fail_next_checkpoints: int = 0
     fail_stop: bool = False
     ready: bool = True
+    state: str = "RUNNING"
+    """What ``GET /v1/job`` reports as the job's state (``RESTARTING``, …)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     pod_uid: str | None = None
     """The driver pod whose periodic clock ``periodic_at`` is."""
@@ -150,7 +152,7 @@ class FakeDriver:
     async def _job(self, ns: str, job: str, _: Any) -> web.Response:
         return web.json_response(
             {
-                "state": "RUNNING",
+                "state": self.behaviour(ns, job).state,
                 "attempt": 1,
                 "restarts": 0,
                 "parallelism": 2,

@@ -23,9 +23,11 @@ import kmock
 import waiting
 from aiohttp import web
 
+from cjob_operator import admission
 from cjob_operator_testing import kubelet
 from cjob_operator_testing.fake_driver import FakeDriver
 from cjob_operator_testing.fake_kube import FakeKubernetes
+from cjob_operator_testing.local_store_crd import write_local_store_crd
 from cjob_operator_testing.loop import LoopThread, free_port
 
 T = TypeVar("T")
@@ -136,6 +138,7 @@ class OperatorHarness:
         env = {
             **os.environ,
             "KUBECONFIG": str(self.kubeconfig),
+            admission.CRD_FILE_ENV: str(write_local_store_crd(self.workdir / "crd.yaml")),
             "CJOB_RECONCILE_INTERVAL": str(self.tick),
             "CJOB_CONTROL_URL_TEMPLATE": self.driver_url + "/jobs/{namespace}/{name}",
             "CJOB_METRICS_PORT": str(metrics_port),

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 PURE = [
+    "cjob_operator.admission",
     "cjob_operator.decide",
     "cjob_operator.decide.lifecycle",
     "cjob_operator.decide.running",

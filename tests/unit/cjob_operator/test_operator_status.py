@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cjob_operator import status as status_mod
@@ -142,8 +143,47 @@ def test_a_failed_job_says_why_in_error_and_in_the_ready_condition() -> None:
     )
     assert first.error == why
     ready = conditions(first)["Ready"]
-    assert (ready.status, ready.reason, ready.message) == ("False", "Failed", why)
+    assert (ready.status, ready.reason, ready.message) == ("False", "JobFailed", why)
     later = status_mod.next_status(
         obs(None, st=first), Action.nothing(Phase.FAILED), outcome_mod.Outcome()
     )
     assert conditions(later)["Ready"] == ready  # stays put on every later reconcile
+
+
+def _exited(state: DriverState, job_state: str | None, pod: str | None = "j-driver") -> Observation:
+    base = obs(None, st=status.JobStatus(phase=Phase.RUNNING, job_state=job_state))
+    return dataclasses.replace(base, driver=DriverView(state, pod, "d", NOW - 100))
+
+
+def test_job_state_follows_the_drivers_exit_once_its_control_api_is_gone() -> None:
+    table = [
+        (DriverState.FAILED, "RESTARTING", "FAILED"),
+        (DriverState.FAILED, "RUNNING", "FAILED"),
+        (DriverState.SUCCEEDED, "STOPPING", "STOPPED"),
+        (DriverState.SUCCEEDED, "RUNNING", "FINISHED"),
+        (DriverState.SUCCEEDED, "STOPPED", "STOPPED"),  # what the driver said last, settled
+        (DriverState.PENDING, "RESTARTING", "RESTARTING"),  # still starting: as last reported
+        (DriverState.RUNNING, "RUNNING", "RUNNING"),  # control API not answering right now
+    ]
+    got = [(d, before, status_mod.job_state(_exited(d, before))) for d, before, _ in table]
+
+    assert got == table
+    assert status_mod.job_state(_exited(DriverState.ABSENT, "RESTARTING", pod=None)) is None
+
+
+def test_a_problem_that_keeps_the_job_from_running_is_in_ready_with_its_reason() -> None:
+    why = "cannot read the checkpoint store to choose a restore point: cannot reach S3 at x"
+    deploying = obs(None, st=status.JobStatus(phase=Phase.DEPLOYING))
+    wait = Action.wait(Phase.DEPLOYING, Reason.STORAGE_UNAVAILABLE, why, warning=True)
+
+    first = status_mod.next_status(deploying, wait, outcome_mod.Outcome())
+
+    ready = conditions(first)["Ready"]
+    assert (first.phase, first.error) == (Phase.DEPLOYING, why)
+    assert (ready.status, ready.reason, ready.message) == ("False", "StorageUnavailable", why)
+    healed = status_mod.next_status(
+        obs(None, st=first),
+        Action.wait(Phase.DEPLOYING, Reason.DRIVER_STARTING, "waiting for the driver"),
+        outcome_mod.Outcome(),
+    )
+    assert (conditions(healed)["Ready"].reason, healed.error) == ("Deploying", None)

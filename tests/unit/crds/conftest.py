@@ -1,8 +1,10 @@
 """Fixtures for the CRD tests.
 
-The offline validator lives next to the tests in the ``crdcheck`` package (it is test
-support, not operator runtime code); this conftest puts this folder on ``sys.path``
-so that the test modules can ``import crdcheck`` under ``--import-mode=importlib``.
+The offline validator is product code (:mod:`cjob_operator.admission`, used by the
+operator and ``cjob validate``); the ``crdcheck`` package next to the tests re-exports
+it and adds the checks of the CRD manifest itself. This conftest puts this folder on
+``sys.path`` so that the test modules can ``import crdcheck`` under
+``--import-mode=importlib``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ from typing import Any
 
 import crdcheck
 import pytest
-from crdcheck import cel, manifest
+from crdcheck import manifest
+
+from cjob_operator.admission import cel
 
 DURATION = "^[0-9]{1,6}(ms|s|m|h)$"
 

@@ -6,11 +6,13 @@ import doctest
 from typing import Any
 
 import crdcheck
-import crdcheck.errors
 import crdcheck.manifest
 import pytest
 from celpy import celtypes
-from crdcheck import cel
+
+import cjob_operator.admission
+import cjob_operator.admission.errors
+from cjob_operator.admission import cel
 
 
 def _crd(spec_schema: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +51,9 @@ def _widget(spec: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "module", [crdcheck, crdcheck.errors, crdcheck.manifest], ids=lambda m: m.__name__
+    "module",
+    [cjob_operator.admission, cjob_operator.admission.errors, crdcheck.manifest],
+    ids=lambda m: m.__name__,
 )
 def test_doctests(module: Any) -> None:
     failures, attempted = doctest.testmod(module, raise_on_error=False)

@@ -23,6 +23,8 @@ class JobMemory:
     last_trigger: float | None = None
     store_view: observation.StoreView | None = None
     store_read_at: float = 0.0
+    store_failures: int = 0
+    """Consecutive failed reads of the checkpoint store (the retry backs off)."""
     phase_metric_set: bool = False
     extra: dict[str, object] = field(default_factory=dict)
 

@@ -1,5 +1,5 @@
 """The ``cjob`` command line: ``cjob run``, ``cjob driver``, ``cjob demo``, ``cjob stop``,
-``cjob savepoint``, ``cjob checkpoints …``.
+``cjob savepoint``, ``cjob checkpoints …``, ``cjob validate``.
 
 Every user or environment mistake ends in one clear sentence on stderr and
 exit code 2; a job that fails ends with exit code 1; both name the log file
@@ -31,6 +31,7 @@ from barrier_runtime.cli import (
     logfile,
     parsing,
     run_cmd,
+    validate_cmd,
 )
 from barrier_runtime.spark import session, worker
 
@@ -78,6 +79,7 @@ def build_parser() -> parsing.Parser:
     demo_cmd.add_parser(sub)
     control_cmd.add_parsers(sub)
     checkpoints_cmd.add_parser(sub)
+    validate_cmd.add_parser(sub)
     return parser
 
 

@@ -22,9 +22,11 @@ is how the operator decides to restart a driver pod or to fail the job:
 
 Each is followed by ``cjob: details: <log file> (or run with --verbose)``; the
 log file holds the full traceback with its chained causes. Only ``--verbose``
-puts the traceback on the terminal too. With ``--json`` the same sentence and
-exit code also end stdout as one ``{"event": "error", …}`` line
-(:func:`error_event`).
+puts the traceback on the terminal too — except in a Kubernetes pod, whose files
+go with it: there the traceback goes to the pod's log and the details line says
+how to read it (``kubectl logs -n <namespace> <pod>``, :func:`pod_log_command`).
+With ``--json`` the same sentence and exit code also end stdout as one
+``{"event": "error", …}`` line (:func:`error_event`).
 
 In a Kubernetes container the headline is also the container's termination
 message: it is written to ``$CJOB_TERMINATION_MESSAGE_PATH``, default
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import socket
 import sys
 import traceback
 from dataclasses import dataclass
@@ -60,6 +63,9 @@ TERMINATION_MESSAGE_ENV = "CJOB_TERMINATION_MESSAGE_PATH"
 TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 TERMINATION_MESSAGE_LIMIT = 4096
 """The kubelet reads at most 4096 bytes of a termination message."""
+IN_KUBERNETES_ENV = "KUBERNETES_SERVICE_HOST"
+"""Set by the kubelet in every pod: ``cjob`` runs in one."""
+POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 class InvalidArgumentError(ValueError):
@@ -152,7 +158,21 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def details_line(path: object | None) -> str:
+def pod_log_command() -> str | None:
+    """``kubectl logs -n <namespace> <pod>`` of the pod ``cjob`` runs in; ``None`` outside one."""
+    if not os.environ.get(IN_KUBERNETES_ENV):
+        return None
+    pod = os.environ.get("HOSTNAME") or socket.gethostname()  # a pod's hostname is its name
+    try:
+        namespace = pathlib.Path(POD_NAMESPACE_FILE).read_text().strip()
+    except OSError:
+        namespace = ""
+    return f"kubectl logs -n {namespace} {pod}" if namespace else f"kubectl logs {pod}"
+
+
+def details_line(path: object | None, pod_log: str | None = None) -> str:
+    if pod_log is not None:  # the log file goes with the pod: the pod's log keeps the details
+        return f"cjob: details: the traceback above, in the pod's log ({pod_log})"
     if path is None:
         return (
             "cjob: details: run with --verbose (no log file: no writable log directory; "
@@ -176,13 +196,14 @@ def report(
     out = stream or sys.stderr
     outcome = classify(exc)
     path = log.record(exc, outcome.headline)
-    if verbose:
+    pod_log = pod_log_command()
+    if verbose or pod_log is not None:
         traceback.print_exception(exc, file=out)
         detail = getattr(exc, "detail", "")
         if detail:  # the user's traceback, from the worker that failed
             print(f"the failing step's traceback:\n{detail.rstrip()}", file=out)
     print(outcome.headline, file=out)
-    print(details_line(path), file=out, flush=True)
+    print(details_line(path, pod_log), file=out, flush=True)
     write_termination_message(outcome.headline)
     if json_event:
         print_error_event(outcome, path)

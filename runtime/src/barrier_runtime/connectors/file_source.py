@@ -189,7 +189,7 @@ class FilePartition(sources.SourcePartition):
         return self._blocked and not self._started
 
     def where(self) -> str:
-        return f"{self.source.store.describe()}/{self.key}"
+        return self.source.store.describe_key(self.key)
 
     def _load(self) -> bytes | None:
         """The file's bytes once a slot is free, else ``None`` (try again later)."""

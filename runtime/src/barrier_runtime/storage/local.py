@@ -64,6 +64,9 @@ class LocalObjectStore:
     def describe(self) -> str:
         return self._root.as_uri()
 
+    def describe_key(self, key: str) -> str:
+        return (self._root / key).as_uri()
+
     def put(self, key: str, data: bytes) -> None:
         target = self._path(key)
         with self._translated("write", key):

@@ -107,6 +107,11 @@ class ObjectStore(Protocol):
         """Where the store is, for humans (``s3://bucket/prefix at http://…``)."""
         ...
 
+    def describe_key(self, key: str) -> str:
+        """One object's URL, for humans: ``s3://bucket/prefix/key``, ``file:///dir/key``
+        (the store's endpoint is in :meth:`describe`)."""
+        ...
+
 
 def validate_key(key: str) -> str:
     """Return ``key`` if it is a well-formed object key, else raise ``ValueError``.

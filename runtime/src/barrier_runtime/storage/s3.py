@@ -63,6 +63,8 @@ class S3ObjectStore:
     >>> store = S3ObjectStore("http://127.0.0.1:8333", "checkpoints", "team-a/")
     >>> store.describe()
     's3://checkpoints/team-a at http://127.0.0.1:8333'
+    >>> store.describe_key("in/a.jsonl")
+    's3://checkpoints/team-a/in/a.jsonl'
     """
 
     def __init__(
@@ -151,6 +153,10 @@ class S3ObjectStore:
     def describe(self) -> str:
         where = f"s3://{self._bucket}/{self._prefix}" if self._prefix else f"s3://{self._bucket}"
         return f"{where} at {self._endpoint}"
+
+    def describe_key(self, key: str) -> str:
+        name = f"{self._prefix}/{key}" if self._prefix else key
+        return f"s3://{self._bucket}/{name}"
 
     def ensure_bucket(self) -> None:
         """Create the bucket unless it exists (safe when several callers race)."""

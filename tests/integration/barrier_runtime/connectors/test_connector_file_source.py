@@ -154,11 +154,16 @@ def test_selection_hides_staging_and_dot_files_and_applies_the_pattern(tmp_path)
 
 def test_malformed_json_line_names_the_file_and_line(url: str) -> None:
     body = b'{"n": 1}\n{"n": 2}\n\n{"n": 3,}\n[4]\n{"n": 5}\n'
-    open_object_store(url).put("in/bad.jsonl", body)
+    store = open_object_store(url)
+    store.put("in/bad.jsonl", body)
     with pytest.raises(MalformedRecordError) as info:
         read_all(FileSource(url), "in/bad.jsonl")
     message = str(info.value)
     assert "in/bad.jsonl line 4" in message and "not valid JSON" in message
+    # The file as one URL: s3://bucket/prefix/in/bad.jsonl or file:///dir/in/bad.jsonl
+    # (never "s3://bucket/prefix at http://host:port/in/bad.jsonl").
+    where = store.describe().split(" at ")[0]
+    assert f"malformed record in {where}/in/bad.jsonl line 4: " in message, message
     assert "on_error='skip'" in message
 
 

@@ -190,6 +190,28 @@ def test_in_a_container_the_headline_becomes_the_termination_message(
     assert message.read_text() == f"cjob: error: {refusal}"
 
 
+def test_in_a_pod_the_details_are_in_the_pods_log_not_in_a_file_that_goes_with_it(
+    cjob, fails_with, monkeypatch, tmp_path
+) -> None:
+    namespace = tmp_path / "namespace"
+    namespace.write_text("streaming\n")
+    monkeypatch.setenv(failures.IN_KUBERNETES_ENV, "10.96.0.1")
+    monkeypatch.setenv("HOSTNAME", "wordcount-driver")
+    monkeypatch.setattr(failures, "POD_NAMESPACE_FILE", str(namespace))
+    fails_with(job_driver.JobFailedError("restart budget spent; last failure: worker 1 lost"))
+
+    result = cjob("run", "p.py")
+
+    assert result.code == 1
+    assert "Traceback (most recent call last)" in result.err  # the pod's log keeps it
+    assert result.err.endswith(
+        "cjob: job failed: restart budget spent; last failure: worker 1 lost\n"
+        "cjob: details: the traceback above, in the pod's log "
+        "(kubectl logs -n streaming wordcount-driver)\n"
+    )
+    assert "/.local/state/" not in result.err
+
+
 def test_outside_a_container_no_termination_message_file_is_made(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv(failures.TERMINATION_MESSAGE_ENV, str(tmp_path / "absent"))
     assert not failures.write_termination_message("cjob: error: x")

@@ -29,8 +29,8 @@ from typing import Any
 
 import kubernetes_validate
 
-from crdcheck import cel, structural
-from crdcheck.structural import Schema
+from cjob_operator.admission import cel, structural
+from cjob_operator.admission.structural import Schema
 
 
 def manifest_errors(crd: Mapping[str, Any], kubernetes_version: str = "1.30") -> list[str]:

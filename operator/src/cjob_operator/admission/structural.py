@@ -11,7 +11,7 @@ Follows the order the API server uses for a request body:
    boolean ``exclusiveMinimum`` matches OpenAPI 3.0) with the ``x-kubernetes-*``
    extensions translated, and word every error like the API server.
 
-``x-kubernetes-validations`` (CEL) are evaluated separately by :mod:`crdcheck.cel`.
+``x-kubernetes-validations`` (CEL) are evaluated separately by :mod:`cjob_operator.admission.cel`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 
-from crdcheck import errors
-from crdcheck.errors import ErrorType, FieldError, MapKey, Path
+from cjob_operator.admission import errors
+from cjob_operator.admission.errors import ErrorType, FieldError, MapKey, Path
 
 Schema = Mapping[str, Any]
 FREE_FORM: Schema = {"x-kubernetes-preserve-unknown-fields": True}

@@ -16,8 +16,8 @@ Semantics reproduced:
 * a rule that fails to evaluate is reported as
   ``<error> evaluating rule: <rule>``, like the API server.
 
-Not reproduced: type checking of rules at CRD creation (see :mod:`crdcheck.manifest` for
-a field-reference check), the cost budget, ``optionalOldSelf`` (such rules are
+Not reproduced: type checking of rules at CRD creation (the tests' ``crdcheck.manifest``
+checks field references), the cost budget, ``optionalOldSelf`` (such rules are
 skipped on create) and the Kubernetes CEL libraries except the ``join`` string
 function, which cel-python lacks and is provided here.
 """
@@ -35,9 +35,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from crdcheck import structural
-from crdcheck.errors import OMITTED, ErrorType, FieldError, MapKey, Path
-from crdcheck.structural import FREE_FORM, Schema
+from cjob_operator.admission import structural
+from cjob_operator.admission.errors import OMITTED, ErrorType, FieldError, MapKey, Path
+from cjob_operator.admission.structural import FREE_FORM, Schema
 
 REASONS = {
     "FieldValueInvalid": ErrorType.INVALID,

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from crdcheck import cel, errors, structural
-from crdcheck.errors import ErrorType, FieldError, Path
-from crdcheck.structural import Schema
+from cjob_operator.admission import cel, errors, structural
+from cjob_operator.admission.errors import ErrorType, FieldError, Path
+from cjob_operator.admission.structural import Schema
 
 
 class Operation(enum.Enum):

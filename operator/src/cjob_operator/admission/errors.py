@@ -5,7 +5,7 @@ The API server reports each problem as a ``field.Error``: a path such as
 ``Unsupported value``, …), usually the offending value and a detail. ``str()``
 of a :class:`FieldError` renders the same text ``kubectl`` shows, e.g.::
 
-    spec.state: Unsupported value: "paused": supported values: "Running", "Suspended", "running", "suspended"
+    spec.state: Unsupported value: "paused": supported values: "Running", "Suspended", …
 """
 
 from __future__ import annotations
