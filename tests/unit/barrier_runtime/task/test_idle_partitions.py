@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from barrier_runtime.api import Dataflow, sinks, sources
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness, WatermarkStrategy
@@ -19,31 +20,35 @@ from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import LocalExecutor
 
 PATIENCE = 3.0
+WATCH_TIMEOUT = 60.0
 
 
 class OneBusyOneSilent(sources.Source):
     """``busy`` keeps emitting, its event time the milliseconds since it opened; ``silent``
-    emits nothing. Both end once the first window result reaches the sink (or after
-    ``PATIENCE`` seconds)."""
+    emits nothing. Both end once ``fired`` is set (by the first window result reaching
+    the sink, or by the test), or after ``patience`` seconds."""
 
-    def __init__(self, fired: threading.Event, waited: list[float]) -> None:
-        self.fired, self.waited = fired, waited
+    def __init__(
+        self, fired: threading.Event, waited: list[float], patience: float = PATIENCE
+    ) -> None:
+        self.fired, self.waited, self.patience = fired, waited, patience
 
     def partitions(self) -> Sequence[str]:
         return ["busy", "silent"]
 
     def open(self, partition: str, resume_from: Any) -> sources.SourcePartition:
         if partition == "busy":
-            return _Busy(self.fired, self.waited)
-        return _Silent(self.fired, self.waited)
+            return _Busy(self.fired, self.waited, self.patience)
+        return _Silent(self.fired, self.waited, self.patience)
 
 
 class _Silent(sources.SourcePartition):
-    def __init__(self, fired: threading.Event, waited: list[float]) -> None:
-        self.fired, self.waited, self.started = fired, waited, time.monotonic()
+    def __init__(self, fired: threading.Event, waited: list[float], patience: float) -> None:
+        self.fired, self.waited, self.patience = fired, waited, patience
+        self.started = time.monotonic()
 
     def next_batch(self) -> list[dict[str, Any]] | None:
-        if self.fired.is_set() or time.monotonic() - self.started > PATIENCE:
+        if self.fired.is_set() or time.monotonic() - self.started > self.patience:
             self.waited.append(time.monotonic() - self.started)
             return None
         return []
@@ -112,32 +117,43 @@ def test_without_an_idleness_timeout_the_silent_partition_holds_every_window_bac
 
 
 def test_the_running_job_reports_each_steps_watermark() -> None:
-    """``runtime_metrics()`` (what ``/metrics`` serves) shows the live watermark per step."""
-    fired, waited = threading.Event(), []
+    """``runtime_metrics()`` (what ``/metrics`` serves) shows the live watermark per step.
+
+    The source's and the window's watermarks are recorded by two subtasks (the keyed
+    edge is a channel between threads), the window's after the marker crossed it: the
+    job runs until one reading shows both (its sources end when the test says so),
+    so no reading in between, nor the job ending first, can decide the outcome.
+    """
+    observed, waited = threading.Event(), []
     flow = Dataflow("metrics")
     events = flow.source(
         "src",
-        OneBusyOneSilent(fired, waited),
+        OneBusyOneSilent(observed, waited, patience=WATCH_TIMEOUT),
         timestamps="ts",
         watermarks=BoundedOutOfOrderness(0).with_idleness(0.2),
     )
     events.key_by("by", "k").window(
         "w", Tumbling(500), timestamps="ts", aggregate=count(), output="n"
-    ).sink("out", FiredSink(fired))
+    ).sink("out", FiredSink(threading.Event()))
     store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/metrics")
     executor = LocalExecutor(
         flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)
     )
-    seen: dict[str, int] = {}
+    seen: list[dict[str, int]] = []
+
+    def both_steps() -> dict[str, int] | None:
+        marks = executor.runtime_metrics().watermarks
+        return marks if marks.get("src", 0) > 0 and "w" in marks else None
 
     def watch() -> None:
-        deadline = time.monotonic() + PATIENCE
-        while time.monotonic() < deadline and not seen:
-            seen.update(executor.runtime_metrics().watermarks)
-            time.sleep(0.01)
+        try:
+            seen.append(wait_until(both_steps, WATCH_TIMEOUT, "src's and w's watermarks"))
+        finally:
+            observed.set()
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     executor.run()
     watcher.join()
-    assert seen.get("src", 0) > 0 and "w" in seen, seen
+    assert seen, "the job ended before its metrics showed both steps' watermarks"
+    assert seen[0]["src"] > 0 and "w" in seen[0]
