@@ -184,9 +184,10 @@ class EventTimeSteps:
             )
         times = self._timestamps(step_id, timestamps)
         if not isinstance(times, str):
+            whose = "the sources declare a function" if timestamps is None else "given a function"
             raise dataflow.InvalidDataflowError(
-                f"step {step_id!r}: window_agg reads event time from a column; "
-                "for a function use window"
+                f"step {step_id!r}: window_agg reads event time from a column ({whose}): "
+                "give timestamps=<column>, or use window"
             )
         return self._windowed(
             step_id,

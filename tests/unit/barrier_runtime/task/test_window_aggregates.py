@@ -242,3 +242,15 @@ def test_a_batch_whose_value_column_is_all_null_is_skipped_like_any_null() -> No
         "w", Tumbling(10), timestamps="ts", how="sum", column="v", output="total"
     ).sink("out", out)
     assert [(r["total"], type(r["total"])) for r in run(flow, out, parallelism=1)] == [(4, int)]
+
+
+def test_window_agg_over_a_source_timed_by_a_function_asks_for_a_column() -> None:
+    flow = Dataflow("fn")
+    events = flow.source(
+        "events",
+        TestingSource([]),
+        timestamps=lambda r: r["t"] * 1_000,
+        watermarks=BoundedOutOfOrderness(0),
+    )
+    with pytest.raises(InvalidDataflowError, match="the sources declare a function"):
+        events.key_by("by-user", "user").window_agg("w", Tumbling(10), aggregate={"n": count()})
