@@ -7,11 +7,11 @@ the core steps. See ``docs/event-time.md`` for the whole story.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time
+from barrier_runtime.api import event_time, window_fields
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import windows as windows_mod
 from barrier_runtime.core import types
@@ -27,6 +27,7 @@ class EventTimeSteps:
 
     __slots__ = ()
     flow: dataflow.Dataflow
+    step_id: types.StepId
     key_column: str | None
     _keyed_input: Callable[[str], defs.Input]
     """KeyedStream's: this step's input from the stream, keyed."""
@@ -60,33 +61,42 @@ class EventTimeSteps:
         step_id: str,
         assigner: windows_mod.WindowAssigner,
         *,
-        timestamps: event_time.Timestamps,
-        aggregate: windows_mod.AggregateFunction[Any] | None = None,
+        timestamps: event_time.Timestamps | None = None,
+        aggregate: windows_mod.AggregateFunction[Any]
+        | Mapping[str, windows_mod.AggregateFunction[Any]]
+        | None = None,
         process: defs.WindowFn | None = None,
-        output: str = "value",
+        output: str | None = None,
         allowed_lateness_ms: int = 0,
     ) -> dataflow.WindowedStream:
         """Event-time windows per key, fired when the watermark passes their end.
 
-        Give ``aggregate`` (e.g. ``count()``, ``sum_of("v")``: folded record by
-        record) or ``process`` (``fn(key, window, records) -> records``, called
-        with the whole window). Each firing emits ``{"key", "window_start",
-        "window_end", output: value, "update": n}`` (``n`` = earlier firings of
-        that window: records up to ``allowed_lateness_ms`` late update it). Records
-        later than that are dropped, or sent to :meth:`WindowedStream.late`.
-        The stream needs watermarks: a source with ``timestamps=`` and ``watermarks=``.
+        Give ``aggregate`` or ``process`` (``fn(key, window, records) -> records``,
+        called with the whole window). ``aggregate`` names one result field per
+        aggregate (``{"clicks": count(), "spend": sum_of("v")}``, each folded record by
+        record); each firing then emits ``{<key column>: key, "window_start",
+        "window_end", "clicks": …, "spend": …, "update": n}``, the key in a field named
+        after the column the stream is keyed by (``"key"`` when keyed by a function).
+        A single aggregate (``aggregate=count()``) keeps the earlier shape:
+        ``{"key", "window_start", "window_end", output: value, "update": n}`` (``output``
+        defaults to ``"value"``). ``n`` counts earlier firings of the window: records up
+        to ``allowed_lateness_ms`` late update it. Records later than that are dropped,
+        or sent to :meth:`WindowedStream.late`. The stream needs watermarks: a source
+        with ``timestamps=`` and ``watermarks=``; this step reads event time as the
+        sources declared it, unless given its own ``timestamps``.
 
         >>> from barrier_runtime.api.watermarks import BoundedOutOfOrderness
-        >>> from barrier_runtime.api.windows import Tumbling, count
+        >>> from barrier_runtime.api.windows import Tumbling, count, sum_of
         >>> from barrier_runtime.testing import TestingSink, TestingSource
         >>> from barrier_runtime.api import Dataflow
         >>> flow = Dataflow("per-minute")
-        >>> clicks = flow.source("clicks", TestingSource([{"user": "a", "ts": 5}]),
+        >>> clicks = flow.source("clicks", TestingSource([{"user": "a", "ts": 5, "v": 2}]),
         ...                      timestamps="ts", watermarks=BoundedOutOfOrderness(1_000))
-        >>> counts = clicks.key_by("by-user", "user").window(
-        ...     "counts", Tumbling(60_000), timestamps="ts", aggregate=count(), output="clicks")
-        >>> counts.sink("out", TestingSink())
-        >>> counts.late("late-clicks").sink("late", TestingSink())
+        >>> per_user = clicks.key_by("by-user", "user").window(
+        ...     "per-user", Tumbling(60_000),
+        ...     aggregate={"clicks": count(), "spend": sum_of("v")})
+        >>> per_user.sink("out", TestingSink())
+        >>> per_user.late("late-clicks").sink("late", TestingSink())
         >>> flow.validate()
         """
         if (aggregate is None) == (process is None):
@@ -98,11 +108,20 @@ class EventTimeSteps:
                 f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
                 "(Tumbling, Sliding or Session)"
             )
+        key_field = "key"
+        fold: windows_mod.AggregateFunction[Any] | None
+        if isinstance(aggregate, Mapping):
+            self._no_output(step_id, output)
+            key_field = self.key_column or "key"
+            fold, field = window_fields.named(step_id, aggregate, key_field), None
+        else:
+            fold, field = aggregate, output or "value"
+        times = self._timestamps(step_id, timestamps)
         return self._windowed(
             step_id,
             allowed_lateness_ms,
             lambda sid, inp: defs.WindowStep(
-                sid, inp, assigner, timestamps, aggregate, process, output, allowed_lateness_ms
+                sid, inp, assigner, times, fold, process, field, allowed_lateness_ms, key_field
             ),
         )
 
@@ -111,63 +130,101 @@ class EventTimeSteps:
         step_id: str,
         assigner: windows_mod.WindowAssigner,
         *,
-        timestamps: str,
-        how: defs.WindowHow,
+        timestamps: str | None = None,
+        aggregate: Mapping[str, windows_mod.AggregateFunction[Any]] | None = None,
+        how: defs.WindowHow | None = None,
         column: str | None = None,
-        output: str = "value",
+        output: str | None = None,
         allowed_lateness_ms: int = 0,
     ) -> dataflow.WindowedStream:
-        """Like :meth:`window` with a built-in aggregate, vectorised over Arrow batches.
+        """Like :meth:`window` with built-in aggregates, vectorised over Arrow batches.
 
-        ``how``: ``"count"`` (records), or ``"sum"``, ``"min"``, ``"max"``, ``"mean"`` of the
-        numeric ``column`` (nulls skipped; a window of nulls sums to 0, and its min, max
-        and mean are null). Sums, minimums and maximums of an integer column are exact
-        int64. The stream must be keyed by a column and the
-        event time must be a column; windows are tumbling or sliding. Results and late
-        records are those of :meth:`window`.
+        ``aggregate`` names the result fields, each ``count()`` (records), or
+        ``sum_of``, ``min_of``, ``max_of``, ``mean_of`` a numeric column (nulls skipped;
+        a window of nulls sums to 0, and its min, max and mean are null); all are
+        computed in one pass. Sums, minimums and maximums of an integer column are
+        exact int64. Results are those of :meth:`window` with named aggregates (the key
+        in a field named after the key column). The earlier form, one aggregate as
+        ``how`` (``"count"``, ``"sum"``, ``"min"``, ``"max"``, ``"mean"``) of ``column``
+        into ``output`` (default ``"value"``) next to ``"key"``, is still accepted.
+        The stream must be keyed by a column and the event time must be a column;
+        windows are tumbling or sliding.
 
         >>> from barrier_runtime.api.watermarks import monotonous
-        >>> from barrier_runtime.api.windows import Tumbling
+        >>> from barrier_runtime.api.windows import Tumbling, count, sum_of
         >>> from barrier_runtime.testing import TestingSink, TestingSource
         >>> from barrier_runtime.api import Dataflow
         >>> flow = Dataflow("volumes")
         >>> trades = flow.source("trades", TestingSource([{"sym": "X", "qty": 5, "ts": 1}]),
         ...                      timestamps="ts", watermarks=monotonous())
         >>> trades.key_by("by-sym", "sym").window_agg(
-        ...     "volume", Tumbling(60_000), timestamps="ts", how="sum", column="qty",
-        ...     output="volume").sink("out", TestingSink())
+        ...     "volume", Tumbling(60_000),
+        ...     aggregate={"trades": count(), "volume": sum_of("qty")}).sink("out", TestingSink())
         """
         if self.key_column is None:
             raise dataflow.InvalidDataflowError(
                 f"step {step_id!r}: window_agg needs a stream keyed by a column "
                 "(key_by(step, 'col')); for a key function use window"
             )
+        key_field = "key"
+        if aggregate is not None:
+            if how is not None or column is not None:
+                raise dataflow.InvalidDataflowError(
+                    f"step {step_id!r}: give aggregate= or how= (with column=), not both"
+                )
+            self._no_output(step_id, output)
+            key_field = self.key_column
+            fields = window_fields.vectorised(step_id, aggregate, key_field)
+        else:
+            fields = (self._one_aggregate(step_id, how, column, output or "value"),)
+        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
+                "for sessions use window"
+            )
+        times = self._timestamps(step_id, timestamps)
+        if not isinstance(times, str):
+            whose = "the sources declare a function" if timestamps is None else "given a function"
+            raise dataflow.InvalidDataflowError(
+                f"step {step_id!r}: window_agg reads event time from a column ({whose}): "
+                "give timestamps=<column>, or use window"
+            )
+        return self._windowed(
+            step_id,
+            allowed_lateness_ms,
+            lambda sid, inp: defs.WindowAggStep(
+                sid, inp, assigner, times, fields, allowed_lateness_ms, key_field
+            ),
+        )
+
+    @staticmethod
+    def _one_aggregate(
+        step_id: str, how: defs.WindowHow | None, column: str | None, output: str
+    ) -> defs.WindowAggregate:
         if how not in defs.WINDOW_HOWS:
             raise dataflow.InvalidDataflowError(
-                f"step {step_id!r}: how must be one of {', '.join(defs.WINDOW_HOWS)}, not {how!r}"
+                f"step {step_id!r}: give aggregate={{name: count(), ...}}, or how= one of "
+                f"{', '.join(defs.WINDOW_HOWS)}, not {how!r}"
             )
         if (column is None) != (how == "count"):
             raise dataflow.InvalidDataflowError(
                 f"step {step_id!r}: how={how!r} "
                 + ("takes no column" if how == "count" else "needs column=")
             )
-        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
+        return defs.WindowAggregate(output, how, column)
+
+    @staticmethod
+    def _no_output(step_id: str, output: str | None) -> None:
+        if output is not None:
             raise dataflow.InvalidDataflowError(
-                f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
-                "for sessions use window"
+                f"step {step_id!r}: named aggregates name their own fields; "
+                "output= goes with a single aggregate"
             )
-        if not isinstance(timestamps, str):
-            raise dataflow.InvalidDataflowError(
-                f"step {step_id!r}: window_agg reads event time from a column; "
-                "for a function use window"
-            )
-        return self._windowed(
-            step_id,
-            allowed_lateness_ms,
-            lambda sid, inp: defs.WindowAggStep(
-                sid, inp, assigner, timestamps, how, column, output, allowed_lateness_ms
-            ),
-        )
+
+    def _timestamps(
+        self, step_id: str, given: event_time.Timestamps | None
+    ) -> event_time.Timestamps:
+        return window_fields.carried_timestamps(self.flow, self.step_id, step_id, given)
 
     def _windowed(
         self,
@@ -206,7 +263,7 @@ class EventTimeSteps:
         *,
         lower_ms: int,
         upper_ms: int,
-        timestamps: event_time.Timestamps,
+        timestamps: event_time.Timestamps | None = None,
         other_timestamps: event_time.Timestamps | None = None,
         fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None = None,
     ) -> dataflow.Stream:
@@ -227,8 +284,8 @@ class EventTimeSteps:
         ...                      timestamps="ts", watermarks=wm).key_by("by-order", "id")
         >>> paid = flow.source("payments", TestingSource([{"id": 1, "ts": 900}]),
         ...                    timestamps="ts", watermarks=wm).key_by("by-payment", "id")
-        >>> orders.interval_join("paid-within-1h", paid, lower_ms=0, upper_ms=3_600_000,
-        ...                      timestamps="ts").sink("out", TestingSink())
+        >>> orders.interval_join("paid-within-1h", paid, lower_ms=0, upper_ms=3_600_000) \\
+        ...     .sink("out", TestingSink())
         >>> flow.validate()
         """
         if not isinstance(other, dataflow.KeyedStream):
@@ -245,11 +302,18 @@ class EventTimeSteps:
                 f"step {step_id!r}: lower_ms ({lower_ms}) is above upper_ms ({upper_ms}): "
                 "no pair could ever match"
             )
+        if other_timestamps is None:
+            other_timestamps = (
+                timestamps
+                if timestamps is not None
+                else window_fields.carried_timestamps(self.flow, other.step_id, step_id, None)
+            )
+        timestamps = self._timestamps(step_id, timestamps)
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
         step = defs.IntervalJoinStep(
             self.flow._new_id(step_id),
             inputs,
-            (timestamps, timestamps if other_timestamps is None else other_timestamps),
+            (timestamps, other_timestamps),
             lower_ms,
             upper_ms,
             fn,

@@ -102,6 +102,19 @@ class Source(abc.ABC):
     def open(self, partition: str, resume_from: Position | None) -> SourcePartition:
         """Open ``partition`` positioned just after ``resume_from`` (or at its start)."""
 
+    def for_worker(self) -> Source:
+        """This source as one worker holds it: what its partitions share in a process.
+
+        On Spark every worker process loads the pipeline itself, so each holds its
+        own source object; the in-process executor runs every slice in one process
+        and asks each slice (in each attempt) for its own copy with this method, so
+        that both hosts give the same results. A source whose partitions share
+        something in a process (``FileSource``'s ``max_open_files`` slots) returns
+        a copy with that part fresh; the default, for sources that share nothing,
+        is the source itself.
+        """
+        return self
+
 
 def assign_partitions(partitions: Sequence[str], subtask: int, parallelism: int) -> list[str]:
     """The partitions subtask ``subtask`` reads: a stable round-robin over sorted names.

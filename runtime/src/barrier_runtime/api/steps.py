@@ -169,8 +169,12 @@ class WindowStep:
     timestamps: event_time.Timestamps
     aggregate: windows_mod.AggregateFunction[Any] | None
     process: WindowFn | None
-    output: str
+    output: str | None
+    """The result's field; ``None``: the aggregate (:class:`~windows_mod.Aggregates`)
+    gives a dict of fields."""
     allowed_lateness_ms: int = 0
+    key_field: str = "key"
+    """The field each result carries its key in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +195,22 @@ class IntervalJoinStep:
     fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None
 
 
-WindowHow = Literal["count", "sum", "min", "max", "mean"]
+WindowHow = windows_mod.WindowHow
 WINDOW_HOWS: tuple[WindowHow, ...] = ("count", "sum", "min", "max", "mean")
 
 
 @dataclass(frozen=True, slots=True)
+class WindowAggregate:
+    """One result field of a vectorised window: ``how`` of ``column`` (``None`` for count)."""
+
+    name: str
+    how: WindowHow
+    column: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class WindowAggStep:
-    """Vectorised windows over Arrow batches: ``how`` of ``column`` per key and window.
+    """Vectorised windows over Arrow batches: each of ``aggregates`` per key and window.
 
     The stream is keyed by a column; window assignment and per-batch partial
     aggregates are computed on whole batches. Results, lateness and the late
@@ -208,10 +221,21 @@ class WindowAggStep:
     input: Input
     assigner: windows_mod.WindowAssigner
     timestamps: str
-    how: WindowHow
-    column: str | None
-    output: str
+    aggregates: tuple[WindowAggregate, ...]
     allowed_lateness_ms: int = 0
+    key_field: str = "key"
+    """The field each result carries its key in."""
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The value columns the aggregates read, sorted, each once."""
+        return tuple(sorted({a.column for a in self.aggregates if a.column is not None}))
+
+    @property
+    def legacy_column(self) -> str | None:
+        """The value column of a one-aggregate step: snapshots written before
+        several aggregates (one unnamed column) restore into it."""
+        return self.aggregates[0].column if len(self.aggregates) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)

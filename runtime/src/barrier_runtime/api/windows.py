@@ -28,14 +28,24 @@ An :class:`AggregateFunction` folds a window's records one at a time;
 ...     acc = agg.add(acc, r)
 >>> agg.result(acc)
 2.5
+
+Several named aggregates fold side by side into one record
+(:class:`Aggregates`, what ``window(..., aggregate={...})`` builds):
+
+>>> both = Aggregates({"clicks": count(), "spend": sum_of("v")})
+>>> acc = both.create()
+>>> for r in [{"v": 1}, {"v": 4}]:
+...     acc = both.add(acc, r)
+>>> both.result(acc)
+{'clicks': 2, 'spend': 5}
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +53,8 @@ import numpy.typing as npt
 from barrier_runtime.api import batch as batch_mod
 
 Acc = TypeVar("Acc")
+WindowHow = Literal["count", "sum", "min", "max", "mean"]
+"""The built-in aggregates by name."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, order=True)
@@ -209,7 +221,7 @@ class AggregateFunction(abc.ABC, Generic[Acc]):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Fold(AggregateFunction[Any]):
-    name: str
+    name: WindowHow
     initial: Any
     step: Callable[[Any, Any], Any]
     combine: Callable[[Any, Any], Any]
@@ -268,3 +280,36 @@ def mean_of(column: str) -> AggregateFunction[Any]:
         lambda a: a[0] / a[1] if a[1] else None,
         column,
     )
+
+
+def builtin_kind(agg: AggregateFunction[Any]) -> tuple[WindowHow, str | None] | None:
+    """``(kind, column)`` of a built-in aggregate (``count``, ``sum``, ``min``, ``max``,
+    ``mean``), which ``window_agg`` computes vectorised; ``None`` for any other.
+
+    >>> builtin_kind(sum_of("v")), builtin_kind(count())
+    (('sum', 'v'), ('count', None))
+    """
+    return (agg.name, agg.column) if isinstance(agg, _Fold) else None
+
+
+class Aggregates(AggregateFunction[list[Any]]):
+    """Named aggregates folded together: the result is ``{name: result}``.
+
+    The accumulator is the list of the aggregates' accumulators, in the order of
+    the names; a window step puts each result in its own field.
+    """
+
+    def __init__(self, named: Mapping[str, AggregateFunction[Any]]) -> None:
+        self.named = dict(named)
+
+    def create(self) -> list[Any]:
+        return [agg.create() for agg in self.named.values()]
+
+    def add(self, acc: list[Any], record: batch_mod.Record) -> list[Any]:
+        return [agg.add(a, record) for agg, a in zip(self.named.values(), acc, strict=True)]
+
+    def merge(self, a: list[Any], b: list[Any]) -> list[Any]:
+        return [agg.merge(x, y) for agg, x, y in zip(self.named.values(), a, b, strict=True)]
+
+    def result(self, acc: list[Any]) -> dict[str, Any]:
+        return {name: agg.result(a) for (name, agg), a in zip(self.named.items(), acc, strict=True)}

@@ -38,8 +38,9 @@ it is counted (metrics, the live view, the summary) and logged, and with
 position and problem; either way reading goes on. Each file is read whole
 into memory when its partition first reads, then parsed a block of about
 ``batch_size`` lines (1 to 16 MiB, :func:`~arrow_formats.block_bytes_for`) or
-a Parquet batch at a time; at most ``max_open_files`` files per source object
-(on Spark: per worker process) are held at once; the others wait their turn,
+a Parquet batch at a time; at most ``max_open_files`` files per worker (per
+slice of the job: a Spark worker process, or one slice of the in-process
+executor, see :meth:`FileSource.for_worker`) are held at once; the others wait their turn,
 returning ``[]``. With event time a waiting file holds back no watermark (see
 :attr:`~sources.SourcePartition.waiting`): name files in event-time order, so
 that a file starting later holds later events.
@@ -59,6 +60,7 @@ that a file starting later holds later events.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import logging
 import threading
@@ -127,6 +129,11 @@ class FileSource(sources.Source):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    def for_worker(self) -> FileSource:
+        """A copy with its own ``max_open_files`` slots (and store client), as a Spark
+        worker process that loaded the pipeline has."""
+        return copy.copy(self)  # through __getstate__: no slots, no store, a new lock
 
     @property
     def store(self) -> object_store.ObjectStore:

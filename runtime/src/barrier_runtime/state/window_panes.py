@@ -1,42 +1,47 @@
 """Columnar window state: per window start, one *pane* of keys and their partial aggregates.
 
 A pane holds every key seen in one window (``[start, start + size)``) of one
-subtask: the keys as one Arrow array, and per key the count, sum, min and max
-of the values so far and how many times its result was emitted (``fired``),
-as NumPy arrays aligned with the keys. A batch's groups (already aggregated
-per key and window by Arrow) merge into a pane with one hash lookup of the
-whole group column (``pyarrow.compute.index_in``) and a few vectorised
-updates; keys new to the pane are appended. Nothing is done per record or
-per key in Python, whatever the keys' type.
+subtask: the keys as one Arrow array, and per key the number of records, how
+many times its result was emitted (``fired``) and, per value column the step
+reads, the count of values, their sum, min and max so far, as NumPy arrays
+aligned with the keys. A batch's groups (already aggregated per key and window
+by Arrow) merge into a pane with one hash lookup of the whole group column
+(``pyarrow.compute.index_in``) and a few vectorised updates per column; keys
+new to the pane are appended. Nothing is done per record or per key in
+Python, whatever the keys' type.
 
-Sums, minimums and maximums keep the type of the value column: int64 for
+Sums, minimums and maximums keep the type of their value column: int64 for
 integer columns (exact, like the per-record window's sum), float64 otherwise.
-An empty minimum or maximum (only nulls seen) is told by ``count == 0``.
+An empty minimum or maximum (only nulls seen) is told by a count of 0.
 
 Snapshots
     :func:`encode` writes the panes as one Arrow table in the keyed-state
     format (content mark ``window-slots``): key group, key (value codec),
-    window start, count, sum, min, max, fired. It splits by key group, so a
-    restore at any parallelism takes the rows of its key groups
-    (:func:`decode`). Tables written before int64 sums (float64 columns) are
-    read too.
+    window start, count, fired, and ``<column>:count``, ``:sum``, ``:min``,
+    ``:max`` per value column. It splits by key group, so a restore at any
+    parallelism takes the rows of its key groups (:func:`decode`). Tables
+    written before several aggregates (one value column, unnamed: ``count``,
+    ``sum``, ``min``, ``max``, ``fired``; float64 sums before int64) are read
+    into the step's one column.
 
->>> panes = Panes("sum", np.dtype(np.int64))
+>>> panes = Panes({"v": np.dtype(np.int64)})
 >>> pane = panes.pane(0)
 >>> def partials(count, total, low, high):
-...     return Partials(*(np.array(a) for a in (count, total, low, high)))
+...     arrays = [np.array(a) for a in (count, total, low, high)]
+...     return Partials(arrays[0], {"v": ValuePartials(*arrays)})
 >>> pane.merge(pa.array([7, 3]), partials([2, 1], [10, 4], [1, 4], [9, 4]))
 array([0, 1])
 >>> pane.merge(pa.array([3]), partials([1], [5], [5], [5]))
 array([1])
->>> pane.keys.to_pylist(), pane.count.tolist(), pane.sum.tolist(), pane.max.tolist()
+>>> v = pane.values["v"]
+>>> pane.keys.to_pylist(), pane.count.tolist(), v.sum.tolist(), v.max.tolist()
 ([7, 3], [2, 2], [10, 9], [9, 5])
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -49,30 +54,84 @@ from barrier_runtime.state import key_groups, keyed
 Ints = npt.NDArray[np.int64]
 Values = npt.NDArray[Any]
 CONTENT = b"window-slots"
+AGGREGATES = ("count", "sum", "min", "max")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ValuePartials:
+    """Per group of a batch, of one value column: its count of values, sum, min and max."""
+
+    count: Ints
+    sum: Values
+    min: Values
+    max: Values
+
+    def take(self, rows: npt.NDArray[np.intp]) -> ValuePartials:
+        return ValuePartials(self.count[rows], self.sum[rows], self.min[rows], self.max[rows])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Partials:
-    """Per group of a batch: the count and, with a value column, sum, min and max."""
+    """Per group of a batch: the number of records, and the partials of each value column."""
 
     count: Ints
-    sum: Values | None = None
-    min: Values | None = None
-    max: Values | None = None
+    values: Mapping[str, ValuePartials] = dataclasses.field(default_factory=dict)
+
+    def take(self, rows: npt.NDArray[np.intp]) -> Partials:
+        return Partials(self.count[rows], {c: v.take(rows) for c, v in self.values.items()})
+
+
+class ColumnAggregates:
+    """One value column's count, sum, min and max per key of a pane."""
+
+    __slots__ = ("count", "max", "min", "sum")
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.count: Ints = np.zeros(0, np.int64)
+        self.sum: Values = np.zeros(0, dtype)
+        self.min: Values = np.zeros(0, dtype)
+        self.max: Values = np.zeros(0, dtype)
+
+    def add(self, at: Ints, found: npt.NDArray[np.bool_], partials: ValuePartials) -> None:
+        self.count[at] += partials.count[found]
+        self.sum[at] += partials.sum[found]
+        self.min[at] = np.minimum(self.min[at], partials.min[found])
+        self.max[at] = np.maximum(self.max[at], partials.max[found])
+
+    def append(self, new: npt.NDArray[np.intp], partials: ValuePartials | None) -> None:
+        dtype = self.sum.dtype
+        if partials is None:  # keys new to a column no batch gave values of (restores)
+            lo, hi = identities(dtype)
+            partials = ValuePartials(
+                np.zeros(len(new), np.int64),
+                np.zeros(len(new), dtype),
+                np.full(len(new), hi, dtype),
+                np.full(len(new), lo, dtype),
+            )
+            new = np.arange(len(new))
+        for name in AGGREGATES:
+            added = getattr(partials, name)[new].astype(
+                self.count.dtype if name == "count" else dtype
+            )
+            setattr(self, name, np.concatenate([getattr(self, name), added]))
+
+    def widen(self, dtype: np.dtype[Any]) -> None:
+        empty = self.count == 0
+        self.sum = self.sum.astype(dtype)
+        self.min = np.where(empty, identities(dtype)[1], self.min).astype(dtype)
+        self.max = np.where(empty, identities(dtype)[0], self.max).astype(dtype)
 
 
 class Pane:
     """The keys of one window start and their aggregates; see the module essay."""
 
-    __slots__ = ("count", "fired", "keys", "max", "min", "sum")
+    __slots__ = ("count", "fired", "keys", "values")
 
-    def __init__(self, dtype: np.dtype[Any]) -> None:
+    def __init__(self, dtypes: Mapping[str, np.dtype[Any]]) -> None:
         self.keys: pa.Array | None = None
         self.count: Ints = np.zeros(0, np.int64)
-        self.sum: Values = np.zeros(0, dtype)
-        self.min: Values = np.zeros(0, dtype)
-        self.max: Values = np.zeros(0, dtype)
         self.fired: Ints = np.zeros(0, np.int64)
+        self.values = {column: ColumnAggregates(dtype) for column, dtype in dtypes.items()}
 
     def __len__(self) -> int:
         return len(self.count)
@@ -91,36 +150,19 @@ class Pane:
         if found.any():
             at = where[found]
             self.count[at] += partials.count[found]
-            if partials.sum is not None:
-                self.sum[at] += partials.sum[found]
-                assert partials.min is not None and partials.max is not None
-                self.min[at] = np.minimum(self.min[at], partials.min[found])
-                self.max[at] = np.maximum(self.max[at], partials.max[found])
+            for column, given in partials.values.items():
+                self.values[column].add(at, found, given)
         new = np.flatnonzero(~found)
         if len(new):
             where[new] = np.arange(len(self), len(self) + len(new))
-            self._append(keys, new, partials)
+            if len(self):
+                assert self.keys is not None
+                self.keys = pa.concat_arrays([self.keys, keys.take(pa.array(new))])
+            self.count = np.concatenate([self.count, partials.count[new]])
+            self.fired = np.concatenate([self.fired, np.zeros(len(new), np.int64)])
+            for column, aggregates in self.values.items():
+                aggregates.append(new, partials.values.get(column))
         return where
-
-    def _append(self, keys: pa.Array, new: npt.NDArray[np.intp], partials: Partials) -> None:
-        first = len(self) == 0
-        if not first:
-            assert self.keys is not None
-            self.keys = pa.concat_arrays([self.keys, keys.take(pa.array(new))])
-        dtype = self.sum.dtype
-        lo, hi = identities(dtype)
-        self.count = np.concatenate([self.count, partials.count[new]])
-        self.fired = np.concatenate([self.fired, np.zeros(len(new), np.int64)])
-        if partials.sum is None:
-            empty = np.zeros(len(new), dtype)
-            self.sum = np.concatenate([self.sum, empty])
-            self.min = np.concatenate([self.min, np.full(len(new), hi, dtype)])
-            self.max = np.concatenate([self.max, np.full(len(new), lo, dtype)])
-        else:
-            assert partials.min is not None and partials.max is not None
-            self.sum = np.concatenate([self.sum, partials.sum[new].astype(dtype)])
-            self.min = np.concatenate([self.min, partials.min[new].astype(dtype)])
-            self.max = np.concatenate([self.max, partials.max[new].astype(dtype)])
 
     def key_order(self) -> Ints:
         """Positions in key order (the order a window's results are emitted in)."""
@@ -130,11 +172,10 @@ class Pane:
 
 
 class Panes:
-    """The live panes of one subtask by window start, all of one aggregate and value type."""
+    """The live panes of one subtask by window start; ``dtypes``: per value column."""
 
-    def __init__(self, how: str, dtype: np.dtype[Any]) -> None:
-        self.how = how
-        self.dtype = dtype
+    def __init__(self, dtypes: Mapping[str, np.dtype[Any]]) -> None:
+        self.dtypes = dict(dtypes)
         self._by_start: dict[int, Pane] = {}
 
     def __contains__(self, start: int) -> bool:
@@ -153,22 +194,19 @@ class Panes:
         """The pane of ``start``, created empty if it is new."""
         pane = self._by_start.get(start)
         if pane is None:
-            self._by_start[start] = pane = Pane(self.dtype)
+            self._by_start[start] = pane = Pane(self.dtypes)
         return pane
 
     def drop(self, start: int) -> None:
         self._by_start.pop(start, None)
 
-    def widen(self, dtype: np.dtype[Any]) -> None:
-        """Hold ``dtype`` values from now on (restored integer panes meeting a float column)."""
-        if dtype == self.dtype:
+    def widen(self, column: str, dtype: np.dtype[Any]) -> None:
+        """Hold ``dtype`` values of ``column`` from now on (integer panes meeting floats)."""
+        if dtype == self.dtypes[column]:
             return
         for pane in self._by_start.values():
-            empty = pane.count == 0
-            pane.sum = pane.sum.astype(dtype)
-            pane.min = np.where(empty, identities(dtype)[1], pane.min).astype(dtype)
-            pane.max = np.where(empty, identities(dtype)[0], pane.max).astype(dtype)
-        self.dtype = dtype
+            pane.values[column].widen(dtype)
+        self.dtypes[column] = dtype
 
 
 def value_dtype(column_type: pa.DataType | None) -> np.dtype[Any]:
@@ -188,31 +226,27 @@ def identities(dtype: np.dtype[Any]) -> tuple[Any, Any]:
 
 # -- snapshots --------------------------------------------------------------------------
 
-COLUMNS = ("start", "count", "sum", "min", "max", "fired")
 
-
-def schema(dtype: np.dtype[Any]) -> pa.Schema:
-    value = pa.from_numpy_dtype(dtype)
-    return pa.schema(
-        [
-            ("key_group", pa.int32()),
-            ("key", pa.binary()),
-            ("start", pa.int64()),
-            ("count", pa.int64()),
-            ("sum", value),
-            ("min", value),
-            ("max", value),
-            ("fired", pa.int64()),
-        ],
-        metadata={keyed.FORMAT_KEY: keyed.FORMAT, keyed.CONTENT_KEY: CONTENT},
-    )
+def schema(dtypes: Mapping[str, np.dtype[Any]]) -> pa.Schema:
+    fields = [
+        ("key_group", pa.int32()),
+        ("key", pa.binary()),
+        ("start", pa.int64()),
+        ("count", pa.int64()),
+        ("fired", pa.int64()),
+    ]
+    for column in sorted(dtypes):
+        value = pa.from_numpy_dtype(dtypes[column])
+        fields.append((f"{column}:count", pa.int64()))
+        fields += [(f"{column}:{name}", value) for name in ("sum", "min", "max")]
+    return pa.schema(fields, metadata={keyed.FORMAT_KEY: keyed.FORMAT, keyed.CONTENT_KEY: CONTENT})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PanesCopy:
     """The live panes as of a barrier (arrays copied); encoded later, on the upload thread."""
 
-    dtype: np.dtype[Any]
+    dtypes: Mapping[str, np.dtype[Any]]
     max_parallelism: int
     parts: tuple[tuple[int, pa.Array, dict[str, Values]], ...]
 
@@ -222,12 +256,15 @@ class PanesCopy:
         for start, pane in panes.items():
             if pane.keys is None or not len(pane):
                 continue
-            arrays = {name: getattr(pane, name).copy() for name in COLUMNS if name != "start"}
+            arrays = {"count": pane.count.copy(), "fired": pane.fired.copy()}
+            for column, aggregates in pane.values.items():
+                for name in AGGREGATES:
+                    arrays[f"{column}:{name}"] = getattr(aggregates, name).copy()
             parts.append((start, pane.keys, arrays))  # Arrow arrays are immutable
-        return PanesCopy(panes.dtype, max_parallelism, tuple(parts))
+        return PanesCopy(dict(panes.dtypes), max_parallelism, tuple(parts))
 
     def encode(self) -> bytes:
-        target = schema(self.dtype)
+        target = schema(self.dtypes)
         tables = [self._table(start, keys, arrays, target) for start, keys, arrays in self.parts]
         table = pa.concat_tables(tables) if tables else target.empty_table()
         table = table.sort_by("key_group")
@@ -248,17 +285,41 @@ class PanesCopy:
         return pa.table(columns, schema=target)
 
 
-def snapshot_dtype(blobs: Iterable[bytes]) -> np.dtype[Any]:
-    """The sums' dtype of snapshot blobs: float64 if any holds floats, else int64."""
+def _value_field(table: pa.Table, column: str, name: str, legacy: str | None) -> str | None:
+    """The table's field of ``column``'s aggregate ``name`` (an old table: its unnamed one)."""
+    if f"{column}:{name}" in table.schema.names:
+        return f"{column}:{name}"
+    if column == legacy and name in table.schema.names and "sum" in table.schema.names:
+        return name
+    return None
+
+
+def snapshot_dtypes(
+    blobs: Iterable[bytes], columns: Iterable[str], legacy: str | None
+) -> dict[str, np.dtype[Any]]:
+    """Per value column, the sums' dtype in snapshot blobs: float64 if any holds floats."""
+    dtypes: dict[str, np.dtype[Any]] = {column: np.dtype(np.int64) for column in columns}
     for blob in blobs:
         table = keyed.read_table(blob)
-        if table.num_rows and pa.types.is_floating(table.schema.field("sum").type):
-            return np.dtype(np.float64)
-    return np.dtype(np.int64)
+        if not table.num_rows:
+            continue
+        for column in dtypes:
+            name = _value_field(table, column, "sum", legacy)
+            if name is not None and pa.types.is_floating(table.schema.field(name).type):
+                dtypes[column] = np.dtype(np.float64)
+    return dtypes
 
 
-def decode(blobs: Iterable[bytes], key_group_range: tuple[int, int], panes: Panes) -> None:
-    """Load the rows of ``key_group_range`` from snapshot blobs into ``panes``."""
+def decode(
+    blobs: Iterable[bytes],
+    key_group_range: tuple[int, int],
+    panes: Panes,
+    legacy: str | None = None,
+) -> None:
+    """Load the rows of ``key_group_range`` from snapshot blobs into ``panes``.
+
+    ``legacy``: the value column a table written before several aggregates holds.
+    """
     lo, hi = key_group_range
     for blob in blobs:
         table = keyed.read_table(blob)
@@ -267,20 +328,38 @@ def decode(blobs: Iterable[bytes], key_group_range: tuple[int, int], panes: Pane
         if not table.num_rows:
             continue
         keys = pa.array(keyed.decode_column(table.column("key")))
-        arrays = {name: table.column(name).to_numpy() for name in COLUMNS}
-        starts = arrays["start"]
+        starts = table.column("start").to_numpy()
+        counts = table.column("count").to_numpy()
+        fired = table.column("fired").to_numpy()
+        values = {c: _column_partials(table, c, dtype, legacy) for c, dtype in panes.dtypes.items()}
         for start in np.unique(starts).tolist():
             rows = np.flatnonzero(starts == start)
-            pane = panes.pane(int(start))
-            lowest, highest = identities(panes.dtype)
             partials = Partials(
-                arrays["count"][rows],
-                _as(arrays["sum"][rows], panes.dtype, 0),
-                _as(arrays["min"][rows], panes.dtype, highest),
-                _as(arrays["max"][rows], panes.dtype, lowest),
+                counts[rows], {c: v.take(rows) for c, v in values.items() if v is not None}
             )
-            where = pane.merge(keys.take(pa.array(rows)), partials)
-            pane.fired[where] = arrays["fired"][rows]
+            where = panes.pane(int(start)).merge(keys.take(pa.array(rows)), partials)
+            panes.pane(int(start)).fired[where] = fired[rows]
+
+
+def _column_partials(
+    table: pa.Table, column: str, dtype: np.dtype[Any], legacy: str | None
+) -> ValuePartials | None:
+    names = {name: _value_field(table, column, name, legacy) for name in AGGREGATES}
+    if any(name is None for name in names.values()):
+        return None
+    lowest, highest = identities(dtype)
+
+    def read(name: str) -> Values:
+        field = names[name]
+        assert field is not None
+        return np.asarray(table.column(field).to_numpy())
+
+    return ValuePartials(
+        np.asarray(read("count"), np.int64),
+        _as(read("sum"), dtype, 0),
+        _as(read("min"), dtype, highest),
+        _as(read("max"), dtype, lowest),
+    )
 
 
 def _as(values: Values, dtype: np.dtype[Any], empty: Any) -> Values:

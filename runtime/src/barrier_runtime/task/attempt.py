@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from barrier_runtime.api import sources
 from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.graph import plan as plan_mod
@@ -81,6 +82,21 @@ class AttemptContext:
         )
         self._channel_state_cache: list[snapshots.InFlight] | None = None
         self.signals: list[channel_mod.Signal] = []
+        self._worker_sources: dict[tuple[int, int], sources.Source] = {}
+
+    def worker_source(self, source: sources.Source, slice_index: int) -> sources.Source:
+        """``source`` as the worker hosting ``slice_index`` holds it (:meth:`Source.for_worker`).
+
+        One copy per source object and slice for the attempt: the subtasks of one
+        slice share it as on a Spark worker, other slices (hosted in this process
+        by the in-process executor) have their own.
+        """
+        with self._lock:
+            key = (id(source), slice_index)
+            held = self._worker_sources.get(key)
+            if held is None:
+                self._worker_sources[key] = held = source.for_worker()
+            return held
 
     # -- failure and progress ----------------------------------------------------------
 

@@ -211,12 +211,14 @@ class OperatorChain:
         head = self._ctx.plan.flow.step(self._task.steps[0])
         positions = {} if meta is None else dict(meta.source_positions.get(head.step_id, {}))
         if isinstance(head, steps.SourceStep):
+            source = self._ctx.worker_source(head.source, self._index)
             parts = sources.assign_partitions(
-                head.source.partitions(), self._index, self._ctx.plan.parallelism
+                source.partitions(), self._index, self._ctx.plan.parallelism
             )
             source_rejects = self.rejects.get(head.step_id)
             self.reader = operators.SourceReader(
                 head,
+                source,
                 parts,
                 positions,
                 None if source_rejects is None else source_rejects.reject_read,

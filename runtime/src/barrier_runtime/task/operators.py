@@ -344,14 +344,16 @@ class SourceReader:
     def __init__(
         self,
         step: steps.SourceStep,
+        source: sources.Source,
         partitions: list[str],
         positions: dict[str, Any],
         on_rejected: Callable[[sources.Rejected], None] | None = None,
     ) -> None:
+        """``source``: the step's source as this worker holds it (``Source.for_worker``)."""
         self.step_id = step.step_id
         self._on_rejected = on_rejected
         self._open: dict[str, sources.SourcePartition] = {
-            p: step.source.open(p, positions.get(p)) for p in partitions
+            p: source.open(p, positions.get(p)) for p in partitions
         }
         self._done: dict[str, Any] = {}
         self._order = list(self._open)

@@ -1,11 +1,13 @@
-"""Vectorised windows: count/sum/min/max/mean per key and window over whole Arrow batches.
+"""Vectorised windows: named counts, sums, minimums, maximums and means per key and window,
+over whole Arrow batches.
 
 Per batch
     1. event times of the whole batch and their windows (``assign_starts``);
     2. pairs whose window is closed (purge time reached by the watermark) are
        dropped; records with no open window go to the late side output;
     3. pyarrow groups the open pairs by ``(window start, key)`` and computes
-       the partial count, sum, min and max of each group in C++;
+       each group's record count and, per value column the aggregates read, the
+       partial count, sum, min and max in C++ (one pass for every aggregate);
     4. per window start in the batch, the groups merge into that window's
        *pane* (:mod:`~barrier_runtime.state.window_panes`): one hash lookup of
        the whole key column, vectorised updates, new keys appended;
@@ -64,7 +66,7 @@ class WindowAggOperator(operators.StatefulOperator):
         self.watermark = watermarks.MIN_WATERMARK
         self.late_dropped = 0
         self._panes: window_panes.Panes | None = None
-        """Created with the first batch (or restore): the value column's type decides the dtype."""
+        """Created with the first batch (or restore): the value columns' types decide the dtypes."""
         self._to_fire: list[int] = []
         self._to_purge: list[int] = []
 
@@ -88,17 +90,19 @@ class WindowAggOperator(operators.StatefulOperator):
             keys = keys.cast(keys.type.value_type)
         columns: dict[str, Any] = {"s": pa.array(starts), "k": keys}
         aggs: list[tuple[Any, ...]] = [([], "count_all")]
-        value_type = None
-        if self._step.column is not None:
-            values = arrow.column(self._step.column).take(taken)
-            value_type = values.type
-            columns["v"] = values
-            aggs = [("v", "count"), ("v", "sum"), ("v", "min"), ("v", "max")]
-        panes = self._panes_for(value_type)
+        value_types: dict[str, pa.DataType] = {}
+        for i, column in enumerate(self._step.columns):
+            values = arrow.column(column).take(taken)
+            if pa.types.is_null(values.type):  # a batch of nulls only says nothing of the type
+                values = values.cast(pa.int64())
+            value_types[column] = values.type
+            columns[f"v{i}"] = values
+            aggs += [(f"v{i}", how) for how in window_panes.AGGREGATES]
+        panes = self._panes_for(value_types)
         grouped = pa.table(columns).group_by(["s", "k"]).aggregate(aggs)
         group_starts = grouped.column("s").to_numpy()
         group_keys = grouped.column("k").combine_chunks()
-        partials = self._partials(grouped, panes.dtype)
+        partials = self._partials(grouped, panes.dtypes)
         distinct = np.unique(group_starts)
         for start in distinct.tolist():
             picked = np.flatnonzero(group_starts == start) if len(distinct) > 1 else None
@@ -110,28 +114,34 @@ class WindowAggOperator(operators.StatefulOperator):
             if picked is None:
                 where = pane.merge(group_keys, partials)
             else:
-                where = pane.merge(group_keys.take(pa.array(picked)), _pick(partials, picked))
+                where = pane.merge(group_keys.take(pa.array(picked)), partials.take(picked))
             if start + self._size - 1 <= self.watermark:  # late but allowed: updates, now
                 self.emit(self._results(start, pane, where))
 
-    def _panes_for(self, value_type: pa.DataType | None) -> window_panes.Panes:
-        dtype = window_panes.value_dtype(value_type)
+    def _panes_for(self, value_types: dict[str, pa.DataType]) -> window_panes.Panes:
+        dtypes = {c: window_panes.value_dtype(t) for c, t in value_types.items()}
         if self._panes is None:
-            self._panes = window_panes.Panes(self._step.how, dtype)
-        elif dtype.kind == "f":
-            self._panes.widen(dtype)
+            self._panes = window_panes.Panes(dtypes)
+        else:
+            for column, dtype in dtypes.items():
+                if dtype.kind == "f":
+                    self._panes.widen(column, dtype)
         return self._panes
 
-    def _partials(self, grouped: pa.Table, dtype: np.dtype[Any]) -> window_panes.Partials:
-        if self._step.column is None:
-            return window_panes.Partials(_ints(grouped.column("count_all")))
-        lowest, highest = window_panes.identities(dtype)
-        return window_panes.Partials(
-            _ints(grouped.column("v_count")),
-            _filled(grouped.column("v_sum"), 0, dtype),
-            _filled(grouped.column("v_min"), highest, dtype),
-            _filled(grouped.column("v_max"), lowest, dtype),
-        )
+    def _partials(
+        self, grouped: pa.Table, dtypes: dict[str, np.dtype[Any]]
+    ) -> window_panes.Partials:
+        values = {}
+        for i, column in enumerate(self._step.columns):
+            dtype = dtypes[column]
+            lowest, highest = window_panes.identities(dtype)
+            values[column] = window_panes.ValuePartials(
+                _ints(grouped.column(f"v{i}_count")),
+                _filled(grouped.column(f"v{i}_sum"), 0, dtype),
+                _filled(grouped.column(f"v{i}_min"), highest, dtype),
+                _filled(grouped.column(f"v{i}_max"), lowest, dtype),
+            )
+        return window_panes.Partials(_ints(grouped.column("count_all")), values)
 
     def _late(self, arrow: pa.RecordBatch, rows: npt.NDArray[np.intp], keep: Any) -> None:
         placed = np.zeros(arrow.num_rows, dtype=bool)
@@ -167,49 +177,36 @@ class WindowAggOperator(operators.StatefulOperator):
         self, start: int, pane: window_panes.Pane, at: npt.NDArray[np.int64]
     ) -> batch_mod.Batch:
         assert pane.keys is not None
-        count = pane.count[at]
-        how = self._step.how
-        value: Any
-        if how == "count":
-            value = count
-        elif how == "sum":
-            value = pane.sum[at]
-        elif how == "mean":
-            value = pa.array(pane.sum[at] / np.maximum(count, 1), mask=count == 0)
-        else:
-            picked = pane.min[at] if how == "min" else pane.max[at]
-            value = pa.array(picked, mask=count == 0)
-        updates = pane.fired[at].copy()
-        pane.fired[at] += 1
+        fields: dict[str, Any] = {self._step.key_field: pane.keys.take(pa.array(at))}
         starts = np.full(len(at), start, np.int64)
-        return batch_mod.Batch.from_arrow(
-            pa.record_batch(
-                {
-                    "key": pane.keys.take(pa.array(at)),
-                    "window_start": starts,
-                    "window_end": starts + self._size,
-                    self._step.output: value,
-                    "update": updates,
-                }
-            )
-        )
+        fields["window_start"] = starts
+        fields["window_end"] = starts + self._size
+        for aggregate in self._step.aggregates:
+            fields[aggregate.name] = _result(aggregate, pane, at)
+        fields["update"] = pane.fired[at].copy()
+        pane.fired[at] += 1
+        return batch_mod.Batch.from_arrow(pa.record_batch(fields))
 
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: operators.SnapshotBuilder) -> None:
         # The barrier's part: copy the panes' arrays; the key groups, the Arrow table
         # and its bytes are made on the upload thread.
-        panes = self._panes or window_panes.Panes(self._step.how, np.dtype(np.int64))
+        panes = self._panes or window_panes.Panes(
+            {c: np.dtype(np.int64) for c in self._step.columns}
+        )
         copy = window_panes.PanesCopy.of(panes, self._max_parallelism)
         lo, hi = self._range
         builder.blobs.append(operators.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         blobs = list(blobs)
+        legacy = self._step.legacy_column
         if self._panes is None:
-            self._panes = window_panes.Panes(self._step.how, window_panes.snapshot_dtype(blobs))
+            dtypes = window_panes.snapshot_dtypes(blobs, self._step.columns, legacy)
+            self._panes = window_panes.Panes(dtypes)
         before = {start for start, _ in self._panes.items()}
-        window_panes.decode(blobs, self._range, self._panes)
+        window_panes.decode(blobs, self._range, self._panes, legacy)
         for start, _ in self._panes.items():
             if start not in before:
                 heapq.heappush(self._to_fire, start)
@@ -219,13 +216,22 @@ class WindowAggOperator(operators.StatefulOperator):
         self.watermark = watermark
 
 
-def _pick(partials: window_panes.Partials, rows: npt.NDArray[np.intp]) -> window_panes.Partials:
-    def take(a: Any) -> Any:
-        return None if a is None else a[rows]
-
-    return window_panes.Partials(
-        partials.count[rows], take(partials.sum), take(partials.min), take(partials.max)
-    )
+def _result(
+    aggregate: steps.WindowAggregate, pane: window_panes.Pane, at: npt.NDArray[np.int64]
+) -> Any:
+    """One aggregate's values at ``at``: null where the window held no value (min, max, mean)."""
+    if aggregate.column is None:
+        return pane.count[at]
+    values = pane.values[aggregate.column]
+    count = values.count[at]
+    if aggregate.how == "count":
+        return count
+    if aggregate.how == "sum":
+        return values.sum[at]
+    if aggregate.how == "mean":
+        return pa.array(values.sum[at] / np.maximum(count, 1), mask=count == 0)
+    picked = values.min[at] if aggregate.how == "min" else values.max[at]
+    return pa.array(picked, mask=count == 0)
 
 
 def _ints(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:

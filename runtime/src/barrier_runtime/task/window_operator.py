@@ -151,11 +151,13 @@ class WindowOperator(operators.StatefulOperator):
             return []
         contents, firings = slot
         slot[1] = firings + 1
-        base = {"key": key, "window_start": window.start, "window_end": window.end}
         step = self._step
+        base = {step.key_field: key, "window_start": window.start, "window_end": window.end}
         try:
             if step.aggregate is not None:
-                return [{**base, step.output: step.aggregate.result(contents), "update": firings}]
+                result = step.aggregate.result(contents)
+                fields = result if step.output is None else {step.output: result}
+                return [{**base, **fields, "update": firings}]
             assert step.process is not None
             return [{**r, "update": firings} for r in step.process(key, window, list(contents))]
         except Exception as exc:

@@ -38,7 +38,17 @@ from barrier_runtime.api.watermarks import (
     WatermarkStrategy,
     monotonous,
 )
-from barrier_runtime.api.windows import Session, Sliding, Tumbling, WindowAssigner, count
+from barrier_runtime.api.windows import (
+    Session,
+    Sliding,
+    Tumbling,
+    WindowAssigner,
+    count,
+    max_of,
+    mean_of,
+    min_of,
+    sum_of,
+)
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -281,6 +291,80 @@ def test_vectorised_sum_min_max_and_mean_equal_pyarrow(s: dict[str, object]) -> 
             ), (slot, got[slot], x)
         else:
             assert got[slot] == x and isinstance(got[slot], int), (slot, got[slot], x)
+
+
+@st.composite
+def two_columns(draw: st.DrawFn) -> dict[str, object]:
+    """In-order events with an integer and a float column, both with nulls."""
+    n = draw(st.integers(1, 120))
+    ints = draw(
+        st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), min_size=n, max_size=n)
+    )
+    reals = st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False))
+    floats = draw(st.lists(reals, min_size=n, max_size=n))
+    keys = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    events = [
+        {"k": k, "ts": i * 15, "v": v, "p": f}
+        for i, (k, v, f) in enumerate(zip(keys, ints, floats, strict=True))
+    ]
+    return {"events": events, "size": draw(st.integers(30, 400)), "batch": draw(st.integers(1, 20))}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(two_columns(), st.booleans())
+def test_named_aggregates_of_two_columns_equal_pyarrow(
+    s: dict[str, object], vectorised: bool
+) -> None:
+    """Five named aggregates over an int64 and a float64 column in one step, per record
+    (``window``) and vectorised (``window_agg``), against pyarrow's group-by."""
+    events, size = s["events"], int(s["size"])  # type: ignore[call-overload]
+    assert isinstance(events, list)
+    schema = pa.schema(
+        [("k", pa.int64()), ("ts", pa.int64()), ("v", pa.int64()), ("p", pa.float64())]
+    )
+    table = pa.Table.from_pylist(events, schema=schema)
+    flow, out = Dataflow("two-columns"), TestingSink()
+    source = flow.source(
+        "src",
+        TestingSource(events, batch_size=int(s["batch"])),  # type: ignore[call-overload]
+        timestamps="ts",
+        watermarks=BoundedOutOfOrderness(0),
+    )
+    keyed = source.map_batches("typed", lambda b: b.cast(schema)).key_by("by-k", "k")
+    named = {
+        "n": count(),
+        "total": sum_of("v"),
+        "low": min_of("v"),
+        "high": max_of("p"),
+        "avg": mean_of("p"),
+    }
+    (keyed.window_agg if vectorised else keyed.window)("w", Tumbling(size), aggregate=named).sink(
+        "out", out
+    )
+    store = CheckpointStore(open_object_store(tempfile.mkdtemp()), "t/two-columns")
+    LocalExecutor(flow, parallelism=1, store=store, config=CheckpointConfig(interval=1e9)).run()
+
+    ts = table["ts"].to_numpy()
+    windows = table.append_column("start", pa.array(ts - ts % size))
+    agg = windows.group_by(["k", "start"]).aggregate(
+        [([], "count_all"), ("v", "sum"), ("v", "min"), ("p", "max"), ("p", "mean")]
+    )
+    want = {
+        (r["k"], r["start"]): (r["count_all"], r["v_sum"] or 0, r["v_min"], r["p_max"], r["p_mean"])
+        for r in agg.to_pylist()
+    }
+    got = {
+        (r["k"], r["window_start"]): (r["n"], r["total"], r["low"], r["high"], r["avg"])
+        for r in out.output
+    }
+    assert got.keys() == want.keys()
+    for slot, (n, total, low, high, avg) in want.items():
+        assert got[slot][:4] == (n, total, low, high), (slot, got[slot], want[slot])
+        assert isinstance(got[slot][1], int)
+        mean = got[slot][4]
+        assert (mean is None) == (avg is None) and (
+            avg is None or abs(mean - avg) <= 1e-9 * max(1.0, abs(avg))
+        ), (slot, mean, avg)
 
 
 def session_reference(

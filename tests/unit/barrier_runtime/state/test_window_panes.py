@@ -1,4 +1,5 @@
-"""Window panes: merging groups of any key type, snapshots split by key group, old tables."""
+"""Window panes: merging groups of any key type, several value columns, snapshots split by
+key group, old tables."""
 
 from __future__ import annotations
 
@@ -6,9 +7,19 @@ import numpy as np
 import pyarrow as pa
 
 from barrier_runtime.state import key_groups, keyed, window_panes
-from barrier_runtime.state.window_panes import Panes, PanesCopy, Partials
+from barrier_runtime.state.window_panes import Panes, PanesCopy, Partials, ValuePartials
 
 MAX_P = 16
+INT = np.dtype(np.int64)
+
+
+def _values(count, total, low, high) -> ValuePartials:  # type: ignore[no-untyped-def]
+    return ValuePartials(*(np.array(a) for a in (count, total, low, high)))
+
+
+def _of_v(count, total, low, high) -> Partials:  # type: ignore[no-untyped-def]
+    """Partials of one value column ``v`` (every record has a value)."""
+    return Partials(np.array(count), {"v": _values(count, total, low, high)})
 
 
 def _counts(*counts: int) -> Partials:
@@ -16,7 +27,7 @@ def _counts(*counts: int) -> Partials:
 
 
 def test_string_keys_merge_by_value_and_new_keys_are_appended() -> None:
-    pane = Panes("count", np.dtype(np.int64)).pane(0)
+    pane = Panes({}).pane(0)
     assert pane.merge(pa.array(["b", "a"]), _counts(1, 2)).tolist() == [0, 1]
     assert pane.merge(pa.array(["c", "b"]), _counts(5, 1)).tolist() == [2, 0]
     assert pane.keys is not None and pane.keys.to_pylist() == ["b", "a", "c"]
@@ -25,18 +36,19 @@ def test_string_keys_merge_by_value_and_new_keys_are_appended() -> None:
 
 
 def test_a_snapshot_restores_each_key_group_range_with_its_rows_only() -> None:
-    panes = Panes("sum", np.dtype(np.int64))
+    panes = Panes({"v": INT})
     keys = pa.array(list(range(40)), pa.int64())
     ones = np.ones(40, np.int64)
     for start in (0, 60_000):
-        where = panes.pane(start).merge(keys, Partials(ones, ones * start, ones, ones * 7))
+        partials = Partials(ones, {"v": ValuePartials(ones, ones * start, ones, ones * 7)})
+        where = panes.pane(start).merge(keys, partials)
         panes.pane(start).fired[where[:5]] = 1
     blob = PanesCopy.of(panes, MAX_P).encode()
     assert keyed.content_of(blob) == window_panes.CONTENT
     halves = [(0, MAX_P // 2 - 1), (MAX_P // 2, MAX_P - 1)]
     restored = []
     for lo, hi in halves:
-        into = Panes("sum", np.dtype(np.int64))
+        into = Panes({"v": INT})
         window_panes.decode([blob], (lo, hi), into)
         groups = key_groups.key_groups_of(into.pane(60_000).keys, MAX_P)  # type: ignore[arg-type]
         assert ((groups >= lo) & (groups <= hi)).all()
@@ -46,13 +58,26 @@ def test_a_snapshot_restores_each_key_group_range_with_its_rows_only() -> None:
         for into in restored:
             pane = into.pane(start)
             assert pane.keys is not None
-            for k, s, f in zip(pane.keys.to_pylist(), pane.sum, pane.fired, strict=True):
+            sums = pane.values["v"].sum
+            for k, s, f in zip(pane.keys.to_pylist(), sums, pane.fired, strict=True):
                 got[k] = (int(s), int(f))
         assert got == {k: (start, 1 if k < 5 else 0) for k in range(40)}
 
 
 def test_a_table_of_float_sums_from_before_int64_loads_into_integer_panes() -> None:
-    old = window_panes.schema(np.dtype(np.float64))
+    old = pa.schema(
+        [
+            ("key_group", pa.int32()),
+            ("key", pa.binary()),
+            ("start", pa.int64()),
+            ("count", pa.int64()),
+            ("sum", pa.float64()),
+            ("min", pa.float64()),
+            ("max", pa.float64()),
+            ("fired", pa.int64()),
+        ],
+        metadata={keyed.FORMAT_KEY: keyed.FORMAT, keyed.CONTENT_KEY: window_panes.CONTENT},
+    )
     table = pa.table(
         {
             "key_group": pa.array([0, 0], pa.int32()),
@@ -70,19 +95,59 @@ def test_a_table_of_float_sums_from_before_int64_loads_into_integer_panes() -> N
     with pa.ipc.new_stream(sink, old) as writer:
         writer.write_table(table)
     blob = sink.getvalue().to_pybytes()
-    assert window_panes.snapshot_dtype([blob]) == np.dtype(np.float64)
-    panes = Panes("min", np.dtype(np.int64))
-    window_panes.decode([blob], (0, MAX_P - 1), panes)
+    assert window_panes.snapshot_dtypes([blob], ["qty"], "qty") == {"qty": np.dtype(np.float64)}
+    panes = Panes({"qty": INT})
+    window_panes.decode([blob], (0, MAX_P - 1), panes, legacy="qty")
     pane = panes.pane(0)
-    assert pane.sum.tolist() == [12, 0] and pane.min[0] == 2 and pane.max[0] == 5
-    assert pane.min[1] == np.iinfo(np.int64).max  # empty: the identity, not a cast of inf
+    v = pane.values["qty"]
+    assert v.sum.tolist() == [12, 0] and v.min[0] == 2 and v.max[0] == 5
+    assert v.count.tolist() == [3, 0] and pane.count.tolist() == [3, 0]
+    assert v.min[1] == np.iinfo(np.int64).max  # empty: the identity, not a cast of inf
 
 
 def test_integer_panes_widen_to_floats_keeping_values_and_empty_extremes() -> None:
-    panes = Panes("max", np.dtype(np.int64))
+    panes = Panes({"v": INT})
     pane = panes.pane(0)
-    pane.merge(pa.array([1, 2]), Partials(*(np.array(a) for a in ([2, 0], [7, 0], [3, 0], [4, 0]))))
-    panes.widen(np.dtype(np.float64))
-    assert pane.sum.dtype == np.float64 and pane.max.tolist() == [4.0, -np.inf]
-    pane.merge(pa.array([2]), Partials(*(np.array(a) for a in ([1], [0.5], [0.5], [0.5]))))
-    assert pane.max.tolist() == [4.0, 0.5]
+    pane.merge(pa.array([1, 2]), _of_v([2, 0], [7, 0], [3, 0], [4, 0]))
+    panes.widen("v", np.dtype(np.float64))
+    v = pane.values["v"]
+    assert v.sum.dtype == np.float64 and v.max.tolist() == [4.0, -np.inf]
+    pane.merge(pa.array([2]), _of_v([1], [0.5], [0.5], [0.5]))
+    assert v.max.tolist() == [4.0, 0.5]
+
+
+def test_several_value_columns_keep_their_own_types_and_snapshot_together() -> None:
+    """Each column its dtype; one table holds them all and restores per key group range."""
+    panes = Panes({"qty": INT, "price": np.dtype(np.float64)})
+    keys = pa.array(["a", "b", "c"])
+    partials = Partials(
+        np.array([3, 1, 2]),
+        {
+            "qty": _values([3, 1, 0], [9, 4, 0], [1, 4, 2**62], [5, 4, -(2**62)]),
+            "price": _values([2, 1, 2], [1.5, 2.0, 0.25], [0.5, 2.0, 0.0], [1.0, 2.0, 0.25]),
+        },
+    )
+    panes.pane(0).merge(keys, partials)
+    panes.pane(0).fired[1] = 1
+    blob = PanesCopy.of(panes, MAX_P).encode()
+    assert window_panes.snapshot_dtypes([blob], ["price", "qty"], None) == {
+        "price": np.dtype(np.float64),
+        "qty": INT,
+    }
+    into = Panes({"qty": INT, "price": np.dtype(np.float64)})
+    window_panes.decode([blob], (0, MAX_P - 1), into)
+    pane = into.pane(0)
+    assert pane.keys is not None
+    got = {
+        k: (int(n), int(f), int(q), float(p))
+        for k, n, f, q, p in zip(
+            pane.keys.to_pylist(),
+            pane.count,
+            pane.fired,
+            pane.values["qty"].sum,
+            pane.values["price"].sum,
+            strict=True,
+        )
+    }
+    assert got == {"a": (3, 0, 9, 1.5), "b": (1, 1, 4, 2.0), "c": (2, 0, 0, 0.25)}
+    assert pane.values["qty"].sum.dtype == np.int64

@@ -108,3 +108,19 @@ def test_a_file_waits_only_once_it_found_every_slot_taken(tmp_path: pathlib.Path
     assert second.next_batch() == [] and second.waiting
     assert first.next_batch() is None  # done: its slot is free
     assert second.next_batch() is not None and not second.waiting
+
+
+def test_each_worker_copy_of_a_file_source_has_its_own_slots(tmp_path: pathlib.Path) -> None:
+    """As each Spark worker loads its own source: one worker's open file takes no slot
+    of another's (the in-process executor asks each slice for its copy)."""
+    for f in range(2):
+        pq.write_table(pa.table({"ts": pa.array([f], pa.int64())}), tmp_path / f"{f}.parquet")
+    source = FileSource(str(tmp_path), max_open_files=1)
+    one, two = source.for_worker(), source.for_worker()
+    assert one is not source and two is not one and one.url == source.url
+    first, second = one.open("0.parquet", None), two.open("1.parquet", None)
+    assert first.next_batch() is not None
+    assert second.next_batch() is not None and not second.waiting
+    shared = source.open("1.parquet", None)
+    assert source.open("0.parquet", None).next_batch() is not None
+    assert shared.next_batch() == [] and shared.waiting  # within one copy, slots are shared
