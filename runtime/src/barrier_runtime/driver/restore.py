@@ -12,6 +12,7 @@ sinks commit idempotently.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from barrier_runtime.api import dataflow
 from barrier_runtime.core import metadata
@@ -19,6 +20,29 @@ from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import faults
 
 log = logging.getLogger("barrier_runtime.driver.job_driver")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointIds:
+    """Where a driver's checkpoint ids start, and why some ids are never seen.
+
+    Ids strictly increase across restarts and drivers: a new driver starts after the
+    highest id any earlier one used (completed, failed, or left half-written when it
+    died). ``skipped`` are the ids above the newest completed checkpoint that an earlier
+    driver reserved and never completed: no event of this driver names them.
+    """
+
+    first_id: int
+    latest_completed: int | None
+    skipped: tuple[int, ...]
+
+
+def checkpoint_ids(store: checkpoint_store.CheckpointStore) -> CheckpointIds:
+    """The :class:`CheckpointIds` of a driver starting on ``store`` now."""
+    highest = store.highest_checkpoint_id()
+    completed = max((m.checkpoint_id for m in store.list_completed()), default=None)
+    after = 0 if completed is None else completed
+    return CheckpointIds(highest + 1, completed, tuple(range(after + 1, highest + 1)))
 
 
 def restore_point(

@@ -59,6 +59,8 @@ class SnapshotBuilder:
     blobs: list[StateBlob] = field(default_factory=list)
     source_positions: dict[types.StepId, dict[str, Any]] = field(default_factory=dict)
     sink_transactions: dict[types.StepId, tuple[Any, ...]] = field(default_factory=dict)
+    sink_records: dict[types.StepId, int] = field(default_factory=dict)
+    """Per sink step: records written since the attempt started (published with the checkpoint)."""
 
 
 class Operator(abc.ABC):
@@ -307,8 +309,11 @@ class SinkOperator(Operator):
         self._on_commit = on_commit
         self.pending: list[tuple[types.CheckpointId, Any]] = []
         self.latency = latency.SinkLatency()
+        self.written = 0
+        """Records written in this attempt; those before a barrier are published with it."""
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
+        self.written += len(batch)
         if batch.arrow_is_exact:  # rows converted to Arrow are written as the rows they are
             self.writer.write_batch(batch.to_arrow())
         else:
@@ -325,6 +330,7 @@ class SinkOperator(Operator):
         # Every transaction not yet committed travels with this checkpoint, so that
         # data of an aborted earlier checkpoint is published with this one.
         builder.sink_transactions[self.step_id] = tuple(t for _, t in self.pending)
+        builder.sink_records[self.step_id] = self.written
 
     def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:
         due = [(cid, t) for cid, t in self.pending if cid <= checkpoint_id]
