@@ -234,7 +234,13 @@ class ProgressView:
         )
 
     def _restarting(self, info: job_mod.JobInfo) -> tuple[str, dict[str, Any]]:
-        """Between a failure and the next attempt running: which attempt, restoring what."""
+        """Until an attempt's workers all run: which attempt, restoring what (with JSON fields
+        between a failure and the next attempt running)."""
+        if info.state is job_mod.JobState.RUNNING and not info.ready:
+            origin = (
+                "empty state" if info.restored_from is None else f"checkpoint {info.restored_from}"
+            )
+            return f"starting: attempt {info.attempt} restores {origin}", {}
         if info.state is not job_mod.JobState.RESTARTING:
             return "", {}
         result = self._job.result

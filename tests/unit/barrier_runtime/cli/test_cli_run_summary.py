@@ -175,3 +175,21 @@ def test_between_a_failure_and_the_next_attempt_the_status_says_restarting(
     assert all(e["attempt"] == 1 for e in restarting)
     assert {e["restoring"] for e in restarting} == {restored}
     assert restored is not None
+
+
+def test_the_status_line_says_restarting_and_what_the_attempt_restores(
+    tmp_path: pathlib.Path,
+) -> None:
+    injector = faults.FaultInjector([_crash(0, 600)])
+    executor = _executor(
+        _flow(TestingSink()), tmp_path, fault_injector=injector, restart_backoff=0.6
+    )
+    stream = io.StringIO()
+    with progress.ProgressView(
+        executor, progress.Output(json_lines=False, stream=stream), status_every=0.05
+    ):
+        executor.run()
+    restored = executor.result.restored_from[1]
+    lines = stream.getvalue().splitlines()
+    wanted = f"restarting: attempt 1 restores the latest completed checkpoint ({restored}) |"
+    assert any(wanted in line for line in lines), lines
