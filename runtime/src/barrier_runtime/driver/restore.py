@@ -42,7 +42,16 @@ def checkpoint_ids(store: checkpoint_store.CheckpointStore) -> CheckpointIds:
     highest = store.highest_checkpoint_id()
     completed = max((m.checkpoint_id for m in store.list_completed()), default=None)
     after = 0 if completed is None else completed
-    return CheckpointIds(highest + 1, completed, tuple(range(after + 1, highest + 1)))
+    ids = CheckpointIds(highest + 1, completed, tuple(range(after + 1, highest + 1)))
+    if ids.skipped:
+        log.info(
+            "checkpoint ids continue at %d after checkpoint %s; %s reserved by an earlier "
+            "driver and never completed: skipped",
+            ids.first_id,
+            completed,
+            ", ".join(map(str, ids.skipped)),
+        )
+    return ids
 
 
 def restore_point(
