@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from barrier_runtime.checkpoint import commit, outcomes, pending, protocols, registry
 from barrier_runtime.checkpoint import effects as effects_module
@@ -106,6 +106,8 @@ class CheckpointCoordinator:
         self._on_failover = on_failover
         self._commit_settle_timeout = commit_settle_timeout
         self._tasks = _task_set(tasks)
+        self._published: dict[types.StepId, int] = {}
+        """What the attempt's restored checkpoint had published, per sink step."""
         self._registry = registry.CheckpointRegistry(first_checkpoint_id)
         self._decider = requests.TriggerRequestDecider(config)
         self._timeout = timeout_policy.TimeoutPolicy(config.timeout)
@@ -163,7 +165,7 @@ class CheckpointCoordinator:
 
     def _start_locked(self, kind: types.CheckpointKind, now: float) -> pending.PendingCheckpoint:
         barrier = self._barriers.barrier_for(self._registry.allocate_id(), now, kind)
-        checkpoint = pending.PendingCheckpoint(barrier, self._tasks)
+        checkpoint = pending.PendingCheckpoint(barrier, self._tasks, self._published)
         self._registry.add(checkpoint)
         self._decider.checkpoint_triggered(kind, now)
         self._stats.checkpoint_triggered(checkpoint)
@@ -334,8 +336,13 @@ class CheckpointCoordinator:
                     [c.checkpoint_id for c in committing if self._registry.is_pending(c)],
                 )
 
-    def reset_for_restart(self, tasks: Iterable[metadata.TaskKey]) -> None:
-        """Prepare for a new attempt of the job: new task set, fresh failure count and schedule.
+    def reset_for_restart(
+        self,
+        tasks: Iterable[metadata.TaskKey],
+        published: Mapping[types.StepId, int] | None = None,
+    ) -> None:
+        """Prepare for a new attempt of the job: new task set, fresh failure count and schedule,
+        and what its restored checkpoint had ``published`` (records per sink step).
 
         Anything still pending is aborted with ``TASK_FAILURE``. Ids keep increasing.
         """
@@ -344,6 +351,7 @@ class CheckpointCoordinator:
             self.abort_all_pending(types.FailureReason.TASK_FAILURE)
             with self._lock:
                 self._tasks = new_tasks
+                self._published = dict(published or {})
                 self._failures.reset()
                 self._decider.start(self._clock.now())
 

@@ -51,7 +51,12 @@ class PendingStatus(enum.Enum):
 class PendingCheckpoint:
     """Acknowledgements collected so far for one triggered checkpoint."""
 
-    def __init__(self, barrier: types.Barrier, expected_tasks: frozenset[metadata.TaskKey]) -> None:
+    def __init__(
+        self,
+        barrier: types.Barrier,
+        expected_tasks: frozenset[metadata.TaskKey],
+        published_before: Mapping[types.StepId, int] | None = None,
+    ) -> None:
         if not expected_tasks:
             raise ValueError("a checkpoint needs at least one task to acknowledge it")
         self._barrier = barrier
@@ -59,6 +64,8 @@ class PendingCheckpoint:
         self._acks: dict[metadata.TaskKey, metadata.TaskAcknowledgement] = {}
         self._ack_times: dict[metadata.TaskKey, float] = {}
         self._status = PendingStatus.COLLECTING_ACKS
+        self._published_before = dict(published_before or {})
+        """Records published by the checkpoint the attempt restored (per sink step)."""
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.checkpoint_id}"
@@ -149,4 +156,5 @@ class PendingCheckpoint:
             completion_time,
             fingerprint,
             list(self._acks.values()),
+            self._published_before,
         )

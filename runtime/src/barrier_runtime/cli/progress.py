@@ -5,8 +5,10 @@ from a daemon thread and reports through an :class:`Output`:
 
 * events — checkpoint completed/aborted, worker failure, recovery (which
   checkpoint the new attempt restored);
-* a status line every ``status_every`` seconds — source throughput, back-pressure,
-  the last completed checkpoint (id, age, duration, size) and restarts.
+* a status line every ``status_every`` seconds — source throughput, back-pressure
+  and event time (defined in :mod:`~barrier_runtime.cli.status_figures`), the last
+  completed checkpoint (id, age, duration, size) and restarts; between a failure and
+  the next attempt running, which attempt restarts and what it restores.
 
 Text mode prints ``[  12.3s] …`` lines (the ``cjob demo`` style); JSON mode
 prints one JSON object per line with an ``event`` field, for machines.
@@ -14,18 +16,19 @@ prints one JSON object per line with an ``event`` field, for machines.
 
 from __future__ import annotations
 
-import datetime
 import json
 import sys
 import threading
 import time
 from typing import Any, TextIO
 
-from barrier_runtime.api import steps, watermarks
+from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import stats as stats_mod
+from barrier_runtime.cli import status_figures
 from barrier_runtime.control import job as job_mod
 from barrier_runtime.core import latency
 from barrier_runtime.driver import job_driver
+from barrier_runtime.driver import restore as restore_mod
 
 
 class Output:
@@ -52,6 +55,35 @@ class Output:
                 print(f"[{self.elapsed:6.1f}s] {text}", file=self._stream, flush=True)
 
 
+def announce_checkpoint_ids(out: Output, ids: restore_mod.CheckpointIds) -> None:
+    """Where this driver's checkpoint ids start, and which ids no event will ever name.
+
+    A ``checkpoint_ids`` event always; a line in text mode when ids continue a store's
+    history (the first id is above 1).
+    """
+    if ids.skipped:
+        shown = _id_ranges(ids.skipped)
+        verb = "was" if len(ids.skipped) == 1 else "were"
+        skipped = f"; {shown} {verb} reserved by an earlier driver and never completed: skipped"
+    else:
+        skipped = ""
+    after = "" if ids.latest_completed is None else f" after checkpoint {ids.latest_completed}"
+    text = f"checkpoint ids continue at {ids.first_id}{after}{skipped}"
+    if out.json_lines or ids.first_id > 1:
+        out.say(
+            text,
+            "checkpoint_ids",
+            first_id=ids.first_id,
+            latest_completed=ids.latest_completed,
+            skipped=list(ids.skipped),
+        )
+
+
+def _id_ranges(ids: tuple[int, ...]) -> str:
+    """``14`` or ``14-16`` (the skipped ids are consecutive)."""
+    return str(ids[0]) if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
+
+
 class ProgressView:
     """Reports what ``job`` does until :meth:`stop`."""
 
@@ -66,7 +98,8 @@ class ProgressView:
         self._attempts = 0
         self._last_status = time.monotonic()
         self._last_records = 0
-        self._last_backpressure = 0.0
+        self._last_backpressure: dict[str, float] = {}
+        self._last_event_time: status_figures.EventTimeSample | None = None
         self._last_arrival = latency.LatencyHistogram()
         self._last_commit = latency.LatencyHistogram()
 
@@ -148,12 +181,12 @@ class ProgressView:
         info = self._job.info()
         sources = [s.step_id for s in self._job.plan.flow.steps if isinstance(s, steps.SourceStep)]
         records = sum(metrics.records_out.get(s, 0) for s in sources)
-        backpressure = sum(metrics.backpressure_seconds.values())
         rate = (records - self._last_records) / span
-        tasks = max(len(metrics.backpressure_seconds), 1)
-        pressured = min(1.0, (backpressure - self._last_backpressure) / (span * tasks))
+        pressured = status_figures.backpressure(
+            self._last_backpressure, metrics.backpressure_seconds, span, self._job.plan.parallelism
+        )
         self._last_status, self._last_records = now, records
-        self._last_backpressure = backpressure
+        self._last_backpressure = dict(metrics.backpressure_seconds)
         latest = self._job.coordinator.stats().latest_completed
         rejected = sum(metrics.records_rejected.values())
         last_id = info.restored_from if latest is None else latest.checkpoint_id
@@ -175,10 +208,15 @@ class ProgressView:
             arrival.since(self._last_arrival), commit.since(self._last_commit)
         )
         self._last_arrival, self._last_commit = arrival, commit
-        time_text, time_fields = _event_time(metrics, time.time())
+        wall = time.time()
+        time_text, time_fields = status_figures.event_time(metrics, wall, self._last_event_time)
+        lowest = status_figures.lowest_watermark(metrics)
+        if lowest is not None:
+            self._last_event_time = status_figures.EventTimeSample(wall, lowest)
+        restart_text, restart_fields = self._restarting(info)
         self._out.say(
-            f"{info.state.value.lower()} | {rate:,.0f} records/s | back-pressure "
-            f"{pressured:.0%} | {last} | restarts {info.restarts}"
+            (restart_text or f"{info.state.value.lower()} | {rate:,.0f} records/s")
+            + f" | back-pressure {pressured:.0%} | {last} | restarts {info.restarts}"
             + (f" | rejected {rejected:,}" if rejected else "")
             + lat_text
             + time_text,
@@ -190,9 +228,37 @@ class ProgressView:
             restarts=info.restarts,
             last_checkpoint=last_id,
             rejected=rejected,
+            **restart_fields,
             **lat_fields,
             **time_fields,
         )
+
+    def _restarting(self, info: job_mod.JobInfo) -> tuple[str, dict[str, Any]]:
+        """Until an attempt's workers all run: which attempt, restoring what (with JSON fields
+        between a failure and the next attempt running)."""
+        if info.state is job_mod.JobState.RUNNING and not info.ready:
+            origin = (
+                "empty state" if info.restored_from is None else f"checkpoint {info.restored_from}"
+            )
+            return f"starting: attempt {info.attempt} restores {origin}", {}
+        if info.state is not job_mod.JobState.RESTARTING:
+            return "", {}
+        result = self._job.result
+        if len(result.failures) >= result.attempts:  # backing off: the next one is not chosen
+            latest = self._job.coordinator.stats().latest_completed
+            restores = info.restored_from if latest is None else latest.checkpoint_id
+            what = "the latest completed checkpoint" + (
+                f" ({restores})" if restores is not None else ""
+            )
+            attempt = result.attempts
+        else:
+            restores = info.restored_from
+            what = "empty state" if restores is None else f"checkpoint {restores}"
+            attempt = info.attempt
+        return f"restarting: attempt {attempt} restores {what}", {
+            "attempt": attempt,
+            "restoring": restores,
+        }
 
 
 def _latency_window(
@@ -210,37 +276,3 @@ def _latency_window(
         fields["commit_latency_p99_ms"] = (commit.quantile(0.99) or 0.0) * 1000
         text += f", committed p99 ≤{fields['commit_latency_p99_ms']:g} ms"
     return text, fields
-
-
-def _event_time(metrics: job_mod.RuntimeMetrics, now: float) -> tuple[str, dict[str, Any]]:
-    """The status line's event-time part: the job's lowest watermark, its lag, late drops.
-
-    The lowest watermark over the steps that have one (finished and not yet
-    started steps aside) is how far the whole job has got in event time; its
-    lag behind the wall clock is what a dashboard would alert on.
-    """
-    known = [
-        wm
-        for wm in metrics.watermarks.values()
-        if watermarks.MIN_WATERMARK < wm < watermarks.MAX_WATERMARK
-    ]
-    late = sum(metrics.late_dropped.values())
-    if not known:
-        return "", {}
-    lowest = min(known)
-    lag = now - lowest / 1000
-    stamp = datetime.datetime.fromtimestamp(lowest / 1000, datetime.UTC)
-    fields: dict[str, Any] = {"watermark_ms": lowest, "watermark_lag_s": round(lag, 3)}
-    text = f" | watermark {stamp:%Y-%m-%d %H:%M:%S}Z (lag {_duration(lag)})"
-    if late:
-        fields["late_dropped"] = late
-        text += f", late dropped {late:,}"
-    return text, fields
-
-
-def _duration(seconds: float) -> str:
-    if abs(seconds) < 120:
-        return f"{seconds:.1f}s"
-    if abs(seconds) < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"

@@ -269,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
         store=driver.store.describe(),
         coordinator=driver.server.address,
     )
+    progress.announce_checkpoint_ids(out, driver.job.checkpoint_ids)
     stopper = graceful_stop.GracefulStop(driver.job, spec.stop_grace_period)
     try:
         with (

@@ -255,7 +255,8 @@ class JobMetrics:
             ("cjob_records_out_total", "Records emitted by each step.", "step",
              runtime.records_out, "out"),
             ("cjob_backpressure_seconds_total",
-             "Time each task spent waiting for downstream capacity.", "task",
+             "Time each task's subtasks spent waiting for downstream capacity, summed over "
+             "its subtasks (rate / cjob_job_parallelism: the share back-pressured).", "task",
              runtime.backpressure_seconds, "bp"),
             ("cjob_records_rejected_total",
              "Records a step or source passed over: skipped or sent to dead letters (on_error).",

@@ -14,7 +14,12 @@ object it references has been uploaded. The document is JSON:
                         "size": 812, "sha256": "...", "kind": "keyed",
                         "key_group_start": 0, "key_group_end": 42}],
      "source_positions": {"inp": {"part-0": 1000}},
-     "sink_transactions": {"out": [{"...": "..."}]}}
+     "sink_transactions": {"out": [{"...": "..."}]},
+     "records_published": {"out": 5000}}
+
+``records_published`` counts, per sink step, the records the job has published up
+to and including this checkpoint, over all attempts and runs (absent in documents
+written before it existed: read as empty).
 
 Handle ``key`` values are relative to the job's root in the store.
 """
@@ -132,6 +137,9 @@ class TaskAcknowledgement:
     sink_transactions: Mapping[types.StepId, tuple[Json, ...]] = field(default_factory=dict)
     """Per sink step, the pre-committed transactions to commit once the checkpoint completes."""
     metrics: AckMetrics = AckMetrics()
+    sink_records: Mapping[types.StepId, int] = field(default_factory=dict)
+    """Per sink step, the records this subtask wrote since its attempt started, up to this
+    snapshot: all of them are published when the checkpoint completes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +179,9 @@ class CheckpointMetadata:
     source_positions: Mapping[types.StepId, Mapping[str, Json]] = field(default_factory=dict)
     sink_transactions: Mapping[types.StepId, tuple[Json, ...]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    records_published: Mapping[types.StepId, int] = field(default_factory=dict)
+    """Per sink step, the records published up to and including this checkpoint, over all
+    attempts and runs of the job."""
 
     @property
     def total_size(self) -> int:
@@ -185,11 +196,16 @@ class CheckpointMetadata:
         completion_time: float,
         fingerprint: JobFingerprint,
         acks: Sequence[TaskAcknowledgement],
+        published_before: Mapping[types.StepId, int] | None = None,
     ) -> CheckpointMetadata:
-        """Merge every subtask's acknowledgement into one document."""
+        """Merge every subtask's acknowledgement into one document.
+
+        ``published_before`` is what the checkpoint the attempt restored had published
+        (the acknowledgements count what the attempt wrote since)."""
         handles: list[StateHandle] = []
         positions: dict[types.StepId, dict[str, Json]] = {}
         txns: dict[types.StepId, list[Json]] = {}
+        published = dict(published_before or {})
         for ack in sorted(acks, key=lambda a: a.task):
             if ack.checkpoint_id != checkpoint_id:
                 raise ValueError(
@@ -201,6 +217,8 @@ class CheckpointMetadata:
                 positions.setdefault(step, {}).update(parts)
             for step, step_txns in ack.sink_transactions.items():
                 txns.setdefault(step, []).extend(step_txns)
+            for step, n in ack.sink_records.items():
+                published[step] = published.get(step, 0) + n
         return cls(
             checkpoint_id=checkpoint_id,
             kind=kind,
@@ -210,6 +228,7 @@ class CheckpointMetadata:
             state_handles=tuple(handles),
             source_positions=positions,
             sink_transactions={step: tuple(t) for step, t in txns.items()},
+            records_published=published,
         )
 
     def to_json(self) -> bytes:
@@ -223,6 +242,7 @@ class CheckpointMetadata:
             "state_handles": [h.for_storage() for h in self.state_handles],
             "source_positions": {k: dict(v) for k, v in self.source_positions.items()},
             "sink_transactions": {k: list(v) for k, v in self.sink_transactions.items()},
+            "records_published": dict(self.records_published),
         }
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
@@ -250,6 +270,9 @@ class CheckpointMetadata:
                     types.StepId(k): tuple(v) for k, v in doc["sink_transactions"].items()
                 },
                 format_version=version,
+                records_published={
+                    types.StepId(k): int(v) for k, v in doc.get("records_published", {}).items()
+                },
             )
         except CorruptMetadataError:
             raise

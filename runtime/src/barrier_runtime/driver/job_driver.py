@@ -32,7 +32,6 @@ import contextlib
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 
 from barrier_runtime import task_failure
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
@@ -40,7 +39,7 @@ from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
 from barrier_runtime.core import metadata, types
 from barrier_runtime.core.clock import Clock
-from barrier_runtime.driver import attempts, cleanup, restart
+from barrier_runtime.driver import attempts, cleanup, restart, run_result
 from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
@@ -55,44 +54,10 @@ DEFAULT_ATTEMPTS_PER_RECORD = 3
 _ENDED = types.FailureReason.JOB_STOPPING
 
 
-class JobFailedError(RuntimeError):
-    """The job failed more often than its restart budget allows.
-
-    ``detail`` is the last failure's traceback (the user's code, for an error in a step).
-    """
-
-    def __init__(self, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.detail = detail
-
-
-class UnrecoverableJobError(JobFailedError):
-    """The job failed in a way no restart can heal (a poisoned record, an invalid pipeline)."""
-
-
-class JobAbortedError(JobFailedError):
-    """The job was stopped without a savepoint (:meth:`JobDriver.abort`): the next start
-    restores the latest completed checkpoint."""
-
-
-@dataclass
-class JobResult:
-    """What happened during a run."""
-
-    attempts: int = 0
-    restarts: int = 0
-    failures: list[str] = field(default_factory=list)
-    completed_checkpoints: list[int] = field(default_factory=list)
-    restored_from: list[int | None] = field(default_factory=list)
-    final_checkpoint: int | None = None
-    stopped_with_savepoint: str | None = None
-    """Path of the savepoint the job was stopped with, if it was."""
-    stopped_savepoint_id: int | None = None
-    """Id of that savepoint."""
-    failure_times: list[float] = field(default_factory=list)
-    """When each failed attempt failed (the driver's clock)."""
-    last_failure: task_failure.TaskFailure | None = None
-    startup_seconds: list[float] = field(default_factory=list)  # start → all subtasks running
+JobFailedError = run_result.JobFailedError
+UnrecoverableJobError = run_result.UnrecoverableJobError
+JobAbortedError = run_result.JobAbortedError
+JobResult = run_result.JobResult
 
 
 class JobDriver:
@@ -128,6 +93,8 @@ class JobDriver:
         self.first_restore = first_restore
         self.tick_interval = tick_interval
         self.result = JobResult()
+        self.checkpoint_ids = restore_mod.checkpoint_ids(store)
+        """The first checkpoint id this driver uses, and the ids earlier drivers left unused."""
         self.coordinator = coordinator_mod.CheckpointCoordinator(
             config,
             clock=clock,
@@ -135,7 +102,7 @@ class JobDriver:
             store=store,
             tasks=plan.task_keys(),
             fingerprint=plan.fingerprint(),
-            first_checkpoint_id=store.highest_checkpoint_id() + 1,
+            first_checkpoint_id=self.checkpoint_ids.first_id,
             on_failover=self._checkpoint_failover,
         )
         self._live: attempts.Attempt | None = None
@@ -274,6 +241,10 @@ class JobDriver:
                 decided=self.first_restore,
             )
             self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
+            published: dict[types.StepId, int] = (
+                {} if restore is None else dict(restore.records_published)
+            )
+            self.result.records_published = published
             self.result.attempts += 1
             run = self.runner.create(number, restore, self.coordinator.acknowledge, self._decline)
             self.restart_policy.attempt_started(self.clock.now())
@@ -284,7 +255,7 @@ class JobDriver:
                 for name, sink in self.plan.flow.transactional_sinks().items():
                     sink.recover(name)
                 # Steps 3 and 4
-                if self._run_attempt(run):
+                if self._run_attempt(run, published):
                     if self._abort_reason is not None:
                         raise JobAbortedError(self._abort_reason)
                     stopped = self.result.stopped_with_savepoint is not None
@@ -327,6 +298,7 @@ class JobDriver:
                 f"{decision.reason}; last failure{where}: {reason}", detail
             ) from failure
         self.result.restarts += 1
+        self._state = job.JobState.RESTARTING
         log.info("attempt %d failed%s: %s; restarting", run.number, where, reason)
         if decision.delay > 0:
             time.sleep(decision.delay)
@@ -339,9 +311,9 @@ class JobDriver:
         message = f"{task} declined checkpoint {checkpoint_id}: {reason.value}"
         self.coordinator.decline(checkpoint_id, task, reason, message)
 
-    def _run_attempt(self, run: attempts.Attempt) -> bool:
+    def _run_attempt(self, run: attempts.Attempt, published: dict[types.StepId, int]) -> bool:
         """True when the job finished (or was stopped) and its last checkpoint completed."""
-        self.coordinator.reset_for_restart(self.plan.task_keys())
+        self.coordinator.reset_for_restart(self.plan.task_keys(), published)
         with self._live_lock:
             self._live, started = run, self.clock.now()
         run.start()
@@ -405,7 +377,10 @@ class _Gateway:
         self._driver.post_all(control.TriggerCheckpoint(barrier))
 
     def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
-        self._driver.result.completed_checkpoints.append(meta.checkpoint_id)
+        result = self._driver.result
+        if all(meta.checkpoint_id > c for c in result.completed_checkpoints):
+            result.records_published = dict(meta.records_published)
+        result.completed_checkpoints.append(meta.checkpoint_id)
         # If torn down meanwhile, the next attempt re-commits from the metadata.
         with contextlib.suppress(RuntimeError):
             self._driver.post_all(control.CheckpointCompleted(meta))

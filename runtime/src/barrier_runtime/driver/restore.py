@@ -34,6 +34,38 @@ class Decided:
     checkpoint: metadata.CheckpointMetadata | None
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointIds:
+    """Where a driver's checkpoint ids start, and why some ids are never seen.
+
+    Ids strictly increase across restarts and drivers: a new driver starts after the
+    highest id any earlier one used (completed, failed, or left half-written when it
+    died). ``skipped`` are the ids above the newest completed checkpoint that an earlier
+    driver reserved and never completed: no event of this driver names them.
+    """
+
+    first_id: int
+    latest_completed: int | None
+    skipped: tuple[int, ...]
+
+
+def checkpoint_ids(store: checkpoint_store.CheckpointStore) -> CheckpointIds:
+    """The :class:`CheckpointIds` of a driver starting on ``store`` now."""
+    highest = store.highest_checkpoint_id()
+    completed = max((m.checkpoint_id for m in store.list_completed()), default=None)
+    after = 0 if completed is None else completed
+    ids = CheckpointIds(highest + 1, completed, tuple(range(after + 1, highest + 1)))
+    if ids.skipped:
+        log.info(
+            "checkpoint ids continue at %d after checkpoint %s; %s reserved by an earlier "
+            "driver and never completed: skipped",
+            ids.first_id,
+            completed,
+            ", ".join(map(str, ids.skipped)),
+        )
+    return ids
+
+
 def restore_point(
     store: checkpoint_store.CheckpointStore,
     number: int,

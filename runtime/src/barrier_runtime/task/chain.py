@@ -1,7 +1,7 @@
 """The operator chain of one subtask: its source reader and operators, built and restored.
 
 A task is a chain of steps; on each subtask :class:`OperatorChain` holds the
-:class:`~barrier_runtime.task.operators.SourceReader` (if the chain starts
+:class:`~barrier_runtime.task.source_reader.SourceReader` (if the chain starts
 with a source) and one operator per other step, plus the dead-letter
 operators of steps that reject to a dead-letter sink. Life cycle: built
 (:meth:`OperatorChain.build`), restored from a checkpoint or started empty
@@ -34,6 +34,7 @@ from barrier_runtime.task import (
     operators,
     process_operator,
     snapshots,
+    source_reader,
     window_agg_operator,
     window_operator,
 )
@@ -78,7 +79,7 @@ class OperatorChain:
             for s in ctx.plan.flow.steps
         )
         self.ops: dict[types.StepId, operators.Operator] = {}
-        self.reader: operators.SourceReader | None = None
+        self.reader: source_reader.SourceReader | None = None
         self.source_time: event_time.SourceEventTime | None = None
         """The source's watermarks, when the chain starts with a source that has event time."""
         self.rejects: dict[types.StepId, rejects_mod.Rejects] = {}
@@ -216,7 +217,7 @@ class OperatorChain:
                 source.partitions(), self._index, self._ctx.plan.parallelism
             )
             source_rejects = self.rejects.get(head.step_id)
-            self.reader = operators.SourceReader(
+            self.reader = source_reader.SourceReader(
                 head,
                 source,
                 parts,

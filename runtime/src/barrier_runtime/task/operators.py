@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import sinks, sources, steps
+from barrier_runtime.api import sinks, steps
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import keyed
 from barrier_runtime.task import latency
@@ -31,7 +31,6 @@ Emit = Callable[[batch_mod.Batch], None]
 CommitHook = Callable[[types.CheckpointId], None]
 Reject = Callable[[object, BaseException], None]
 """Takes a record the user's function raised on (``on_error`` skip or dead-letter)."""
-_NOTHING = batch_mod.Batch.from_rows(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +58,8 @@ class SnapshotBuilder:
     blobs: list[StateBlob] = field(default_factory=list)
     source_positions: dict[types.StepId, dict[str, Any]] = field(default_factory=dict)
     sink_transactions: dict[types.StepId, tuple[Any, ...]] = field(default_factory=dict)
+    sink_records: dict[types.StepId, int] = field(default_factory=dict)
+    """Per sink step: records written since the attempt started (published with the checkpoint)."""
 
 
 class Operator(abc.ABC):
@@ -307,8 +308,11 @@ class SinkOperator(Operator):
         self._on_commit = on_commit
         self.pending: list[tuple[types.CheckpointId, Any]] = []
         self.latency = latency.SinkLatency()
+        self.written = 0
+        """Records written in this attempt; those before a barrier are published with it."""
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
+        self.written += len(batch)
         if batch.arrow_is_exact:  # rows converted to Arrow are written as the rows they are
             self.writer.write_batch(batch.to_arrow())
         else:
@@ -325,6 +329,7 @@ class SinkOperator(Operator):
         # Every transaction not yet committed travels with this checkpoint, so that
         # data of an aborted earlier checkpoint is published with this one.
         builder.sink_transactions[self.step_id] = tuple(t for _, t in self.pending)
+        builder.sink_records[self.step_id] = self.written
 
     def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:
         due = [(cid, t) for cid, t in self.pending if cid <= checkpoint_id]
@@ -336,82 +341,6 @@ class SinkOperator(Operator):
 
     def close(self) -> None:
         self.writer.close()
-
-
-class SourceReader:
-    """Reads the partitions a source subtask owns, round-robin, tracking positions."""
-
-    def __init__(
-        self,
-        step: steps.SourceStep,
-        source: sources.Source,
-        partitions: list[str],
-        positions: dict[str, Any],
-        on_rejected: Callable[[sources.Rejected], None] | None = None,
-    ) -> None:
-        """``source``: the step's source as this worker holds it (``Source.for_worker``)."""
-        self.step_id = step.step_id
-        self._on_rejected = on_rejected
-        self._open: dict[str, sources.SourcePartition] = {
-            p: source.open(p, positions.get(p)) for p in partitions
-        }
-        self._done: dict[str, Any] = {}
-        self._order = list(self._open)
-        self._next = 0
-        self.last_partition: str | None = None
-        """The partition the last non-empty batch of :meth:`poll` came from."""
-        self.finished: list[str] = []
-        """Partitions that ended since the caller last cleared this list."""
-
-    @property
-    def exhausted(self) -> bool:
-        return not self._open
-
-    def waiting(self) -> list[str]:
-        """The open partitions that wait for their turn (:attr:`SourcePartition.waiting`)."""
-        return [name for name, part in self._open.items() if part.waiting]
-
-    def poll(self) -> batch_mod.Batch | None:
-        """Records from the next partition with data; empty if none had any; ``None`` at end.
-
-        Partitions waiting for their turn start in the order given (file name
-        order for ``FileSource``), so that event time moves forward as they start.
-        """
-        first_waiting = next((n for n in self._order if self._open[n].waiting), None)
-        for _ in range(len(self._order)):
-            name = self._order[self._next % len(self._order)]
-            self._next += 1
-            part = self._open[name]
-            if name != first_waiting and part.waiting:
-                continue
-            got = part.next_batch()
-            if self._on_rejected is not None:
-                for rejected in part.rejected():
-                    self._on_rejected(rejected)
-            if got is None:
-                self._done[name] = part.snapshot()
-                part.close()
-                del self._open[name]
-                self._order.remove(name)
-                self.finished.append(name)
-                return _NOTHING if self._open else None
-            if isinstance(got, pa.RecordBatch):
-                if got.num_rows:
-                    self.last_partition = name
-                    return batch_mod.Batch.from_arrow(got)
-            elif got:
-                self.last_partition = name
-                return batch_mod.Batch.from_rows(got)
-        return _NOTHING if self._open else None
-
-    def snapshot(self, builder: SnapshotBuilder) -> None:
-        positions = dict(self._done)
-        positions.update({name: part.snapshot() for name, part in self._open.items()})
-        builder.source_positions[self.step_id] = positions
-
-    def close(self) -> None:
-        for part in self._open.values():
-            part.close()
 
 
 def key_fn_of(inp: steps.Input) -> steps.KeyFn:

@@ -37,7 +37,7 @@ from barrier_runtime.channels import messages
 from barrier_runtime.core import metadata, types
 from barrier_runtime.task import chain as chain_mod
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, event_time, faults, operators, subtask_checkpointing
+from barrier_runtime.task import control, event_time, faults, source_reader, subtask_checkpointing
 from barrier_runtime.task import input_gate as gate_mod
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import rejects as rejects_mod
@@ -156,7 +156,7 @@ class Subtask:
                 self._sleep(0.005)
 
     def _source_time(
-        self, reader: operators.SourceReader, timing: event_time.SourceEventTime
+        self, reader: source_reader.SourceReader, timing: event_time.SourceEventTime
     ) -> None:
         change = timing.poll(now=self.ctx.clock.now(), waiting=reader.waiting())
         self._time_changed(reader.step_id, change, source=True)

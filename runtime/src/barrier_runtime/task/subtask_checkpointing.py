@@ -133,6 +133,7 @@ class _Snapshot:
             state_handles=tuple(self._handles),
             source_positions=self.builder.source_positions,
             sink_transactions=self.builder.sink_transactions,
+            sink_records=self.builder.sink_records,
             metrics=metadata.AckMetrics(
                 sync_duration=self.sync_duration,
                 async_duration=time.monotonic() - self.started,

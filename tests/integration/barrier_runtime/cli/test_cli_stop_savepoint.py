@@ -21,9 +21,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import cli_contract
 import pytest
 
 CJOB = pathlib.Path(sys.executable).with_name("cjob")
@@ -144,6 +147,11 @@ def test_savepoint_then_stop_a_local_run_found_through_what_it_published(
     control = running.wait_for(lambda e: e["event"] == "control", 300, "the control API")
     record = pathlib.Path(control["record"])
     assert record.parent == tmp_path / "jobs" and record.exists()
+    # No $CJOB_CONTROL_TOKEN: cjob run made one up, and a request without it is refused.
+    assert control["authenticated"] is True
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{control['url']}/v1/job", timeout=30)
+    assert refused.value.code == 401
     running.wait_for(
         lambda e: e["event"] == "checkpoint" and e["status"] == "completed",
         240,
@@ -166,6 +174,7 @@ def test_savepoint_then_stop_a_local_run_found_through_what_it_published(
     assert running.proc.wait(60) == 0
     assert summary["status"] == "stopped" and summary["savepoint_id"] == final["id"], summary
     assert not record.exists(), "the published control API must be withdrawn at exit"
+    cli_contract.assert_events_documented(running.events)
 
     listed = _cjob(
         env,
