@@ -42,7 +42,14 @@ from collections.abc import Callable
 
 from barrier_runtime.core import layout, types
 from barrier_runtime.core import metadata as md
-from barrier_runtime.storage import errors, integrity, object_store, retention, scan_memory
+from barrier_runtime.storage import (
+    errors,
+    id_mark,
+    integrity,
+    object_store,
+    retention,
+    scan_memory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +232,10 @@ class CheckpointStore:
         return list(self.scan().completed)
 
     def highest_checkpoint_id(self) -> int:
-        """The highest id of any directory ever written (torn, rejected and savepoints too)."""
-        return max((r.checkpoint_id for r in self._list_dirs()), default=0)
+        """The highest id the job ever used: of any directory (torn, rejected and savepoints
+        too) or recorded when a deletion took the highest away (:mod:`.id_mark`)."""
+        in_dirs = max((r.checkpoint_id for r in self._list_dirs()), default=0)
+        return max(in_dirs, id_mark.read(self._store, self._abs(id_mark.NAME)))
 
     def choose_restore_point(
         self,
@@ -338,12 +347,13 @@ class CheckpointStore:
         inventory = self._memory.recent()
         if inventory is None:
             inventory = self.scan()
-        self._execute(retention.plan_retention(inventory, retained))
+        self._execute(retention.plan_retention(inventory, retained), inventory)
 
     def discard_beyond(self, retained: int) -> tuple[layout.CheckpointRef, ...]:
         """:meth:`apply_retention` from a fresh scan, returning the discarded directories."""
-        plan = retention.plan_retention(self.scan(), retained)
-        self._execute(plan)
+        inventory = self.scan()
+        plan = retention.plan_retention(inventory, retained)
+        self._execute(plan, inventory)
         return plan.discarded
 
     def discard_unfinished(self) -> tuple[layout.CheckpointRef, ...]:
@@ -360,7 +370,7 @@ class CheckpointStore:
         """
         inventory = self.scan()
         plan = retention.plan_discard(inventory, inventory.torn)
-        self._execute(plan)
+        self._execute(plan, inventory)
         for top in (*layout.KIND_DIRS, layout.SHARED_DIR):
             self._store.delete_incomplete(self._abs(f"{top}/"))
         return plan.discarded
@@ -373,7 +383,7 @@ class CheckpointStore:
         """Delete one checkpoint or savepoint, keeping objects that others reference."""
         inventory = self.scan()
         targets = self._targets(path_or_id, inventory)
-        self._execute(retention.plan_discard(inventory, list(targets)))
+        self._execute(retention.plan_discard(inventory, list(targets)), inventory)
 
     def _targets(
         self, path_or_id: int | str, inventory: layout.Inventory
@@ -409,9 +419,13 @@ class CheckpointStore:
                     dirs.setdefault(member[0], []).append(self._rel(key))
         return {ref: tuple(keys) for ref, keys in dirs.items()}
 
-    def _execute(self, plan: retention.DiscardPlan) -> None:
+    def _execute(self, plan: retention.DiscardPlan, inventory: layout.Inventory) -> None:
         if plan.empty:
             return
+        highest = inventory.highest_id
+        if any(ref.checkpoint_id == highest for ref in plan.discarded):
+            # the highest id leaves with its directory: keep it, so ids never repeat
+            id_mark.raise_to(self._store, self._abs(id_mark.NAME), highest)
         try:
             # metadata first: a checkpoint without its commit record is never restored
             self._store.delete_many([self._abs(k) for k in plan.metadata_keys])

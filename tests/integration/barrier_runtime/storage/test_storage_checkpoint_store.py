@@ -99,6 +99,47 @@ def test_highest_id_counts_torn_dirs_and_savepoints(
     assert checkpoints.highest_checkpoint_id() == 11
 
 
+def test_ids_never_repeat_once_unfinished_checkpoints_are_discarded(
+    checkpoints: Store, make_checkpoint: Make
+) -> None:
+    make_checkpoint(1)
+    make_checkpoint(2, commit=False)  # aborted: its directory goes at the job's end
+    make_checkpoint(3, commit=False)
+    assert checkpoints.discard_unfinished() != ()
+    assert ids(checkpoints.list_completed()) == [1]
+    assert checkpoints.highest_checkpoint_id() == 3  # the next driver starts at 4
+
+
+def test_ids_never_repeat_once_the_newest_checkpoint_is_deleted(
+    checkpoints: Store, make_checkpoint: Make
+) -> None:
+    make_checkpoint(1)
+    make_checkpoint(2)
+    checkpoints.delete_checkpoint(2)
+    assert checkpoints.highest_checkpoint_id() == 2
+    make_checkpoint(5, commit=False)
+    assert checkpoints.highest_checkpoint_id() == 5  # a higher directory goes above the mark
+
+
+def test_retention_of_older_checkpoints_leaves_no_id_mark(
+    checkpoints: Store, make_checkpoint: Make
+) -> None:
+    for cid in (1, 2, 3):
+        make_checkpoint(cid)
+    checkpoints.discard_beyond(1)
+    assert ids(checkpoints.list_completed()) == [3]
+    assert list(checkpoints.object_store.list(f"{JOB}/checkpoints/_")) == []
+
+
+def test_a_corrupt_id_mark_is_refused_with_what_to_do(
+    checkpoints: Store, make_checkpoint: Make
+) -> None:
+    make_checkpoint(1)
+    checkpoints.object_store.put(f"{JOB}/checkpoints/_highest_id", b"not json")
+    with pytest.raises(errors.CorruptCheckpointError, match="highest checkpoint id the job used"):
+        checkpoints.highest_checkpoint_id()
+
+
 @pytest.mark.parametrize("how", ["checksum", "size", "missing"])
 def test_corrupt_newest_falls_back_to_previous(
     checkpoints: Store, make_checkpoint: Make, how: str
