@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import pathlib
+import threading
 import time
 import types as pytypes
 
@@ -40,9 +41,12 @@ def test_every_emitted_field_is_documented(tmp_path: pathlib.Path, jobs_dir: pat
         timestamps="ts",
         watermarks=BoundedOutOfOrderness(1_000),
     )
-    events.map_batches("slow", _slowly).key_by("by-user", "user").window_agg(
-        "per-second", Tumbling(1_000), timestamps="ts", how="count"
-    ).sink("out", TestingSink())
+    stream = _StatusStream()
+    events.map_batches("slow", stream.hold_until_a_status_shows_the_watermark).key_by(
+        "by-user", "user"
+    ).window_agg("per-second", Tumbling(1_000), timestamps="ts", how="count").sink(
+        "out", TestingSink()
+    )
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "t/documented")
     crash = faults.Crash(faults.FaultPoint.PROCESSING, task="clicks", after_records=600)
     executor = LocalExecutor(
@@ -53,7 +57,6 @@ def test_every_emitted_field_is_documented(tmp_path: pathlib.Path, jobs_dir: pat
         fault_injector=faults.FaultInjector([crash]),
         restart_backoff=0.3,
     )
-    stream = io.StringIO()
     out = progress.Output(json_lines=True, stream=stream)
     spec = pytypes.SimpleNamespace(store=pytypes.SimpleNamespace(job_path="t/documented"))
     publisher = run_cmd._ControlPublisher(out)
@@ -72,6 +75,24 @@ def test_every_emitted_field_is_documented(tmp_path: pathlib.Path, jobs_dir: pat
     cli_contract.assert_events_documented(emitted)
 
 
-def _slowly(batch: pa.RecordBatch) -> pa.RecordBatch:
-    time.sleep(0.005)  # long enough for status lines and checkpoints
-    return batch
+class _StatusStream(io.StringIO):
+    """The events' stream; it knows when a status line carried the watermark, and the job
+    waits for that halfway through its input (a loaded machine once finished the job
+    before the live view printed one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen = threading.Event()
+        self._batches = 0
+
+    def write(self, text: str) -> int:
+        if '"event": "status"' in text and '"watermark"' in text:
+            self._seen.set()
+        return super().write(text)
+
+    def hold_until_a_status_shows_the_watermark(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        self._batches += 1
+        if self._batches >= 20:  # past 1,000 clicks: watermarks have moved
+            self._seen.wait(timeout=60)
+        time.sleep(0.005)  # long enough for status lines and checkpoints
+        return batch
