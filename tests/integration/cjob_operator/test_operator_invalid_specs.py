@@ -11,12 +11,9 @@ manifest offline with the same sentence.
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ import waiting
 import yaml
 from cjob_operator_testing.invalid_specs import INVALID, invalid
 from cjob_operator_testing.loop import free_port
-from tests.integration.kube_local.conftest import ROOT, Kube, start_server
+from tests.integration.kube_local.conftest import Kube, running_operator, running_server
 
 from cjob_operator import admission
 
@@ -46,61 +43,18 @@ def delete_jobs_afterwards() -> None:
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    state = tmp_path_factory.mktemp("kube-local") / "state"
-    process, url = start_server(state)
-    try:
-        yield Kube(state, url)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
+    with running_server(tmp_path_factory.mktemp("kube-local") / "state") as kube:
+        yield kube
 
 
 @pytest.fixture(scope="module")
 def operator(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The real operator, watching ``NS`` on kube-local (which stores any spec)."""
-    kube.kubectl("apply", "-f", str(ROOT / "crds" / admission.CRD_FILE))
-    kube.kubectl(
-        "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"
-    )
-    port = free_port()
-    env = dict(
-        os.environ,
-        KUBECONFIG=str(kube.kubeconfig),
-        CJOB_METRICS_PORT=str(port),
-        CJOB_METRICS_HOST="127.0.0.1",
-        CJOB_RECONCILE_INTERVAL="1",
-        PYTHONUNBUFFERED="1",
-    )
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    command = [sys.executable, "-m", "kopf", "run", "--standalone", "--verbose"]
-    command += [f"--namespace={NS}", "-m", "cjob_operator.main"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        waiting.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), 30, "the operator")
-        waiting.wait_until(
-            lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
-            30,
-            "the operator to watch",
-        )
+    with running_operator(
+        kube, NS, log, CJOB_METRICS_PORT=str(free_port()), CJOB_RECONCILE_INTERVAL="1"
+    ) as log:
         yield log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def _refused(custom: Any, core: Any, name: str) -> tuple[dict[str, Any], Any] | None:

@@ -6,11 +6,14 @@ can push a resourceVersion out of it and see 410 Gone.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,15 +115,72 @@ def start_server(
     return process, ready.read_text().strip()
 
 
-@pytest.fixture(scope="session")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    state = tmp_path_factory.mktemp("kube-local") / "state"
+@contextlib.contextmanager
+def running_server(state: Path) -> Iterator[Kube]:
+    """A kube-local server keeping its state in ``state``, stopped on exit."""
     process, url = start_server(state)
     try:
         yield Kube(state, url)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
+    with running_server(tmp_path_factory.mktemp("kube-local") / "state") as kube:
+        yield kube
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_operator(kube: Kube, namespace: str, log: Path, **env: str) -> Iterator[Path]:
+    """The real operator (``kopf run -m cjob_operator.main``) watching ``namespace`` on
+    ``kube``, with the CRD and the namespace applied first; yields its log once it watches.
+    ``env``: more of its environment (``CJOB_METRICS_PORT`` is required)."""
+    kube.kubectl("apply", "-f", str(ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"))
+    kube.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n",
+    )
+    environment = dict(
+        os.environ,
+        KUBECONFIG=str(kube.kubeconfig),
+        CJOB_METRICS_HOST="127.0.0.1",
+        PYTHONUNBUFFERED="1",
+        **env,
+    )
+    command = [sys.executable, "-m", "kopf", "run", "--standalone", "--verbose"]
+    command += [f"--namespace={namespace}", "-m", "cjob_operator.main"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        ready = f"http://127.0.0.1:{env['CJOB_METRICS_PORT']}/readyz"
+        waiting.wait_until(lambda: _answers(ready), 30, "the operator")
+        waiting.wait_until(
+            lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
+            30,
+            "the operator to watch",
+        )
+        yield log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
 
 
 @pytest.fixture

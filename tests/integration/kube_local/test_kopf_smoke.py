@@ -8,12 +8,6 @@ job releases it.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +16,8 @@ import kubernetes as _kubernetes
 import pytest
 import waiting
 from cjob_operator_testing.local_store_crd import write_local_store_crd
-from tests.integration.kube_local.conftest import ROOT, Kube
+from cjob_operator_testing.loop import free_port
+from tests.integration.kube_local.conftest import Kube, running_operator
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -30,72 +25,19 @@ GROUP, VERSION, PLURAL = "checkpointed.dev", "v1alpha1", "checkpointedjobs"
 NS = "operated"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture
 def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
-    kube.kubectl("apply", "-f", str(ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"))
-    kube.kubectl(
-        "apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"
-    )
-    port = _free_port()
-    env = dict(
-        os.environ,
-        KUBECONFIG=str(kube.kubeconfig),
-        CJOB_METRICS_PORT=str(port),
-        CJOB_METRICS_HOST="127.0.0.1",
+    # the job keeps its checkpoints in a local directory, which the real CRD refuses
+    crd = write_local_store_crd(tmp_path / "crd.yaml")
+    with running_operator(
+        kube,
+        NS,
+        tmp_path / "operator.log",
+        CJOB_METRICS_PORT=str(free_port()),
         CJOB_RECONCILE_INTERVAL="0.5",
-        # the job keeps its checkpoints in a local directory, which the real CRD refuses
-        CJOB_CRD_FILE=str(write_local_store_crd(tmp_path / "crd.yaml")),
-        PYTHONUNBUFFERED="1",
-    )
-    log = tmp_path / "operator.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kopf",
-                "run",
-                "--standalone",
-                "--verbose",
-                f"--namespace={NS}",
-                "-m",
-                "cjob_operator.main",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        waiting.wait_until(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), 30, "the operator")
-        waiting.wait_until(
-            lambda: b"Starting the watch-stream for checkpointedjobs" in log.read_bytes(),
-            30,
-            "the operator to watch",
-        )
+        CJOB_CRD_FILE=str(crd),
+    ) as log:
         yield log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def test_the_operator_reconciles_a_job_on_kube_local(
