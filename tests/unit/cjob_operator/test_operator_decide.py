@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from cjob_operator_testing.observations import (
     NOW,
     STORES,
@@ -301,6 +303,15 @@ def test_delete_with_savepoint_mode_stops_with_savepoint_first() -> None:
         )
     )
     assert third.kind is ActionKind.RELEASE
+
+
+def test_delete_of_a_job_edited_into_an_invalid_spec_keeps_the_deployed_savepoint_mode() -> None:
+    deployed = running_status(last_reconciled_spec=raw_spec(upgradeMode="Savepoint"))
+    refused = dataclasses.replace(
+        observe(st=deployed, deleting=True), spec=None, spec_error="spec.parallelism: Invalid"
+    )
+    first = decide(refused)
+    assert first.kind is ActionKind.STOP and first.phase is Phase.DELETING
 
 
 def test_delete_in_last_checkpoint_mode_just_deletes() -> None:

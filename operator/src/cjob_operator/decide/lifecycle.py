@@ -315,7 +315,7 @@ def suspend(obs: observation.Observation, sp: spec.JobSpec) -> Action:
 
 def deleting(obs: observation.Observation) -> Action:
     it = obs.status.intent
-    sp = obs.spec
+    sp = obs.spec if obs.spec is not None else _deployed_spec(obs)
     d = obs.driver
     if it is not None and it.op is intent.IntentOp.STOP and not it.done:
         return stop_not_done(obs, it, Phase.DELETING)
@@ -335,6 +335,18 @@ def deleting(obs: observation.Observation) -> Action:
             Phase.DELETING, Reason.DELETING_DRIVER, f"deleting driver pod {d.pod_name}"
         )
     return Action.release("driver deleted; checkpoints kept per retention")
+
+
+def _deployed_spec(obs: observation.Observation) -> spec.JobSpec | None:
+    """The spec the driver runs when the current one is refused (edited into an invalid
+    one): its ``upgradeMode`` still decides whether deletion takes a final savepoint."""
+    last = obs.status.last_reconciled_spec
+    if last is None:
+        return None
+    try:
+        return spec.JobSpec.from_storage(last)
+    except spec.SpecError:
+        return None
 
 
 def _kind_of(path: str) -> types.CheckpointKind:
