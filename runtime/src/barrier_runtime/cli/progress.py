@@ -234,13 +234,16 @@ class ProgressView:
         )
 
     def _restarting(self, info: job_mod.JobInfo) -> tuple[str, dict[str, Any]]:
-        """Until an attempt's workers all run: which attempt, restoring what (with JSON fields
-        between a failure and the next attempt running)."""
+        """Until an attempt's workers all run: which attempt, restoring what (the same in the
+        JSON fields ``attempt`` and ``restoring``)."""
         if info.state is job_mod.JobState.RUNNING and not info.ready:
             origin = (
                 "empty state" if info.restored_from is None else f"checkpoint {info.restored_from}"
             )
-            return f"starting: attempt {info.attempt} restores {origin}", {}
+            return f"starting: attempt {info.attempt} restores {origin}", {
+                "attempt": info.attempt,
+                "restoring": info.restored_from,
+            }
         if info.state is not job_mod.JobState.RESTARTING:
             return "", {}
         result = self._job.result

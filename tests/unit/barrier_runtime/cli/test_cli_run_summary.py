@@ -9,6 +9,7 @@ resumed), and a stopped job names the savepoint it was stopped with.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import pathlib
@@ -20,6 +21,7 @@ import pytest
 
 from barrier_runtime.api import Dataflow
 from barrier_runtime.cli import progress, run_summary
+from barrier_runtime.control import job as job_mod
 from barrier_runtime.control.job import RuntimeMetrics
 from barrier_runtime.core.types import CheckpointConfig, CheckpointKind
 from barrier_runtime.driver import job_driver
@@ -193,3 +195,27 @@ def test_the_status_line_says_restarting_and_what_the_attempt_restores(
     lines = stream.getvalue().splitlines()
     wanted = f"restarting: attempt 1 restores the latest completed checkpoint ({restored}) |"
     assert any(wanted in line for line in lines), lines
+
+
+def test_while_an_attempt_starts_text_and_json_say_which_and_what_it_restores(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Before every worker of an attempt runs, the line says ``starting: attempt N restores
+    …`` and the JSON fields say the same (``state`` stays ``RUNNING``)."""
+    executor = _executor(_flow(TestingSink()), tmp_path)
+    view = progress.ProgressView(executor, progress.Output(json_lines=True, stream=io.StringIO()))
+    starting = job_mod.JobInfo(
+        name="counted",
+        state=job_mod.JobState.RUNNING,
+        attempt=2,
+        restarts=2,
+        parallelism=2,
+        max_parallelism=128,
+        start_time=0.0,
+        ready=False,
+        restored_from=7,
+    )
+    text, fields = view._restarting(starting)
+    assert text == "starting: attempt 2 restores checkpoint 7"
+    assert fields == {"attempt": 2, "restoring": 7}
+    assert view._restarting(dataclasses.replace(starting, ready=True)) == ("", {})
