@@ -25,8 +25,9 @@ from __future__ import annotations
 import pytest
 import spark_harness as h
 
+from barrier_runtime.core import layout
 from barrier_runtime.spark import driver
-from barrier_runtime.storage import object_store, s3
+from barrier_runtime.storage import id_mark, object_store, s3
 from barrier_runtime.testing import check_exactly_once
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -62,10 +63,13 @@ def only_committed_checkpoints_left(store_url: str, job: str) -> None:
     every checkpoint directory has its ``_metadata``, no multipart upload is incomplete."""
     store = object_store.open_object_store(store_url)
     assert isinstance(store, s3.S3ObjectStore)
-    keys = list(store.list(f"{job}/checkpoints/"))
-    dirs = {k.rsplit("/checkpoints/", 1)[1].split("/", 1)[0] for k in keys}
-    uncommitted = sorted(d for d in dirs if f"{job}/checkpoints/{d}/_metadata" not in keys)
+    keys = [k[len(job) + 1 :] for k in store.list(f"{job}/checkpoints/")]
+    members = [m for m in map(layout.parse_member, keys) if m is not None]
+    dirs = {ref for ref, _ in members}
+    uncommitted = sorted(str(ref) for ref in dirs if ref.metadata_key not in keys)
     assert dirs and uncommitted == [], uncommitted
+    # beside the directories, only the id mark (the clean-up took the highest id away)
+    assert {k for k in keys if layout.parse_member(k) is None} <= {id_mark.NAME}
     root = f"{store.prefix}/{job}/"
     uploads = store._client._list_multipart_uploads(store.bucket, prefix=root).uploads
     assert [u.object_name for u in uploads] == []
