@@ -228,11 +228,13 @@ def test_a_chaos_run_reports_back_pressure_published_records_and_skipped_ids(
     print("first driver:", first.events, "\nsecond driver:", second.events)
     cli_contract.assert_events_documented(events)
 
-    # Back-pressure: near zero whenever the paced source holds its rate.
+    # Back-pressure: near zero whenever the paced source holds its rate. A second well above
+    # the rate is a source catching up after a stall (a slow checkpoint on a loaded machine), and
+    # a source catching up runs into downstream capacity for real: it is not "keeping up".
     keeping_up = [
         s
         for s in first.of("status") + second.of("status")
-        if s["state"] == "RUNNING" and s["records_per_s"] >= 0.8 * RATE
+        if s["state"] == "RUNNING" and 0.8 * RATE <= s["records_per_s"] <= 1.2 * RATE
     ]
     assert len(keeping_up) >= 3, [s for s in events if s["event"] == "status"]
     assert all(s["backpressure"] <= 0.10 for s in keeping_up), keeping_up
