@@ -38,3 +38,9 @@ if ! command -v promtool >/dev/null 2>&1; then
             "apt-get: apt-get install prometheus); the alert-rule tests will skip" >&2
     fi
 fi
+
+# The real Kubernetes control plane the operator, CRD and cluster tests run on: etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, built from
+# their Go modules once per machine (minutes on an empty cache; seconds after).
+echo "==> Kubernetes components (scripts/kube-build.sh)"
+bash scripts/kube-build.sh >/dev/null

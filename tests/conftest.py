@@ -8,6 +8,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from cjob_operator_testing import envtest
+from kube_local import control_plane as control_plane_mod
+
 from barrier_runtime.connectors import embedded_nats
 from barrier_runtime.storage import embedded
 
@@ -27,6 +30,17 @@ def s3_server() -> Iterator[embedded.EmbeddedS3Server]:
     """A real S3 server (SeaweedFS ``weed mini``) on loopback, stopped after the session."""
     with embedded.EmbeddedS3Server(buckets=[S3_BUCKET]) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def kube_api(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[control_plane_mod.ControlPlane]:
+    """A real kube-apiserver with etcd and kube-controller-manager, one per session
+    (``tests/support/cjob_operator_testing/envtest.py``); tests keep to namespaces of
+    their own."""
+    with envtest.control_plane(tmp_path_factory.mktemp("kube-api")) as plane:
+        yield plane
 
 
 @pytest.fixture(scope="module")
