@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, settings
-
 from cjob_operator_testing import envtest
+from hypothesis import HealthCheck, settings
 from kube_local import control_plane as control_plane_mod
 
 from barrier_runtime.connectors import embedded_nats
