@@ -3,9 +3,14 @@ kill a container the way a crash would.
 
 :class:`Cluster` wraps the user's tools (``kubectl``, ``helm``) with the kubeconfig of
 the cluster under test, plus the official Python client for reads the scenario polls.
-A :class:`ContainerKiller` ends a pod's container abruptly (SIGKILL, no grace): on the
-local Kubernetes through the Docker engine that runs it, on a real cluster by
-``kubectl exec`` killing the container's processes.
+A :class:`ContainerKiller` ends a pod's container abruptly (SIGKILL, no grace):
+:class:`AnyKiller` asks the local Docker engine when the pod's container is one of its own
+(``docker://`` ids, the node agent of ``scripts/kube-local.sh``), and otherwise (a kubelet
+with containerd: kind, k3d, minikube) kills the container's processes by ``kubectl exec``.
+
+What ran the scenario is read from the cluster itself: the API server's ``/version``
+(:meth:`Cluster.control_plane`) and its Node objects (:meth:`Cluster.kubelet`; the node
+agent labels its Node ``kube-local.cjob.dev/node-agent=true``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any, Protocol
 import kubernetes
 
 Obj = dict[str, Any]
+NODE_AGENT_LABEL = "kube-local.cjob.dev/node-agent"
+"""Set to ``"true"`` on the Node the node agent of ``scripts/kube-local.sh`` registers."""
 
 
 class ScenarioError(AssertionError):
@@ -39,6 +46,7 @@ class Cluster:
         client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
         self.core = kubernetes.client.CoreV1Api(client)
         self.custom = kubernetes.client.CustomObjectsApi(client)
+        self.version_api = kubernetes.client.VersionApi(client)
 
     # -- the user's tools ------------------------------------------------------------
 
@@ -88,6 +96,34 @@ class Cluster:
                 return None
             raise
         return found
+
+    def namespace_exists(self, name: str) -> bool:
+        try:
+            self.core.read_namespace(name)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def control_plane(self) -> str:
+        """``kube-apiserver <gitVersion>`` as the server reports it at ``/version``."""
+        return f"kube-apiserver {self.version_api.get_code().git_version}"
+
+    def kubelet(self) -> str:
+        """``node-agent`` when every Node is the node agent's, ``real`` when none is."""
+        listed = self.core.list_node(_preload_content=False)
+        nodes: list[Obj] = json.loads(listed.data)["items"]
+        if not nodes:
+            raise ScenarioError("the cluster has no Node: nothing can run the job's pods")
+        agents = [
+            n for n in nodes if n["metadata"].get("labels", {}).get(NODE_AGENT_LABEL) == "true"
+        ]
+        if not agents:
+            return "real"
+        if len(agents) == len(nodes):
+            return "node-agent"
+        return "mixed"
 
     def events(self, namespace: str) -> list[Obj]:
         listed = self.core.list_namespaced_event(namespace, _preload_content=False)
@@ -139,6 +175,34 @@ class ExecKiller:
             cluster.kubectl_run(
                 "-n", meta["namespace"], "exec", meta["name"], "--", "python", "-c", self.script
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class AnyKiller:
+    """``docker kill`` for a container of the local Docker engine, else ``kubectl exec``."""
+
+    docker: DockerKiller = DockerKiller()
+    exec_: ExecKiller = ExecKiller()
+
+    def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        ids = [str(s.get("containerID") or "") for s in statuses]
+        if ids and ids[0].startswith("docker://") and self._local(ids[0]):
+            self.docker.kill(cluster, pod)
+        else:
+            self.exec_.kill(cluster, pod)
+
+    def _local(self, container_id: str) -> bool:
+        try:
+            done = subprocess.run(
+                [self.docker.docker, "inspect", container_id.split("://", 1)[1]],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return done.returncode == 0
 
 
 def names(items: Sequence[Obj]) -> list[str]:

@@ -1,23 +1,38 @@
-"""The local Kubernetes the scenario runs on, and what a cluster of a user would have.
+"""The cluster the scenario runs on: the local control plane, or the user's own.
 
-Session fixtures, in the order they start:
+Two targets, chosen by ``CJOB_E2E_TARGET`` (or pytest's ``--use-current-context``):
 
-* the Docker engine and the project's images (``scripts/docker-smoke.sh --build-only``:
-  both Dockerfile targets from this checkout; the engine's cache makes a rebuild of
-  an unchanged tree take seconds);
-* the local Kubernetes with its kubelet (``scripts/kube-local.sh up`` in a state
-  directory of its own), stopped again with every container it ran;
-* an S3 server where a cluster would have MinIO: the real SeaweedFS on its own loopback
-  address, port 9000, published as the Service ``minio.minio.svc`` (a Service without
-  selector and its Endpoints, the Kubernetes way of naming a server outside the cluster);
-* the namespaces and the storage Secret the README's install creates.
+``local`` (the default)
+    the Docker engine and the project's images (``scripts/docker-smoke.sh --build-only``);
+    ``scripts/kube-local.sh up`` in a state directory of its own: etcd, kube-apiserver,
+    kube-controller-manager and kube-scheduler built from the Go modules
+    (``scripts/kube-build.sh``) and a node that runs the bound pods as Docker containers
+    (pod addresses from ``CJOB_KUBE_LOCAL_POD_CIDR``, default ``127.2.0.0/16`` here);
+    an S3 server where a cluster would have MinIO: SeaweedFS on its own loopback address,
+    port 9000, named ``minio.minio.svc`` by a Service without selector and its Endpoints.
+    Where Docker cannot run, everything skips with one sentence (CI sets
+    ``CJOB_REQUIRE_DOCKER=1``, which turns that into a failure).
 
-Where Docker cannot run, everything here skips with one sentence (CI sets
-``CJOB_REQUIRE_DOCKER=1``, which turns that into a failure).
+``current-context``
+    the cluster of the current kubeconfig (kind, k3d, minikube, any other), untouched
+    but for what the scenario creates. Images: ``CJOB_OPERATOR_IMAGE`` and
+    ``CJOB_RUNTIME_IMAGE`` when the cluster can pull them; otherwise both are built from
+    this checkout and loaded into a kind, k3d or minikube cluster (named by the context).
+    S3: a server the cluster reaches as ``http://minio.minio.svc:9000`` (the examples'
+    endpoint; ``CJOB_E2E_S3_ENDPOINT`` to change it) and this process reaches at
+    ``CJOB_E2E_S3_HOST_ENDPOINT`` (e.g. ``kubectl -n minio port-forward svc/minio 9000``),
+    keys in ``CJOB_E2E_S3_ACCESS_KEY`` / ``CJOB_E2E_S3_SECRET_KEY``. Without a reachable
+    cluster or these settings the tests skip and say what is missing
+    (``CJOB_E2E_REQUIRE_CLUSTER=1`` turns that into a failure).
+
+Both targets then get the namespaces and the storage Secret the README's install
+creates; the namespaces enforce the restricted Pod Security Standard, as
+docs/operations.md says they can.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import secrets
@@ -35,14 +50,34 @@ for folder in (HERE, ROOT / "tests" / "docker"):
         sys.path.insert(0, str(folder))
 
 import docker_harness  # noqa: E402
-from cluster import Cluster  # noqa: E402
+import targets  # noqa: E402
+from cluster import Cluster, ScenarioError  # noqa: E402
 
 MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
 S3_HOST = "127.0.9.1"
-"""Outside the kubelet's pod range (127.1.0.0/16): the S3 server's own address, as the
-Endpoints in ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh) name it."""
+"""Outside every pod range of the local plane (127.2.0.0/16 here): the S3 server's own
+address, as the Endpoints in ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh)
+name it."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
+JOB_NAMESPACES = ("cjob-system", "streaming")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--use-current-context",
+        action="store_true",
+        help="run tests/e2e_k8s on the cluster of the current kubeconfig "
+        "(same as CJOB_E2E_TARGET=current-context)",
+    )
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> str:
+    """``local`` or ``current-context``."""
+    if request.config.getoption("--use-current-context", default=False):
+        return targets.CURRENT_CONTEXT
+    return targets.target_from_env(os.environ)
 
 
 def _run(argv: list[str], env: dict[str, str], log: pathlib.Path, timeout: float) -> None:
@@ -67,15 +102,45 @@ def e2e_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def images(e2e_dir: pathlib.Path) -> Iterator[dict[str, str]]:
-    """Both images built from this checkout; an engine started for them stops at the end."""
+def user_cluster(target: str, e2e_dir: pathlib.Path) -> targets.UserCluster | None:
+    """The current context's cluster and S3 settings (``None`` on the local target)."""
+    if target != targets.CURRENT_CONTEXT:
+        return None
+    found = targets.user_cluster(os.environ, e2e_dir)
+    if isinstance(found, str):
+        if os.environ.get("CJOB_E2E_REQUIRE_CLUSTER") == "1":
+            pytest.fail(found, pytrace=False)
+        pytest.skip(found)
+    return found
+
+
+@pytest.fixture(scope="session")
+def images(
+    target: str, user_cluster: targets.UserCluster | None, e2e_dir: pathlib.Path
+) -> Iterator[dict[str, str]]:
+    """The operator and runtime images the cluster runs."""
+    given = targets.given_images(os.environ)
+    if user_cluster is not None and given is not None:
+        yield {**given, "pull_policy": "IfNotPresent"}  # the cluster pulls them
+        return
     docker_harness.require_docker()
     tag = os.environ.get("CJOB_IMAGE_TAG", "dev")
     env = {**os.environ, "CJOB_IMAGE_TAG": tag, "CJOB_DOCKER_WORKDIR": str(e2e_dir / "build")}
     was_running = engine_answers()
     _run(["bash", "scripts/docker-smoke.sh", "--build-only"], env, e2e_dir / "build.log", 1800)
+    built = {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
     try:
-        yield {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
+        if user_cluster is not None:
+            for image in built.values():
+                argv = targets.load_image_command(user_cluster.context, image)
+                if argv is None:
+                    pytest.skip(
+                        f"the context {user_cluster.context!r} is not kind, k3d or minikube: "
+                        "push the images somewhere it pulls from and set CJOB_OPERATOR_IMAGE "
+                        "and CJOB_RUNTIME_IMAGE"
+                    )
+                _run(argv, env, e2e_dir / "load.log", 600)
+        yield {**built, "pull_policy": "Never"}
     finally:
         if not was_running:
             subprocess.run(
@@ -93,11 +158,22 @@ def engine_answers() -> bool:
 
 
 @pytest.fixture(scope="session")
-def kube_local(images: dict[str, str], e2e_dir: pathlib.Path) -> Iterator[pathlib.Path]:
+def kubeconfig(
+    user_cluster: targets.UserCluster | None, images: dict[str, str], e2e_dir: pathlib.Path
+) -> Iterator[pathlib.Path]:
+    """The kubeconfig of the cluster under test (the local plane runs for the session)."""
+    if user_cluster is not None:
+        yield user_cluster.kubeconfig
+        return
     state = e2e_dir / "kube-local"
-    env = {**os.environ, "CJOB_KUBE_LOCAL_DIR": str(state), "CJOB_KUBE_LOCAL_KUBELET": "1"}
+    env = {
+        **os.environ,
+        "CJOB_KUBE_LOCAL_DIR": str(state),
+        "CJOB_KUBE_LOCAL_KUBELET": "1",
+        "CJOB_KUBE_LOCAL_POD_CIDR": os.environ.get("CJOB_KUBE_LOCAL_POD_CIDR", "127.2.0.0/16"),
+    }
     log = e2e_dir / "kube-local.log"
-    _run(["bash", "scripts/kube-local.sh", "up"], env, log, 120)
+    _run(["bash", "scripts/kube-local.sh", "up"], env, log, 300)
     try:
         yield state / "kubeconfig"
     finally:
@@ -112,7 +188,11 @@ def kube_local(images: dict[str, str], e2e_dir: pathlib.Path) -> Iterator[pathli
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[object]:
+def s3_server(user_cluster: targets.UserCluster | None) -> Iterator[targets.S3Access]:
+    """The S3 server of the jobs: ``create_bucket``, ``open_store``, keys, both endpoints."""
+    if user_cluster is not None:
+        yield user_cluster.s3
+        return
     from barrier_runtime.storage import embedded
 
     server = embedded.EmbeddedS3Server(
@@ -122,13 +202,18 @@ def s3_server() -> Iterator[object]:
         secret_key=secrets.token_urlsafe(18),
     )
     with server:
-        yield server
+        yield targets.S3Access(
+            host_endpoint=f"http://{S3_HOST}:{S3_PORT}",
+            cluster_endpoint=targets.CLUSTER_S3_ENDPOINT,
+            access_key=server.access_key,
+            secret_key=server.secret_key,
+        )
 
 
 @pytest.fixture(scope="session")
-def host_s3_endpoint() -> str:
+def host_s3_endpoint(s3_server: targets.S3Access) -> str:
     """The S3 server as the test process (outside the cluster) reaches it."""
-    return f"http://{S3_HOST}:{S3_PORT}"
+    return s3_server.host_endpoint
 
 
 def _helm() -> str:
@@ -139,15 +224,29 @@ def _helm() -> str:
 
 
 @pytest.fixture(scope="session")
-def cluster(kube_local: pathlib.Path, s3_server: object, e2e_dir: pathlib.Path) -> Cluster:
+def cluster(
+    kubeconfig: pathlib.Path, target: str, s3_server: targets.S3Access
+) -> Iterator[Cluster]:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh", pytrace=False)
-    cl = Cluster(kubeconfig=kube_local, helm=_helm())
-    access = S3_ACCESS_KEY
-    secret = s3_server.secret_key  # type: ignore[attr-defined]
-    cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
-    for ns in ("cjob-system", "streaming"):
+    cl = Cluster(kubeconfig=kubeconfig, helm=_helm())
+    if target == targets.LOCAL:
+        cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
+    taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
+    if taken and target == targets.CURRENT_CONTEXT:
+        pytest.skip(
+            f"namespace(s) {', '.join(taken)} already exist on this cluster: the scenario "
+            "creates and deletes them, so it does not run where they are in use"
+        )
+    for ns in JOB_NAMESPACES:
         cl.kubectl_run("create", "namespace", ns)
+        cl.kubectl_run(
+            "label",
+            "namespace",
+            ns,
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/warn=restricted",
+        )
     cl.kubectl_run(
         "-n",
         "streaming",
@@ -155,7 +254,13 @@ def cluster(kube_local: pathlib.Path, s3_server: object, e2e_dir: pathlib.Path) 
         "secret",
         "generic",
         "minio-credentials",
-        f"--from-literal=AWS_ACCESS_KEY_ID={access}",
-        f"--from-literal=AWS_SECRET_ACCESS_KEY={secret}",
+        f"--from-literal=AWS_ACCESS_KEY_ID={s3_server.access_key}",
+        f"--from-literal=AWS_SECRET_ACCESS_KEY={s3_server.secret_key}",
     )
-    return cl
+    try:
+        yield cl
+    finally:
+        if target == targets.CURRENT_CONTEXT:
+            for ns in JOB_NAMESPACES:
+                with contextlib.suppress(ScenarioError):
+                    cl.run("kubectl", "delete", "namespace", ns, "--wait=false")

@@ -18,6 +18,8 @@ from barrier_runtime.connectors import files
 
 ROLE = "checkpointed.dev/role"
 JOB_LABEL = "checkpointed.dev/job"
+SPARK_ROLE = "spark-role"
+"""The label Spark's Kubernetes backend puts on the executor pods it creates."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,13 +30,15 @@ class Settings:
     job: str = "counts"
     runtime_image: str = "cjob-runtime:dev"
     operator_image: str = "cjob-operator:dev"
+    image_pull_policy: str = "Never"
+    """``Never`` for images loaded into the node; ``IfNotPresent`` for pulled ones."""
     chart: str = "charts/checkpointed-operator"
     storage_endpoint: str = "http://minio.minio.svc:9000"
     bucket: str = "e2e"
     credentials_secret: str = "minio-credentials"
     parallelism: int = 3
     keys: int = 300
-    events_per_key: int = 200
+    events_per_key: int = 300
     rate: float = 500.0
     executor_kills: int = 2
     driver_kills: int = 1
@@ -52,7 +56,7 @@ def job_manifest(s: Settings) -> Obj:
         "metadata": {"name": s.job, "namespace": s.namespace},
         "spec": {
             "image": s.runtime_image,
-            "imagePullPolicy": "Never",
+            "imagePullPolicy": s.image_pull_policy,
             "pipeline": {
                 "module": "barrier_runtime.demo",
                 "args": [
@@ -106,10 +110,10 @@ class Recorder:
 
     def sample(self) -> None:
         for pod in self.cluster.pods(self.s.namespace, f"{JOB_LABEL}={self.s.job}"):
-            role = pod["metadata"].get("labels", {}).get(ROLE)
-            if role == "executor":
+            labels = pod["metadata"].get("labels", {})
+            if labels.get(SPARK_ROLE) == "executor":  # made by Spark's Kubernetes backend
                 self.executor_pods.add(pod["metadata"]["name"])
-            elif role == "driver":
+            elif labels.get(ROLE) == "driver":
                 self.driver_uids.add(pod["metadata"]["uid"])
         job = self.cluster.cjob(self.s.namespace, self.s.job)
         completed = (((job or {}).get("status") or {}).get("checkpoints") or {}).get(

@@ -1,4 +1,4 @@
-"""The whole user path on Kubernetes, step by step (issue 10, point 2).
+"""The whole user path on Kubernetes, step by step (issues 10 and 28).
 
 1. ``helm install`` the chart (the operator runs as a container of the operator image,
    with the chart's RBAC; the driver ServiceAccount and Role in the job namespace);
@@ -12,12 +12,17 @@
 5. ``kubectl get cjob`` shows the job Running with its checkpoint age;
 6. suspend: a final savepoint, then no driver and no executor pods;
 7. resume: the new driver restores that savepoint;
-8. the bounded source ends, the job finishes (phase Finished);
-9. the checker reads the sink and compares with the crash-free output;
-10. delete the job, ``helm uninstall``: nothing of ours is left.
+8. rollback: a spec change whose driver never runs (an image no node has) is rolled
+   back to the last stable spec after ``spec.rollback.timeout``, from the latest
+   checkpoint (checkpoints move on);
+9. the bounded source ends, the job finishes (phase Finished);
+10. the checker reads the sink and compares with the crash-free output;
+11. delete the job, ``helm uninstall``: nothing of ours is left (:mod:`leftovers` lists
+    every object type the API server serves).
 
-The same steps run on the local Kubernetes (tests/e2e_k8s) and on a real cluster
-(tests/e2e_cluster); only the :class:`~cluster.ContainerKiller` differs.
+The same steps run on every target (tests/e2e_k8s/conftest.py): the local control plane
+or the cluster of the current kubeconfig; the summary says which API server and which
+kind of node ran them.
 """
 
 from __future__ import annotations
@@ -29,10 +34,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import leftovers
 import waiting
 import yaml
 from cluster import Cluster, ContainerKiller, Obj, ScenarioError
 from k8s_job import JOB_LABEL, ROLE, Recorder, Settings, job_manifest, say
+
+NEVER_BUILT_TAG = "never-built"
+"""The tag of the rollback step's broken image: no node has it, none pulls it."""
 
 
 class Scenario:
@@ -242,11 +251,57 @@ class Scenario:
             "-n", self.s.namespace, "patch", "cjob", self.s.job, "--type", "merge", "-p", patch
         )
 
+    def rollback(self) -> str:
+        """An image no node has, with ``spec.rollback`` on: the driver never runs, and after
+        the timeout the operator redeploys the last stable spec from the latest checkpoint."""
+        self.wait(
+            "the running spec recorded as stable",
+            lambda: (self.status().get("rollout") or {}).get("state") == "Stable",
+        )
+        good = self.s.runtime_image
+        bad = f"{good.rsplit(':', 1)[0]}:{NEVER_BUILT_TAG}"
+        self.log(f"rollback: change the image to {bad} (spec.rollback.timeout 20s)")
+        patch = {"spec": {"image": bad, "rollback": {"enabled": True, "timeout": "20s"}}}
+        self.cluster.kubectl_run(
+            "-n",
+            self.s.namespace,
+            "patch",
+            "cjob",
+            self.s.job,
+            "--type",
+            "merge",
+            "-p",
+            json.dumps(patch),
+        )
+        self.wait("a driver pod of the broken image", lambda: self._driver_image(bad))
+        before = self.last_completed()
+        self.wait(
+            "status.rollout RolledBack",
+            lambda: (self.status().get("rollout") or {}).get("state") == "RolledBack",
+            120,
+        )
+        self.wait("the stable image running again", lambda: self._driver_image(good, running=True))
+        (driver,) = self.running("driver")
+        if not driver["metadata"].get("annotations", {}).get("checkpointed.dev/restore-from"):
+            raise ScenarioError("the rolled-back driver restores no checkpoint")
+        self.wait(f"a checkpoint after {before}", self.checkpoints_after(before))
+        return bad
+
+    def _driver_image(self, image: str, running: bool = False) -> bool:
+        pods = self.running("driver") if running else self.job_pods("driver")
+        return any(
+            c.get("image") == image
+            for p in pods
+            for c in (p.get("spec") or {}).get("containers", [])
+        )
+
     def finish(self) -> None:
+        if self.status().get("phase") == "Finished":
+            return
         self.wait(
             "phase Finished (the bounded source ended)",
             lambda: self.status().get("phase") == "Finished",
-            420,
+            600,
         )
 
     def uninstall(self) -> list[str]:
@@ -257,7 +312,6 @@ class Scenario:
         self.cluster.helm_run(
             "uninstall", self.s.release, "--namespace", self.s.operator_namespace, "--wait"
         )
-        ours = "app.kubernetes.io/managed-by"
         self.wait(
             "no pods left",
             lambda: (
@@ -265,25 +319,12 @@ class Scenario:
                 and not self.cluster.pods(self.s.operator_namespace)
             ),
         )
-        left = []
-        for ns in (self.s.namespace, self.s.operator_namespace):
-            for kind in (
-                "configmaps",
-                "secrets",
-                "services",
-                "serviceaccounts",
-                "roles",
-                "rolebindings",
-                "deployments",
-            ):
-                out = self.cluster.kubectl_run("-n", ns, "get", kind, "-o", "name", "-l", ours)
-                left += [f"{ns}/{line}" for line in out.split()]
-        for kind in ("clusterroles", "clusterrolebindings"):
-            out = self.cluster.kubectl_run(
-                "get", kind, "-o", "name", "-l", f"app.kubernetes.io/instance={self.s.release}"
-            )
-            left += out.split()
-        return left
+        return leftovers.left(
+            self.cluster.kubectl_run,
+            self.s.release,
+            self.s.job,
+            own_namespaces=(self.s.namespace, self.s.operator_namespace, "minio"),
+        )
 
     def run(self, values: Mapping[str, str]) -> dict[str, Any]:
         left: list[str] | None = None
@@ -299,6 +340,7 @@ class Scenario:
                     90,
                 )
                 self.suspend_and_resume()
+                rolled_back = self.rollback()
                 self.finish()
                 recorder.sample()
                 status = self.status()
@@ -309,6 +351,9 @@ class Scenario:
                 self.diagnostics()
                 self.cleanup()
         self.summary = {
+            "control_plane": self.cluster.control_plane(),
+            "kubelet": self.cluster.kubelet(),
+            "rolled_back_from": rolled_back,
             "executor_pods_created": len(recorder.executor_pods),
             "executor_kills": executor_kills,
             "driver_kills": driver_kills,
@@ -377,19 +422,32 @@ class Scenario:
         return value if isinstance(value, int) else -1
 
 
+def chart_values(images: Mapping[str, str], **more: str) -> dict[str, str]:
+    """``--set`` values for the operator image of ``images`` (``name:tag``)."""
+    repository, tag = images["operator"].rsplit(":", 1)
+    return {
+        "image.repository": repository,
+        "image.tag": tag,
+        "image.pullPolicy": images["pull_policy"],
+        **more,
+    }
+
+
 @contextlib.contextmanager
 def chart_installed(
     cluster: Cluster, images: Mapping[str, str], s3_server: Any, release: str
 ) -> Iterator[Scenario]:
     """The chart installed as the README does (cluster-wide, the driver account in the
     job namespace) with the operator image of this checkout; removed again afterwards."""
-    settings = Settings(runtime_image=images["runtime"], release=release)
+    settings = Settings(
+        runtime_image=images["runtime"],
+        release=release,
+        image_pull_policy=images["pull_policy"],
+        storage_endpoint=s3_server.cluster_endpoint,
+    )
     s3_server.create_bucket("checkpoints")
     scenario = Scenario(cluster, killer=None, s=settings, log=say)
-    repository, tag = images["operator"].split(":")
-    scenario.install(
-        {"image.repository": repository, "image.tag": tag, "image.pullPolicy": "Never"}
-    )
+    scenario.install(chart_values(images))
     try:
         yield scenario
     finally:

@@ -1,4 +1,4 @@
-"""Failures on the local Kubernetes: one that no restart heals, and an operator outage.
+"""Failures on Kubernetes (either target of conftest.py): one that no restart heals, and an operator outage.
 
 A failure no restart can heal: Failed, the reason shown, no loop.
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import targets
 import waiting
 import yaml
 from cluster import Cluster
@@ -39,8 +39,11 @@ MALFORMED_LINE = 301
 
 
 @pytest.fixture(scope="module")
-def pipelines_image(images: dict[str, str]) -> str:
-    """examples/Dockerfile on top of the runtime image, as the README tells users."""
+def pipelines_image(images: dict[str, str], user_cluster: targets.UserCluster | None) -> str:
+    """examples/Dockerfile on top of the runtime image, as the README tells users (loaded
+    into the user's kind, k3d or minikube cluster on that target)."""
+    if user_cluster is not None and images["pull_policy"] != "Never":
+        pytest.skip("the runtime image is pulled, not built here: no image to build on")
     tag = images["runtime"].replace("cjob-runtime", "cjob-pipelines")
     done = subprocess.run(
         [
@@ -63,6 +66,10 @@ def pipelines_image(images: dict[str, str]) -> str:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if user_cluster is not None:
+        load = targets.load_image_command(user_cluster.context, tag)
+        assert load is not None, f"no way to load {tag} into {user_cluster.context}"
+        subprocess.run(load, check=True, capture_output=True, timeout=600)
     return tag
 
 
@@ -134,15 +141,15 @@ INTERVAL = 2.0
 
 
 def _driver_metrics(cluster: Cluster, name: str) -> dict[str, float]:
-    """``cjob_*`` samples of the driver's ``/metrics`` (no token needed), by metric name."""
+    """``cjob_*`` samples of the driver's ``/metrics``, by metric name, read through the API
+    server's pod proxy (the pod's address need not be reachable from here)."""
     pods = cluster.pods("streaming", f"checkpointed.dev/job={name},checkpointed.dev/role=driver")
-    ip = next(
-        (p.get("status") or {}).get("podIP")
-        for p in pods
-        if (p.get("status") or {}).get("phase") == "Running"
+    pod = next(
+        p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Running"
     )
-    with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=5) as resp:
-        text = resp.read().decode()
+    text = cluster.kubectl_run(
+        "get", "--raw", f"/api/v1/namespaces/streaming/pods/{pod}:8080/proxy/metrics"
+    )
     samples: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("cjob_") and " " in line:

@@ -1,10 +1,11 @@
-"""The README's cluster path on the local Kubernetes, and a driver without its Role.
+"""The README's cluster path, and a driver without its Role (either target of conftest.py).
 
 * The README's cluster-wide install and ``kubectl apply -f examples/manifests/minimal.yaml``
   with only the image name changed reach phase Running with completed checkpoints.
-* A driver whose service account has no Role is refused with 403 by the API server
-  (RBAC is enforced by the emulation), and the operator shows that reason in the job's
-  status and in a Warning Event.
+* A driver whose service account has no Role is refused with 403 by the API server's
+  RBAC, and the operator shows that reason in the job's status and in a Warning Event.
+  (tests/integration/chart/test_chart_driver_rbac.py shows the same 403 for the chart's
+  own driver account with its RoleBinding removed, on an API server without a node.)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 SCRIPTS = [
     chartkit.ROOT / "scripts" / "get-helm.sh",
     chartkit.ROOT / "scripts" / "install-test-tools.sh",
-    chartkit.ROOT / "tests" / "e2e_cluster" / "run.sh",
+    chartkit.ROOT / "scripts" / "try-kubernetes.sh",
 ]
 
 
