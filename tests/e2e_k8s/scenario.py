@@ -27,79 +27,23 @@ kind of node ran them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import job_view
 import leftovers
-import waiting
 import yaml
-from cluster import Cluster, ContainerKiller, Obj, ScenarioError
-from k8s_job import JOB_LABEL, ROLE, Recorder, Settings, job_manifest, say
+from cluster import ContainerKiller, ScenarioError
+from k8s_job import Recorder, job_manifest
 
 NEVER_BUILT_TAG = "never-built"
 """The tag of the rollback step's broken image: no node has it, none pulls it."""
 
 
-class Scenario:
-    def __init__(
-        self,
-        cluster: Cluster,
-        killer: ContainerKiller | None,
-        s: Settings,
-        log: Callable[[str], None] = print,
-    ) -> None:
-        self.cluster, self.killer, self.s, self.log = cluster, killer, s, log
-        self.summary: dict[str, Any] = {}
-
-    # -- reads -------------------------------------------------------------------------
-
-    def status(self) -> Obj:
-        job = self.cluster.cjob(self.s.namespace, self.s.job)
-        return dict((job or {}).get("status") or {})
-
-    def last_completed(self) -> int:
-        completed = (self.status().get("checkpoints") or {}).get("lastCompleted") or {}
-        value = completed.get("id")
-        return value if isinstance(value, int) else -1
-
-    def job_pods(self, role: str) -> list[Obj]:
-        selector = f"{JOB_LABEL}={self.s.job},{ROLE}={role}"
-        return self.cluster.pods(self.s.namespace, selector)
-
-    def running(self, role: str) -> list[Obj]:
-        return [
-            p
-            for p in self.job_pods(role)
-            if (p.get("status") or {}).get("phase") == "Running"
-            and not p["metadata"].get("deletionTimestamp")
-        ]
-
-    def seen(self) -> str:
-        st = self.status()
-        pods = {
-            p["metadata"]["name"]: (p.get("status") or {}).get("phase")
-            for p in self.cluster.pods(self.s.namespace)
-        }
-        return (
-            f"phase={st.get('phase')} error={st.get('error')!r} "
-            f"lastCompleted={self.last_completed()} pods={pods}"
-        )
-
-    def wait(self, what: str, check: Callable[[], Any], timeout: float | None = None) -> Any:
-        started = time.monotonic()
-        value = waiting.wait_until(
-            check, timeout or self.s.step_timeout, what, interval=1.0, explain=self.seen
-        )
-        self.log(f"  ok: {what} ({time.monotonic() - started:.0f}s)")
-        return value
-
-    def checkpoints_after(self, checkpoint: int) -> Callable[[], bool]:
-        return lambda: self.last_completed() > checkpoint
-
+class Scenario(job_view.JobView):
     # -- steps -------------------------------------------------------------------------
 
     def install(self, values: Mapping[str, str]) -> None:
@@ -245,12 +189,6 @@ class Scenario:
             raise ScenarioError(f"resumed from {restore}, not the savepoint {savepoint}")
         return str(savepoint)
 
-    def _set_state(self, state: str) -> None:
-        patch = json.dumps({"spec": {"state": state}})
-        self.cluster.kubectl_run(
-            "-n", self.s.namespace, "patch", "cjob", self.s.job, "--type", "merge", "-p", patch
-        )
-
     def rollback(self) -> str:
         """An image no node has, with ``spec.rollback`` on: the driver never runs, and after
         the timeout the operator redeploys the last stable spec from the latest checkpoint."""
@@ -319,12 +257,20 @@ class Scenario:
                 and not self.cluster.pods(self.s.operator_namespace)
             ),
         )
-        return leftovers.left(
-            self.cluster.kubectl_run,
-            self.s.release,
-            self.s.job,
-            own_namespaces=(self.s.namespace, self.s.operator_namespace, "minio"),
-        )
+        # The garbage collector removes what the release's objects owned (ReplicaSets,
+        # EndpointSlices) after them: wait for an empty list, report what stays.
+        deadline = time.monotonic() + 60
+        while True:
+            left = leftovers.left(
+                self.cluster.kubectl_run,
+                self.s.release,
+                self.s.job,
+                own_namespaces=(self.s.namespace, self.s.operator_namespace, "minio"),
+            )
+            if not left or time.monotonic() > deadline:
+                return left
+            self.log(f"  still there: {left}")
+            time.sleep(2)
 
     def run(self, values: Mapping[str, str]) -> dict[str, Any]:
         left: list[str] | None = None
@@ -414,41 +360,3 @@ class Scenario:
                 self.cluster.run(args[0], *args[1:])
             except ScenarioError as exc:
                 self.log(f"  cleanup: {exc}")
-
-    @staticmethod
-    def last_completed_of(status: Mapping[str, Any]) -> int:
-        completed = (status.get("checkpoints") or {}).get("lastCompleted") or {}
-        value = completed.get("id")
-        return value if isinstance(value, int) else -1
-
-
-def chart_values(images: Mapping[str, str], **more: str) -> dict[str, str]:
-    """``--set`` values for the operator image of ``images`` (``name:tag``)."""
-    repository, tag = images["operator"].rsplit(":", 1)
-    return {
-        "image.repository": repository,
-        "image.tag": tag,
-        "image.pullPolicy": images["pull_policy"],
-        **more,
-    }
-
-
-@contextlib.contextmanager
-def chart_installed(
-    cluster: Cluster, images: Mapping[str, str], s3_server: Any, release: str
-) -> Iterator[Scenario]:
-    """The chart installed as the README does (cluster-wide, the driver account in the
-    job namespace) with the operator image of this checkout; removed again afterwards."""
-    settings = Settings(
-        runtime_image=images["runtime"],
-        release=release,
-        image_pull_policy=images["pull_policy"],
-        storage_endpoint=s3_server.cluster_endpoint,
-    )
-    s3_server.create_bucket("checkpoints")
-    scenario = Scenario(cluster, killer=None, s=settings, log=say)
-    scenario.install(chart_values(images))
-    try:
-        yield scenario
-    finally:
-        scenario.cleanup()

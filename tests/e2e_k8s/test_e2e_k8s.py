@@ -19,8 +19,9 @@ import time
 
 import pytest
 from cluster import AnyKiller
+from installed import chart_values
 from k8s_job import Settings, check_output, say, summary_line
-from scenario import Scenario, chart_values
+from scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

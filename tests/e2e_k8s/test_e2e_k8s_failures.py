@@ -29,8 +29,9 @@ import targets
 import waiting
 import yaml
 from cluster import Cluster
+from installed import chart_installed
 from k8s_job import say
-from scenario import Scenario, chart_installed
+from scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"

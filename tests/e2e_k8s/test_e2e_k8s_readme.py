@@ -17,7 +17,8 @@ import pytest
 import waiting
 import yaml
 from cluster import Cluster
-from scenario import Scenario, chart_installed
+from installed import chart_installed
+from scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"
