@@ -37,11 +37,15 @@ import os
 import pathlib
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
+import waiting
+import yaml
+from cjob_operator_testing import envtest
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -53,11 +57,11 @@ import docker_harness  # noqa: E402
 import targets  # noqa: E402
 from cluster import Cluster, ScenarioError  # noqa: E402
 
-MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
+MINIO_SERVICE = HERE / "manifests" / "minio.yaml"
 S3_HOST = "127.0.9.1"
 """Outside every pod range of the local plane (127.2.0.0/16 here): the S3 server's own
-address, as the Endpoints in ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh)
-name it."""
+address, where the relay pod of ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh)
+forwards to."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
 JOB_NAMESPACES = ("cjob-system", "streaming")
@@ -216,6 +220,34 @@ def host_s3_endpoint(s3_server: targets.S3Access) -> str:
     return s3_server.host_endpoint
 
 
+def _minio_relay(cl: Cluster, image: str) -> None:
+    """``minio.minio.svc:9000`` as a relay pod to the host's S3 server (see the manifest)."""
+    docs = list(yaml.safe_load_all(MINIO_SERVICE.read_text()))
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            doc["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    cl.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def relays() -> bool:
+        for pod in cl.pods("minio", "app=minio-relay"):
+            ip = (pod.get("status") or {}).get("podIP")
+            if (pod.get("status") or {}).get("phase") != "Running" or not ip:
+                continue
+            with socket.create_connection((ip, S3_PORT), timeout=5) as conn:
+                conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                return conn.recv(16).startswith(b"HTTP/")
+        return False
+
+    waiting.wait_until(
+        relays,
+        180,
+        "the S3 relay pod answering (minio.minio.svc)",
+        interval=1.0,
+        ignoring=(OSError,),
+        explain=lambda: str([(p.get("status") or {}) for p in cl.pods("minio")]),
+    )
+
+
 def _helm() -> str:
     helm = shutil.which("helm", path=str(ROOT / ".venv" / "bin")) or shutil.which("helm")
     if helm is None:
@@ -225,13 +257,17 @@ def _helm() -> str:
 
 @pytest.fixture(scope="session")
 def cluster(
-    kubeconfig: pathlib.Path, target: str, s3_server: targets.S3Access
+    kubeconfig: pathlib.Path, target: str, s3_server: targets.S3Access, images: dict[str, str]
 ) -> Iterator[Cluster]:
-    if shutil.which("kubectl") is None:
+    if target == targets.LOCAL:  # the kubectl of the same release as the local API server
+        kubectl = str(envtest.binaries() / "kubectl")
+    elif shutil.which("kubectl") is None:
         pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh", pytrace=False)
-    cl = Cluster(kubeconfig=kubeconfig, helm=_helm())
+    else:
+        kubectl = "kubectl"
+    cl = Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
     if target == targets.LOCAL:
-        cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
+        _minio_relay(cl, images["runtime"])
     taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
     if taken and target == targets.CURRENT_CONTEXT:
         pytest.skip(
