@@ -111,24 +111,29 @@ class Cluster:
         return f"kube-apiserver {self.version_api.get_code().git_version}"
 
     def kubelet(self) -> str:
-        """``node-agent`` when every Node is the node agent's, ``real`` when none is."""
+        """``node-agent`` when every Node is the node agent's, ``real`` when none is.
+
+        The node agent labels its Node ``kube-local.cjob.dev/node-agent=true`` (and reports
+        a ``kubeletVersion`` naming it); any other Node runs a real kubelet."""
         listed = self.core.list_node(_preload_content=False)
         nodes: list[Obj] = json.loads(listed.data)["items"]
         if not nodes:
             raise ScenarioError("the cluster has no Node: nothing can run the job's pods")
-        agents = [
-            n for n in nodes if n["metadata"].get("labels", {}).get(NODE_AGENT_LABEL) == "true"
-        ]
+        agents = [n for n in nodes if _is_node_agent(n)]
         if not agents:
             return "real"
-        if len(agents) == len(nodes):
-            return "node-agent"
-        return "mixed"
+        return "node-agent" if len(agents) == len(nodes) else "mixed"
 
     def events(self, namespace: str) -> list[Obj]:
         listed = self.core.list_namespaced_event(namespace, _preload_content=False)
         items: list[Obj] = json.loads(listed.data)["items"]
         return items
+
+
+def _is_node_agent(node: Obj) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    version = ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    return labels.get(NODE_AGENT_LABEL) == "true" or "node-agent" in str(version)
 
 
 class ContainerKiller(Protocol):

@@ -275,9 +275,11 @@ def cluster(
             "creates and deletes them, so it does not run where they are in use"
         )
     for ns in JOB_NAMESPACES:
-        cl.kubectl_run("create", "namespace", ns)
+        if not cl.namespace_exists(ns):  # the local plane creates them restricted itself
+            cl.kubectl_run("create", "namespace", ns)
         cl.kubectl_run(
             "label",
+            "--overwrite",
             "namespace",
             ns,
             "pod-security.kubernetes.io/enforce=restricted",
