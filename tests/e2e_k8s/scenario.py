@@ -192,6 +192,11 @@ class Scenario(job_view.JobView):
     def rollback(self) -> str:
         """An image no node has, with ``spec.rollback`` on: the driver never runs, and after
         the timeout the operator redeploys the last stable spec from the latest checkpoint."""
+        resumed = self.last_completed()
+        self.wait(
+            f"the resumed job running: a checkpoint after {resumed}",
+            self.checkpoints_after(resumed),
+        )
         self.wait(
             "the running spec recorded as stable",
             lambda: (self.status().get("rollout") or {}).get("state") == "Stable",
