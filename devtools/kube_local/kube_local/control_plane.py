@@ -178,6 +178,8 @@ class ControlPlane:
                 f"--client-ca-file={pki('ca.crt')}",
                 f"--kubelet-client-certificate={pki('admin.crt')}",
                 f"--kubelet-client-key={pki('admin.key')}",
+                f"--kubelet-certificate-authority={pki('ca.crt')}",
+                "--kubelet-preferred-address-types=InternalIP",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki('sa.pub')}",
                 f"--service-account-signing-key-file={pki('sa.key')}",

@@ -9,8 +9,11 @@ Names, as a cluster's DNS would answer them:
   and ``<svc>.<ns>``, one line per ready-or-running matching pod (headless semantics;
   a ClusterIP Service resolves to its pods too: there is no proxy, so its ``port``
   must equal the ``targetPort``);
-* a Service without a selector: the addresses of its Endpoints (how Kubernetes names
-  a server it does not run).
+* a Service without a selector: the addresses of its EndpointSlices (how Kubernetes
+  names a server it does not run).
+
+Pods are the node's own (every pod runs on this one node); Services and EndpointSlices
+come from the API server as ``system:kube-proxy`` reads them.
 
 The file is rewritten in place (same inode), because Docker bind-mounts it by inode.
 """
@@ -42,7 +45,7 @@ def _service_names(service: Obj) -> str:
 
 
 def render(
-    api_host: str, pods: Iterable[Obj], services: Iterable[Obj], endpoints: Iterable[Obj]
+    api_host: str, pods: Iterable[Obj], services: Iterable[Obj], slices: Iterable[Obj]
 ) -> str:
     live = [
         p
@@ -54,7 +57,12 @@ def render(
     # Host networking shares the machine's hostname: it must resolve too (the JVM asks).
     lines = [f"127.0.0.1 localhost {socket.gethostname()}", f"{api_host} {' '.join(API_NAMES)}"]
     lines += [f"{p['status']['podIP']} {p['metadata']['name']}" for p in live]
-    by_name = {(e["metadata"]["namespace"], e["metadata"]["name"]): e for e in endpoints}
+    by_service: dict[tuple[str, str], list[str]] = {}
+    for s in slices:
+        owner = (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name", "")
+        addresses = by_service.setdefault((s["metadata"]["namespace"], owner), [])
+        for endpoint in s.get("endpoints") or ():
+            addresses += endpoint.get("addresses") or ()
     for service in services:
         selector = (service.get("spec") or {}).get("selector")
         names = _service_names(service)
@@ -66,9 +74,8 @@ def render(
                 if p["metadata"]["namespace"] == ns and _matches(selector, p)
             ]
         else:
-            found = by_name.get((service["metadata"]["namespace"], service["metadata"]["name"]))
-            for subset in (found or {}).get("subsets") or ():
-                lines += [f"{a['ip']} {names}" for a in subset.get("addresses") or ()]
+            key = (service["metadata"]["namespace"], service["metadata"]["name"])
+            lines += [f"{a} {names}" for a in by_service.get(key, ())]
     return "\n".join(lines) + "\n"
 
 
