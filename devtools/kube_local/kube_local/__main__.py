@@ -26,6 +26,7 @@ from pathlib import Path
 from kube_local import certs, control_plane
 from kube_local.node import api as api_mod
 from kube_local.node import kubelet as kubelet_mod
+from kube_local.node import status
 
 ROOT = Path(__file__).resolve().parents[3]
 RESTRICTED = "pod-security.kubernetes.io/enforce"
@@ -58,7 +59,7 @@ def _api(plane: control_plane.ControlPlane, client: certs.Client) -> api_mod.Api
 async def _serve(plane: control_plane.ControlPlane, docker: str | None, cidr: str) -> None:
     agent = None
     if docker is not None:
-        node = kubelet_mod.status.NODE
+        node = status.NODE
         authority = plane.authority
         agent = kubelet_mod.Kubelet(
             _api(plane, certs.node_client(node)),
@@ -103,6 +104,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         plane.start()
+        (state / "components.pid").write_text(" ".join(map(str, plane.pids())) + "\n")
         _restricted(plane, args.restricted.split())
         asyncio.run(_serve(plane, args.docker if args.node else None, args.pod_cidr))
     except KeyboardInterrupt:

@@ -124,6 +124,9 @@ class ControlPlane:
                 proc.wait()
         self._procs.clear()
 
+    def pids(self) -> list[int]:
+        return [proc.pid for _, proc in self._procs]
+
     def running(self) -> dict[str, bool]:
         return {name: proc.poll() is None for name, proc in self._procs}
 

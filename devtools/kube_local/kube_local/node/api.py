@@ -118,6 +118,6 @@ async def list_and_watch(
                     break
                 if event["type"] != "BOOKMARK":
                     on_event(event["type"], event["object"])
-        except (aiohttp.ClientError, ApiError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ApiError, ValueError) as exc:
             log.warning("watch %s: %s; relisting", path, exc)
             await asyncio.sleep(1.0)

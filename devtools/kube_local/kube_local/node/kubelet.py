@@ -54,9 +54,9 @@ class AddressPool:
 
     def __init__(self, cidr: str) -> None:
         self._free: list[str] = []
-        self._hosts: Iterator[ipaddress.IPv4Address | ipaddress.IPv6Address] = (
-            ipaddress.ip_network(cidr).hosts()
-        )
+        self._hosts: Iterator[ipaddress.IPv4Address | ipaddress.IPv6Address] = ipaddress.ip_network(
+            cidr
+        ).hosts()
 
     def take(self) -> str:
         return self._free.pop(0) if self._free else str(next(self._hosts))
@@ -185,7 +185,7 @@ class Kubelet:
                 await self._renew()
                 if beats % 6 == 0:
                     await self._node_status()
-            except (api_mod.ApiError, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, api_mod.ApiError, OSError) as exc:
                 log.warning("lease renewal failed: %s", exc)
 
     # -- pods -----------------------------------------------------------------------
@@ -308,9 +308,7 @@ class Kubelet:
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status"
         body = {"metadata": {"uid": meta["uid"]}, "status": new_status}
         try:
-            await self.api.request(
-                "PATCH", path, body, content_type="application/merge-patch+json"
-            )
+            await self.api.request("PATCH", path, body, content_type="application/merge-patch+json")
         except api_mod.ApiError as exc:
             if exc.status in (404, 409):
                 return False
@@ -324,7 +322,7 @@ class Kubelet:
         async def send() -> None:
             try:
                 await self.api.request("POST", path, body)
-            except (api_mod.ApiError, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, api_mod.ApiError, OSError) as exc:
                 log.warning("event %s refused: %s", reason, exc)
 
         asyncio.get_running_loop().create_task(send())

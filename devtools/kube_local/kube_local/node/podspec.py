@@ -9,8 +9,8 @@ which becomes the container's ``CreateContainerConfigError``.
 from __future__ import annotations
 
 import base64
-import os
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -316,7 +316,10 @@ def files_of(
         out: dict[str, tuple[str, int]] = {}
         for part in src.get("sources") or ():
             if "serviceAccountToken" in part:
-                out[part["serviceAccountToken"]["path"]] = (token(part["serviceAccountToken"]), mode)
+                out[part["serviceAccountToken"]["path"]] = (
+                    token(part["serviceAccountToken"]),
+                    mode,
+                )
             for plural, key in (("configmaps", "configMap"), ("secrets", "secret")):
                 if key in part:
                     sub = part[key]
