@@ -136,6 +136,13 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
             "spec": {"selector": {"app": "srv"}, "clusterIP": "None", "ports": [{"port": 80}]},
         },
     )
+    api.create_namespaced_service(
+        space,
+        {
+            "metadata": {"name": "outside"},
+            "spec": {"type": "ExternalName", "externalName": "127.0.9.1"},
+        },
+    )
     server = waiting.wait_until(
         lambda: _phase_in(api, space, "server", "Running"), 60, "server Running"
     )
@@ -144,7 +151,8 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
         _pod(
             "client",
             f"echo $MY_IP; getent hosts srv.{space}.svc | cut -d' ' -f1; "
-            "getent hosts kubernetes.default.svc | cut -d' ' -f1",
+            "getent hosts kubernetes.default.svc | cut -d' ' -f1; "
+            f"getent hosts outside.{space}.svc | cut -d' ' -f1",
             container={
                 "env": [{"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
             },
@@ -153,11 +161,12 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
     client = waiting.wait_until(
         lambda: _phase_in(api, space, "client", "Succeeded"), 60, "client done"
     )
-    mine, service, apiserver = api.read_namespaced_pod_log("client", space).split()
+    mine, service, apiserver, outside = api.read_namespaced_pod_log("client", space).split()
     assert mine == client["podIP"] != server["podIP"]
     assert ipaddress.ip_address(mine) in ipaddress.ip_network(POD_CIDR)
     assert service == server["podIP"]
     assert apiserver == "127.0.0.1"
+    assert outside == "127.0.9.1"
 
 
 def test_config_maps_secrets_and_limits_reach_the_container(api: Any, space: str) -> None:

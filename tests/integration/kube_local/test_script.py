@@ -10,7 +10,7 @@ from typing import Any
 
 import kubernetes as _kubernetes
 import waiting
-from tests.integration.kube_local.conftest import POD_CIDR, ROOT, docker_ready
+from tests.integration.kube_local.conftest import POD_CIDR, ROOT, bin_dir, docker_ready
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
@@ -79,6 +79,12 @@ def test_up_status_env_down(tmp_path: Path) -> None:
             },
         )
         waiting.wait_until(lambda: _containers(pod.metadata.uid), 60, "the pod's container")
+        minio = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
+        kubectl = [str(bin_dir() / "kubectl"), "--kubeconfig", str(state / "kubeconfig")]
+        applied = subprocess.run(
+            [*kubectl, "apply", "-f", str(minio)], capture_output=True, text=True, check=False
+        )
+        assert applied.returncode == 0, applied.stderr  # no loopback Endpoints: refused
     finally:
         assert _run(state, "down").returncode == 0
     assert _run(state, "status").returncode == 1

@@ -10,7 +10,9 @@ Names, as a cluster's DNS would answer them:
   a ClusterIP Service resolves to its pods too: there is no proxy, so its ``port``
   must equal the ``targetPort``);
 * a Service without a selector: the addresses of its EndpointSlices (how Kubernetes
-  names a server it does not run).
+  names a server it does not run); an ``ExternalName`` Service whose ``externalName``
+  is an IP address: that address (the real API server refuses loopback addresses in
+  EndpointSlices, so this names a server on this machine's loopback).
 
 Pods are the node's own (every pod runs on this one node); Services and EndpointSlices
 come from the API server as ``system:kube-proxy`` reads them.
@@ -20,6 +22,8 @@ The file is rewritten in place (same inode), because Docker bind-mounts it by in
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import pathlib
 import socket
 from collections.abc import Iterable
@@ -64,9 +68,13 @@ def render(
         for endpoint in s.get("endpoints") or ():
             addresses += endpoint.get("addresses") or ()
     for service in services:
-        selector = (service.get("spec") or {}).get("selector")
+        spec = service.get("spec") or {}
+        selector = spec.get("selector")
         names = _service_names(service)
-        if selector:
+        if spec.get("type") == "ExternalName":
+            with contextlib.suppress(ValueError):
+                lines.append(f"{ipaddress.ip_address(spec.get('externalName', ''))} {names}")
+        elif selector:
             ns = service["metadata"]["namespace"]
             lines += [
                 f"{p['status']['podIP']} {names}"
