@@ -108,7 +108,8 @@ down() {
     if [ -f "$state/components.pid" ]; then
         local component
         for component in $(cat "$state/components.pid"); do
-            if tr '\0' ' ' <"/proc/$component/cmdline" 2>/dev/null | grep -qF "$(cd "$state" && pwd -P)"; then
+            if { tr '\0' ' ' <"/proc/$component/cmdline"; } 2>/dev/null |
+                grep -qF "$(cd "$state" && pwd -P)"; then
                 kill -9 "$component" 2>/dev/null || true
             fi
         done

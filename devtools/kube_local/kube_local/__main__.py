@@ -112,6 +112,7 @@ def main() -> None:
     finally:
         (state / "ready").unlink(missing_ok=True)
         plane.stop()
+        (state / "components.pid").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
