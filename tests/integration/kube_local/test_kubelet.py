@@ -12,8 +12,11 @@ import base64
 import hashlib
 import ipaddress
 import json
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -368,7 +371,16 @@ def test_the_node_is_registered_ready_and_renews_its_lease(node: Kube, api: Any)
     ready = [c for c in found.status.conditions if c.type == "Ready"]
     assert ready[0].status == "True"
     assert not found.spec.taints
-    assert found.status.daemon_endpoints.kubelet_endpoint.port > 0
+    port = found.status.daemon_endpoints.kubelet_endpoint.port
+    url = f"https://127.0.0.1:{port}/containerLogs/default/none/main"
+    anonymous = ssl.create_default_context(cafile=str(node.ca))
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(url, context=anonymous, timeout=10)  # no client certificate
+    admin = ssl.create_default_context(cafile=str(node.ca))
+    admin.load_cert_chain(node.state / "pki" / "admin.crt", node.state / "pki" / "admin.key")
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(url, context=admin, timeout=10)
+    assert missing.value.code == 404
     leases = kubernetes.client.CoordinationV1Api(node.client())
     first = leases.read_namespaced_lease("kube-local", "kube-node-lease").spec.renew_time
     waiting.wait_until(
