@@ -398,6 +398,31 @@ _case(
     "spec.storage.endpoint rule[0]",
     _spec(storage={"endpoint": "http://minio:9000/bucket"}),
 )
+_case(
+    "endpoint-not-http",
+    "spec.storage.endpoint rule[0]",
+    _spec(storage={"endpoint": "ftp://minio:9000"}),
+)
+_case(
+    "min-pause-equal-in-another-unit",
+    "spec.checkpointing rule[0]",
+    _spec(checkpointing={"interval": "1m", "minPause": "60s"}),
+)
+_case(
+    "executor-cores-default-to-one",
+    "spec rule[2]",
+    _spec(executor={"instances": 4}, parallelism=5),
+)
+_case(
+    "spark-conf-namespace-and-memory",
+    "spec.sparkConf rule[0]",
+    _spec(sparkConf={"spark.kubernetes.namespace": "kube-system", "spark.driver.memory": "8g"}),
+)
+_case(
+    "spark-conf-container-image",
+    "spec.sparkConf rule[1]",
+    _spec(sparkConf={"spark.kubernetes.container.image": "evil"}),
+)
 _case("bucket-upper-case", "spec.storage.bucket pattern", _spec(storage={"bucket": "BAD"}))
 _case("bucket-too-short", "spec.storage.bucket minLength", _spec(storage={"bucket": "ab"}))
 _case("bucket-too-long", "spec.storage.bucket maxLength", _spec(storage={"bucket": _long(64)}))
@@ -733,6 +758,55 @@ _case(
     _status(rollout={"state": "Fine", "since": TIME}),
     status=True,
 )
+
+ACCEPTED: dict[str, Mapping[str, Any]] = {
+    "endpoint-https-host": _spec(storage={"endpoint": "https://s3.eu-west-1.amazonaws.com"}),
+    "endpoint-ipv6-port-slash": _spec(storage={"endpoint": "http://[::1]:8333/"}),
+    "endpoint-ipv4-port": _spec(storage={"endpoint": "http://127.0.0.1:8333"}),
+    "spark-conf-free-keys": _spec(
+        sparkConf={"spark.sql.shuffle.partitions": "8", "spark.executor.memoryOverhead": "1g"}
+    ),
+    "min-pause-in-a-smaller-unit": _spec(checkpointing={"interval": "100ms", "minPause": "99ms"}),
+    "min-pause-59m-interval-1h": _spec(checkpointing={"interval": "1h", "minPause": "59m"}),
+    "executors-sized-by-the-operator": _spec(parallelism=64),
+    "executor-slots-equal-parallelism": _spec(executor={"instances": 2, "cores": 4}, parallelism=8),
+    "rollback-timeout-above-interval": _spec(
+        rollback={"enabled": True, "timeout": "1m"}, checkpointing={"interval": "30s"}
+    ),
+    "deprecated-aliases": _spec(state="suspended", upgradeMode="last-checkpoint"),
+    "upper-bounds": _spec(
+        image=_long(512),
+        maxParallelism=32768,
+        parallelism=32768,
+        driver={"cores": 64, "terminationGracePeriodSeconds": 3600},
+        executor={"cores": 64, "instances": 4096},
+        restartPolicy={"backoff": {"multiplier": 100, "jitter": 1}, "attemptsPerRecord": 100},
+        checkpointing={"maxConcurrent": 16, "retained": 1000},
+        savepoints={"retained": 100},
+    ),
+    "lower-bounds": _spec(
+        parallelism=1,
+        maxParallelism=1,
+        driver={"cores": 1, "terminationGracePeriodSeconds": 10},
+        restartPolicy={"backoff": {"multiplier": 1, "jitter": 0}, "maxRestarts": 0},
+        checkpointing={"tolerableFailures": 0, "retained": 1},
+    ),
+    "full-lists-and-maps": _spec(
+        pipeline={"module": "m", "args": ["x"] * 64},
+        env=[{"name": f"V{i}", "value": "x"} for i in range(128)],
+        sparkConf={f"spark.k{i}": "v" for i in range(256)},
+    ),
+    "env-from-every-source": _spec(
+        env=[
+            {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+            {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}},
+            {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ]
+    ),
+    "longest-name": {"metadata": {"name": "a" * 40}},
+}
+"""Manifests at the edges of the rules and constraints, which the server must accept."""
+
 
 CAUSES: dict[str, tuple[str, ...]] = {
     "name-not-dns-label": (
@@ -1386,6 +1460,21 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "rollout-state-unknown": (
         'status.rollout.state: Unsupported value: "Fine": supported values: "Verifying", "Stable", "RolledBack", "Unstable"',
         SKIPPED,
+    ),
+    "endpoint-not-http": (
+        'spec.storage.endpoint: Invalid value: "ftp://minio:9000": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',
+    ),
+    "min-pause-equal-in-another-unit": (
+        "spec.checkpointing.minPause: Invalid value: minPause (60s) must be shorter than interval (1m)",
+    ),
+    "executor-cores-default-to-one": (
+        "spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice",  # noqa: RUF001
+    ),
+    "spark-conf-namespace-and-memory": (
+        "spec.sparkConf: Forbidden: sparkConf must not set spark.kubernetes.namespace, spark.driver.memory: the operator manages these keys (use the matching spec fields)",
+    ),
+    "spark-conf-container-image": (
+        "spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.kubernetes.container.image: the operator manages authentication, images, secrets and volumes",
     ),
 }
 """What the server answered to each case (``kubectl``'s causes, in its order)."""

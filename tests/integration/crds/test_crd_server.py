@@ -241,6 +241,18 @@ def test_the_admission_validator_refuses_the_case_as_the_server_does(
     assert sorted(result.messages) == sorted(refused_causes(answer.stderr))
 
 
+@pytest.mark.parametrize("edge", sorted(crd_cases.ACCEPTED))
+def test_the_server_and_the_validator_accept_the_edges(server: Plane, edge: str) -> None:
+    job = crd_cases.merged(crd_cases.minimal_job(f"ok-{edge}"[:40]), crd_cases.ACCEPTED[edge])
+
+    applied = kubectl(server, "apply", "-f", "-", stdin=job)
+
+    assert applied.returncode == 0, applied.stderr
+    result = admission.validator().validate_create(job)
+    assert result.ok, result.messages
+    assert result.object["spec"] == stored(server, job["metadata"]["name"])["spec"]
+
+
 MINIMAL_STORED_SPEC = {
     "image": "cjob:1",
     "imagePullPolicy": "IfNotPresent",
@@ -363,9 +375,7 @@ def test_changing_max_parallelism_is_refused_by_the_transition_rule(
     assert result.messages == [MAX_PARALLELISM_IMMUTABLE]
 
 
-def test_rescaling_and_nonces_are_accepted_updates(
-    server: Plane, running: dict[str, Any]
-) -> None:
+def test_rescaling_and_nonces_are_accepted_updates(server: Plane, running: dict[str, Any]) -> None:
     old = stored(server, "updated")
     changed = copy.deepcopy(running)
     changed["spec"].update(parallelism=8, restartNonce=2, state="Suspended")

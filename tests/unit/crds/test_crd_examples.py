@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import crdcheck
 import pytest
 import yaml
+
+from cjob_operator import admission
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "manifests"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml"))
@@ -18,7 +19,7 @@ def _load(name: str) -> dict[str, Any]:
     return loaded
 
 
-def _stored(validator: crdcheck.CustomResourceValidator, name: str) -> dict[str, Any]:
+def _stored(validator: admission.CustomResourceValidator, name: str) -> dict[str, Any]:
     result = validator.validate_create(_load(name))
     assert result.ok, result.message()
     spec: dict[str, Any] = result.object["spec"]
@@ -37,7 +38,7 @@ def test_the_documented_examples_exist() -> None:
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_example_is_accepted_without_warnings(
-    validator: crdcheck.CustomResourceValidator, path: Path
+    validator: admission.CustomResourceValidator, path: Path
 ) -> None:
     documents = list(yaml.safe_load_all(path.read_text()))
     assert [d["kind"] for d in documents] == ["CheckpointedJob"]
@@ -49,7 +50,7 @@ def test_example_is_accepted_without_warnings(
 
 
 def test_minimal_example_is_stored_with_every_default(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
 ) -> None:
     assert _stored(validator, "minimal.yaml") == {
         "image": "ghcr.io/checkpointed-jobs/cjob-runtime:0.1.0",
@@ -107,7 +108,7 @@ def test_minimal_example_is_stored_with_every_default(
 
 
 def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
 ) -> None:
     spec = _stored(validator, "production.yaml")
 
@@ -129,7 +130,7 @@ def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
 
 
 def test_suspended_example_is_suspended_and_runs_a_file(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
 ) -> None:
     spec = _stored(validator, "suspended.yaml")
 
@@ -138,7 +139,7 @@ def test_suspended_example_is_suspended_and_runs_a_file(
 
 
 def test_restore_example_names_one_checkpoint_and_a_nonce(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
 ) -> None:
     spec = _stored(validator, "restore-from-checkpoint.yaml")
 
@@ -148,7 +149,7 @@ def test_restore_example_names_one_checkpoint_and_a_nonce(
 
 
 def test_restore_example_also_works_with_a_savepoint_path(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
 ) -> None:
     job = _load("restore-from-checkpoint.yaml")
     job["spec"]["restoreFrom"] = {
