@@ -808,673 +808,200 @@ ACCEPTED: dict[str, Mapping[str, Any]] = {
 """Manifests at the edges of the rules and constraints, which the server must accept."""
 
 
+# fmt: off
 CAUSES: dict[str, tuple[str, ...]] = {
-    "name-not-dns-label": (
-        "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-        "metadata.name: Invalid value: \"Bad_Name\": metadata.name in body should match '^[a-z]([-a-z0-9]*[a-z0-9])?$'",
-    ),
-    "name-too-long": (
-        "metadata.name: Too long: may not be more than 40 bytes",
-        SKIPPED,
-    ),
-    "spec-missing": (
-        "spec: Required value",
-        SKIPPED,
-    ),
-    "image-missing": (
-        "spec.image: Required value",
-        SKIPPED,
-    ),
-    "pipeline-missing": (
-        "spec.pipeline: Required value",
-        SKIPPED,
-    ),
-    "storage-missing": (
-        "spec.storage: Required value",
-        SKIPPED,
-    ),
-    "parallelism-above-max": (
-        "spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into",
-    ),
-    "restore-without-nonce": (
-        "spec.restoreNonce: Required value: restoreFrom needs restoreNonce: set it, and change it for every new restore request, so the operator knows when to restore",
-    ),
-    "executor-slots-below-parallelism": (
-        "spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice",  # noqa: RUF001
-    ),
-    "rollback-timeout-not-above-interval": (
-        "spec.rollback.timeout: Invalid value: rollback.timeout (10s) must be longer than checkpointing.interval (30s): a changed spec proves itself with a completed checkpoint",
-    ),
-    "image-with-space": (
-        "spec.image: Invalid value: \"a b\": spec.image in body should match '^\\S+$'",
-    ),
-    "image-empty": (
-        'spec.image: Invalid value: "": spec.image in body should be at least 1 chars long',
-    ),
-    "image-too-long": (
-        "spec.image: Too long: may not be more than 512 bytes",
-        SKIPPED,
-    ),
-    "pull-policy-unknown": (
-        'spec.imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"',
-        SKIPPED,
-    ),
-    "pipeline-module-and-file": (
-        "spec.pipeline: Invalid value: pipeline needs exactly one of module or file",
-    ),
-    "pipeline-without-code": (
-        "spec.pipeline: Invalid value: pipeline needs exactly one of module or file",
-    ),
-    "module-not-dotted-name": (
-        "spec.pipeline.module: Invalid value: \"1abc\": spec.pipeline.module in body should match '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$'",
-    ),
-    "module-too-long": (
-        "spec.pipeline.module: Too long: may not be more than 256 bytes",
-        SKIPPED,
-    ),
-    "file-empty": (
-        'spec.pipeline.file: Invalid value: "": spec.pipeline.file in body should be at least 1 chars long',
-    ),
-    "file-too-long": (
-        "spec.pipeline.file: Too long: may not be more than 1024 bytes",
-        SKIPPED,
-    ),
-    "args-too-many": (
-        "spec.pipeline.args: Too many: 65: must have at most 64 items",
-        SKIPPED,
-    ),
-    "arg-too-long": (
-        "spec.pipeline.args[0]: Too long: may not be more than 4096 bytes",
-        SKIPPED,
-    ),
-    "env-too-many": (
-        "spec.env: Too many: 129: must have at most 128 items",
-        SKIPPED,
-    ),
-    "env-sets-operator-variable": (
-        "spec.env: Invalid value: env must not set POD_IP, HOME, SPARK_LOCAL_DIRS, CJOB_CONTROL_TOKEN, AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY: the operator sets them",
-    ),
-    "env-duplicate-name": ('spec.env[1]: Duplicate value: {"name":"A"}',),
-    "env-without-name": (
-        "spec.env[0].name: Required value",
-        SKIPPED,
-    ),
-    "env-without-value": (
-        "spec.env[0]: Invalid value: an env entry needs exactly one of value or valueFrom",
-    ),
-    "env-name-not-identifier": (
-        "spec.env[0].name: Invalid value: \"1A\": spec.env[0].name in body should match '^[-._a-zA-Z][-._a-zA-Z0-9]*$'",
-    ),
-    "env-name-empty": (
-        'spec.env[0].name: Invalid value: "": spec.env[0].name in body should be at least 1 chars long',
-    ),
-    "env-name-too-long": (
-        "spec.env[0].name: Too long: may not be more than 256 bytes",
-        SKIPPED,
-    ),
-    "env-value-too-long": (
-        "spec.env[0].value: Too long: may not be more than 32768 bytes",
-        SKIPPED,
-    ),
-    "env-value-from-empty": (
-        "spec.env[0].valueFrom: Invalid value: 0: spec.env[0].valueFrom in body should have at least 1 properties",
-    ),
-    "env-value-from-two-sources": (
-        "spec.env[0].valueFrom: Too many: 2: must have at most 1 item",
-        SKIPPED,
-    ),
-    "env-secret-without-name": (
-        "spec.env[0].valueFrom.secretKeyRef.name: Required value",
-        SKIPPED,
-    ),
-    "env-secret-without-key": (
-        "spec.env[0].valueFrom.secretKeyRef.key: Required value",
-        SKIPPED,
-    ),
-    "env-secret-name-too-long": (
-        "spec.env[0].valueFrom.secretKeyRef.name: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "env-secret-key-too-long": (
-        "spec.env[0].valueFrom.secretKeyRef.key: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "env-configmap-without-name": (
-        "spec.env[0].valueFrom.configMapKeyRef.name: Required value",
-        SKIPPED,
-    ),
-    "env-configmap-without-key": (
-        "spec.env[0].valueFrom.configMapKeyRef.key: Required value",
-        SKIPPED,
-    ),
-    "env-configmap-name-too-long": (
-        "spec.env[0].valueFrom.configMapKeyRef.name: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "env-configmap-key-too-long": (
-        "spec.env[0].valueFrom.configMapKeyRef.key: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "env-field-ref-without-path": (
-        "spec.env[0].valueFrom.fieldRef.fieldPath: Required value",
-        SKIPPED,
-    ),
-    "env-field-ref-api-version-too-long": (
-        "spec.env[0].valueFrom.fieldRef.apiVersion: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "env-field-ref-path-too-long": (
-        "spec.env[0].valueFrom.fieldRef.fieldPath: Too long: may not be more than 256 bytes",
-        SKIPPED,
-    ),
-    "parallelism-zero": (
-        "spec.parallelism: Invalid value: 0: spec.parallelism in body should be greater than or equal to 1",
-    ),
-    "max-parallelism-zero": (
-        "spec.maxParallelism: Invalid value: 0: spec.maxParallelism in body should be greater than or equal to 1",
-        "spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into",
-    ),
-    "max-parallelism-above-32768": (
-        "spec.maxParallelism: Invalid value: 32769: spec.maxParallelism in body should be less than or equal to 32768",
-    ),
-    "driver-cores-zero": (
-        "spec.driver.cores: Invalid value: 0: spec.driver.cores in body should be greater than or equal to 1",
-    ),
-    "driver-cores-above-64": (
-        "spec.driver.cores: Invalid value: 65: spec.driver.cores in body should be less than or equal to 64",
-    ),
-    "driver-memory-too-long": (
-        "spec.driver.memory: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "driver-memory-spark-style": (
-        'spec.driver.memory: Invalid value: "1g": memory must be a whole Kubernetes quantity such as 512Mi, 4Gi or 2000M (Spark-style values such as 1g are not accepted)',
-    ),
-    "executor-cores-zero": (
-        "spec.executor.cores: Invalid value: 0: spec.executor.cores in body should be greater than or equal to 1",
-    ),
-    "executor-cores-above-64": (
-        "spec.executor.cores: Invalid value: 65: spec.executor.cores in body should be less than or equal to 64",
-    ),
-    "executor-memory-too-long": (
-        "spec.executor.memory: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "executor-memory-spark-style": (
-        'spec.executor.memory: Invalid value: "1g": memory must be a whole Kubernetes quantity such as 512Mi, 4Gi or 2000M (Spark-style values such as 1g are not accepted)',
-    ),
-    "driver-service-account-not-dns": (
-        "spec.driver.serviceAccount: Invalid value: \"Bad\": spec.driver.serviceAccount in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
-    ),
-    "driver-service-account-too-long": (
-        "spec.driver.serviceAccount: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "grace-period-below-10": (
-        "spec.driver.terminationGracePeriodSeconds: Invalid value: 9: spec.driver.terminationGracePeriodSeconds in body should be greater than or equal to 10",
-    ),
-    "grace-period-above-3600": (
-        "spec.driver.terminationGracePeriodSeconds: Invalid value: 3601: spec.driver.terminationGracePeriodSeconds in body should be less than or equal to 3600",
-    ),
-    "executor-instances-zero": (
-        "spec.executor.instances: Invalid value: 0: spec.executor.instances in body should be greater than or equal to 1",
-        "spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice",  # noqa: RUF001
-    ),
-    "executor-instances-above-4096": (
-        "spec.executor.instances: Invalid value: 4097: spec.executor.instances in body should be less than or equal to 4096",
-    ),
-    "spark-conf-too-many": (
-        "spec.sparkConf: Too many: 257: must have at most 256 items",
-        SKIPPED,
-    ),
-    "spark-conf-managed-keys": (
-        "spec.sparkConf: Forbidden: sparkConf must not set spark.master, spark.executor.cores: the operator manages these keys (use the matching spec fields)",
-    ),
-    "spark-conf-security-keys": (
-        "spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.authenticate, spark.kubernetes.driver.volumes.hostPath.: the operator manages authentication, images, secrets and volumes",
-    ),
-    "spark-conf-service-account": (
-        "spec.sparkConf: Forbidden: sparkConf must not set service accounts: use spec.driver.serviceAccount",
-    ),
-    "spark-conf-value-too-long": (
-        "spec.sparkConf.spark.x: Too long: may not be more than 4096 bytes",
-        SKIPPED,
-    ),
-    "min-pause-not-below-interval": (
-        "spec.checkpointing.minPause: Invalid value: minPause (1m) must be shorter than interval (30s)",
-    ),
-    "unaligned-at-least-once": (
-        "spec.checkpointing.unaligned.enabled: Invalid value: unaligned checkpoints need mode ExactlyOnce (at-least-once checkpoints never block channels, so there is nothing to unalign)",
-    ),
-    "interval-without-unit": (
-        "spec.checkpointing.interval: Invalid value: \"30\": spec.checkpointing.interval in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "interval-too-long": (
-        "spec.checkpointing.interval: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "timeout-without-unit": (
-        "spec.checkpointing.timeout: Invalid value: \"30\": spec.checkpointing.timeout in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "timeout-too-long": (
-        "spec.checkpointing.timeout: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "minpause-without-unit": (
-        "spec.checkpointing.minPause: Invalid value: \"30\": spec.checkpointing.minPause in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "minpause-too-long": (
-        "spec.checkpointing.minPause: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "interval-zero": (
-        "spec.checkpointing.minPause: Invalid value: minPause (0s) must be shorter than interval (0s)",
-        'spec.checkpointing.interval: Invalid value: "0s": interval must be positive',
-    ),
-    "timeout-zero": ('spec.checkpointing.timeout: Invalid value: "0s": timeout must be positive',),
-    "max-concurrent-zero": (
-        "spec.checkpointing.maxConcurrent: Invalid value: 0: spec.checkpointing.maxConcurrent in body should be greater than or equal to 1",
-    ),
-    "max-concurrent-above-16": (
-        "spec.checkpointing.maxConcurrent: Invalid value: 17: spec.checkpointing.maxConcurrent in body should be less than or equal to 16",
-    ),
-    "tolerable-failures-negative": (
-        "spec.checkpointing.tolerableFailures: Invalid value: -1: spec.checkpointing.tolerableFailures in body should be greater than or equal to 0",
-    ),
-    "mode-unknown": (
-        'spec.checkpointing.mode: Unsupported value: "Maybe": supported values: "ExactlyOnce", "AtLeastOnce"',
-        SKIPPED,
-    ),
-    "aligned-timeout-without-unit": (
-        "spec.checkpointing.unaligned.alignedTimeout: Invalid value: \"5\": spec.checkpointing.unaligned.alignedTimeout in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "aligned-timeout-too-long": (
-        "spec.checkpointing.unaligned.alignedTimeout: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "checkpoints-retained-zero": (
-        "spec.checkpointing.retained: Invalid value: 0: spec.checkpointing.retained in body should be greater than or equal to 1",
-    ),
-    "checkpoints-retained-above-1000": (
-        "spec.checkpointing.retained: Invalid value: 1001: spec.checkpointing.retained in body should be less than or equal to 1000",
-    ),
-    "incremental-checkpoints": (
-        "spec.checkpointing.incremental: Invalid value: true: incremental checkpoints are not implemented yet: remove checkpointing.incremental or set it to false (every checkpoint is full)",
-    ),
-    "storage-without-endpoint": (
-        "spec.storage.endpoint: Required value",
-        SKIPPED,
-    ),
-    "storage-without-bucket": (
-        "spec.storage.bucket: Required value",
-        SKIPPED,
-    ),
-    "storage-without-credentialssecret": (
-        "spec.storage.credentialsSecret: Required value",
-        SKIPPED,
-    ),
-    "endpoint-too-long": (
-        "spec.storage.endpoint: Too long: may not be more than 512 bytes",
-        SKIPPED,
-    ),
-    "endpoint-without-scheme": (
-        'spec.storage.endpoint: Invalid value: "minio:9000": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',
-    ),
-    "endpoint-with-path": (
-        'spec.storage.endpoint: Invalid value: "http://minio:9000/bucket": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',
-    ),
-    "bucket-upper-case": (
-        "spec.storage.bucket: Invalid value: \"BAD\": spec.storage.bucket in body should match '^[a-z0-9][a-z0-9.-]*[a-z0-9]$'",
-    ),
-    "bucket-too-short": (
-        'spec.storage.bucket: Invalid value: "ab": spec.storage.bucket in body should be at least 3 chars long',
-    ),
-    "bucket-too-long": (
-        "spec.storage.bucket: Too long: may not be more than 63 bytes",
-        SKIPPED,
-    ),
-    "prefix-leading-slash": (
-        "spec.storage.prefix: Invalid value: \"/x\": spec.storage.prefix in body should match '^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?$'",
-    ),
-    "prefix-too-long": (
-        "spec.storage.prefix: Too long: may not be more than 512 bytes",
-        SKIPPED,
-    ),
-    "credentials-without-name": (
-        "spec.storage.credentialsSecret.name: Required value",
-        SKIPPED,
-    ),
-    "credentials-name-not-dns": (
-        "spec.storage.credentialsSecret.name: Invalid value: \"Bad\": spec.storage.credentialsSecret.name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
-    ),
-    "credentials-name-too-long": (
-        "spec.storage.credentialsSecret.name: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "accesskeykey-with-space": (
-        "spec.storage.credentialsSecret.accessKeyKey: Invalid value: \"a b\": spec.storage.credentialsSecret.accessKeyKey in body should match '^[-._a-zA-Z0-9]+$'",
-    ),
-    "accesskeykey-too-long": (
-        "spec.storage.credentialsSecret.accessKeyKey: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "secretkeykey-with-space": (
-        "spec.storage.credentialsSecret.secretKeyKey: Invalid value: \"a b\": spec.storage.credentialsSecret.secretKeyKey in body should match '^[-._a-zA-Z0-9]+$'",
-    ),
-    "secretkeykey-too-long": (
-        "spec.storage.credentialsSecret.secretKeyKey: Too long: may not be more than 253 bytes",
-        SKIPPED,
-    ),
-    "restart-type-unknown": (
-        'spec.restartPolicy.type: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
-        SKIPPED,
-    ),
-    "max-restarts-negative": (
-        "spec.restartPolicy.maxRestarts: Invalid value: -1: spec.restartPolicy.maxRestarts in body should be greater than or equal to 0",
-    ),
-    "attempts-per-record-zero": (
-        "spec.restartPolicy.attemptsPerRecord: Invalid value: 0: spec.restartPolicy.attemptsPerRecord in body should be greater than or equal to 1",
-    ),
-    "attempts-per-record-above-100": (
-        "spec.restartPolicy.attemptsPerRecord: Invalid value: 101: spec.restartPolicy.attemptsPerRecord in body should be less than or equal to 100",
-    ),
-    "window-without-unit": (
-        "spec.restartPolicy.window: Invalid value: \"1\": spec.restartPolicy.window in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "window-too-long": (
-        "spec.restartPolicy.window: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "resetafter-without-unit": (
-        "spec.restartPolicy.resetAfter: Invalid value: \"1\": spec.restartPolicy.resetAfter in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "resetafter-too-long": (
-        "spec.restartPolicy.resetAfter: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "restart-window-zero": (
-        'spec.restartPolicy.window: Invalid value: "0s": window must be positive',
-    ),
-    "backoff-initial-above-max": (
-        "spec.restartPolicy.backoff.initial: Invalid value: backoff.initial (10m) must not exceed backoff.max (5m)",
-    ),
-    "backoff-initial-without-unit": (
-        "spec.restartPolicy.backoff.initial: Invalid value: \"10\": spec.restartPolicy.backoff.initial in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "backoff-initial-too-long": (
-        "spec.restartPolicy.backoff.initial: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "backoff-max-without-unit": (
-        "spec.restartPolicy.backoff.max: Invalid value: \"10\": spec.restartPolicy.backoff.max in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "backoff-max-too-long": (
-        "spec.restartPolicy.backoff.max: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "backoff-initial-zero": (
-        'spec.restartPolicy.backoff.initial: Invalid value: "0s": backoff.initial must be positive',
-    ),
-    "multiplier-below-one": (
-        "spec.restartPolicy.backoff.multiplier: Invalid value: 0.5: spec.restartPolicy.backoff.multiplier in body should be greater than or equal to 1",
-    ),
-    "multiplier-above-100": (
-        "spec.restartPolicy.backoff.multiplier: Invalid value: 101: spec.restartPolicy.backoff.multiplier in body should be less than or equal to 100",
-    ),
-    "jitter-negative": (
-        "spec.restartPolicy.backoff.jitter: Invalid value: -0.1: spec.restartPolicy.backoff.jitter in body should be greater than or equal to 0",
-    ),
-    "jitter-above-one": (
-        "spec.restartPolicy.backoff.jitter: Invalid value: 1.5: spec.restartPolicy.backoff.jitter in body should be less than or equal to 1",
-    ),
-    "state-unknown": (
-        'spec.state: Unsupported value: "Paused": supported values: "Running", "Suspended", "running", "suspended"',
-        SKIPPED,
-    ),
-    "upgrade-mode-unknown": (
-        'spec.upgradeMode: Unsupported value: "Blue-Green": supported values: "LastCheckpoint", "Savepoint", "Stateless", "last-checkpoint", "savepoint", "stateless"',
-        SKIPPED,
-    ),
-    "restore-id-and-path": (
-        "spec.restoreFrom: Invalid value: restoreFrom needs exactly one of checkpointId or path",
-    ),
-    "restore-checkpoint-zero": (
-        "spec.restoreFrom.checkpointId: Invalid value: 0: spec.restoreFrom.checkpointId in body should be greater than or equal to 1",
-    ),
-    "restore-path-empty": (
-        'spec.restoreFrom.path: Invalid value: "": spec.restoreFrom.path in body should be at least 1 chars long',
-    ),
-    "restore-path-too-long": (
-        "spec.restoreFrom.path: Too long: may not be more than 1024 bytes",
-        SKIPPED,
-    ),
-    "savepoints-interval-without-unit": (
-        "spec.savepoints.interval: Invalid value: \"6\": spec.savepoints.interval in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "savepoints-interval-too-long": (
-        "spec.savepoints.interval: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "savepoints-interval-zero": (
-        'spec.savepoints.interval: Invalid value: "0h": savepoints.interval must be positive',
-    ),
-    "savepoints-retained-zero": (
-        "spec.savepoints.retained: Invalid value: 0: spec.savepoints.retained in body should be greater than or equal to 1",
-    ),
-    "savepoints-retained-above-100": (
-        "spec.savepoints.retained: Invalid value: 101: spec.savepoints.retained in body should be less than or equal to 100",
-    ),
-    "rollback-timeout-without-unit": (
-        "spec.rollback.timeout: Invalid value: \"5\": spec.rollback.timeout in body should match '^[0-9]{1,6}(ms|s|m|h)$'",
-    ),
-    "rollback-timeout-too-long": (
-        "spec.rollback.timeout: Too long: may not be more than 16 bytes",
-        SKIPPED,
-    ),
-    "rollback-timeout-zero": (
-        'spec.rollback.timeout: Invalid value: "0s": rollback.timeout must be positive',
-    ),
-    "parallelism-not-a-number": (
-        'spec.parallelism: Invalid value: "string": spec.parallelism in body must be of type integer: "string"',
-        SKIPPED,
-    ),
-    "image-not-a-string": (
-        'spec.image: Invalid value: "integer": spec.image in body must be of type string: "integer"',
-        SKIPPED,
-    ),
-    "pipeline-not-an-object": (
-        'spec.pipeline: Invalid value: "string": spec.pipeline in body must be of type object: "string"',
-        SKIPPED,
-    ),
-    "args-not-a-list": (
-        'spec.pipeline.args: Invalid value: "string": spec.pipeline.args in body must be of type array: "string"',
-        SKIPPED,
-    ),
-    "unaligned-enabled-not-a-boolean": (
-        'spec.checkpointing.unaligned.enabled: Invalid value: "string": spec.checkpointing.unaligned.enabled in body must be of type boolean: "string"',
-        SKIPPED,
-    ),
-    "multiplier-not-a-number": (
-        'spec.restartPolicy.backoff.multiplier: Invalid value: "string": spec.restartPolicy.backoff.multiplier in body must be of type number: "string"',
-        SKIPPED,
-    ),
-    "spark-conf-value-not-a-string": (
-        'spec.sparkConf.spark.x: Invalid value: "integer": spec.sparkConf.spark.x in body must be of type string: "integer"',
-        SKIPPED,
-    ),
-    "parallelism-above-int32": (
-        '<nil>: Invalid value: "": Checked value must be of type integer with format int32 in spec.parallelism',
-        "spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into",
-    ),
-    "nonce-above-int64": (
-        'spec.restartNonce: Invalid value: "float64": spec.restartNonce in body must be of type int64: "float64"',
-        '<nil>: Invalid value: "": Checked value must be of type integer with format int64 in spec.restartNonce',
-        SKIPPED,
-    ),
-    "unknown-spec-field": ('unknown field "spec.paralelism"',),
-    "unknown-nested-field": ('unknown field "spec.checkpointing.intervall"',),
-    "unknown-env-field": ('unknown field "spec.env[0].secret"',),
-    "unknown-root-field": ('unknown field "extra"',),
-    "phase-unknown": (
-        'status.phase: Unsupported value: "Sleeping": supported values: "Pending", "Deploying", "Running", "Suspending", "Suspended", "Upgrading", "Restarting", "Failed", "Deleting", "Finished"',
-        SKIPPED,
-    ),
-    "conditions-too-many": (
-        "status.conditions: Too many: 17: must have at most 16 items",
-        SKIPPED,
-    ),
-    "conditions-duplicate-type": ('status.conditions[1]: Duplicate value: {"type":"Ready"}',),
-    "condition-without-type": (
-        "status.conditions[0].type: Required value",
-        SKIPPED,
-    ),
-    "condition-without-status": (
-        "status.conditions[0].status: Required value",
-        SKIPPED,
-    ),
-    "condition-type-too-long": (
-        "status.conditions[0].type: Too long: may not be more than 316 bytes",
-        SKIPPED,
-    ),
-    "condition-status-unknown": (
-        'status.conditions[0].status: Unsupported value: "Yes": supported values: "True", "False", "Unknown"',
-        SKIPPED,
-    ),
-    "condition-reason-too-long": (
-        "status.conditions[0].reason: Too long: may not be more than 1024 bytes",
-        SKIPPED,
-    ),
-    "condition-message-too-long": (
-        "status.conditions[0].message: Too long: may not be more than 32768 bytes",
-        SKIPPED,
-    ),
-    "condition-generation-negative": (
-        "status.conditions[0].observedGeneration: Invalid value: -1: conditions[0].observedGeneration in body should be greater than or equal to 0",
-    ),
-    "condition-time-not-a-time": (
-        'status.conditions[0].lastTransitionTime: Invalid value: "yesterday": conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"',
-        SKIPPED,
-    ),
-    "consecutive-failures-negative": (
-        "status.checkpoints.consecutiveFailures: Invalid value: -1: checkpoints.consecutiveFailures in body should be greater than or equal to 0",
-    ),
-    "restart-count-negative": (
-        "status.restarts.count: Invalid value: -1: restarts.count in body should be greater than or equal to 0",
-    ),
-    "history-too-long": (
-        "status.savepoints.history: Too many: 257: must have at most 256 items",
-        SKIPPED,
-    ),
-    "savepoint-without-kind": (
-        "status.savepoints.history[0].kind: Required value",
-        SKIPPED,
-    ),
-    "savepoint-without-state": (
-        "status.savepoints.history[0].state: Required value",
-        SKIPPED,
-    ),
-    "savepoint-without-triggertime": (
-        "status.savepoints.history[0].triggerTime: Required value",
-        SKIPPED,
-    ),
-    "savepoint-kind-unknown": (
-        'status.savepoints.history[0].kind: Unsupported value: "Nightly": supported values: "Manual", "Periodic", "Upgrade", "Suspend"',
-        SKIPPED,
-    ),
-    "savepoint-state-unknown": (
-        'status.savepoints.history[0].state: Unsupported value: "Lost": supported values: "InProgress", "Completed", "Failed", "Discarded"',
-        SKIPPED,
-    ),
-    "ack-checkpointtriggernonce-without-value": (
-        "status.nonces.checkpointTriggerNonce.value: Required value",
-        SKIPPED,
-    ),
-    "ack-checkpointtriggernonce-without-outcome": (
-        "status.nonces.checkpointTriggerNonce.outcome: Required value",
-        SKIPPED,
-    ),
-    "ack-checkpointtriggernonce-without-time": (
-        "status.nonces.checkpointTriggerNonce.time: Required value",
-        SKIPPED,
-    ),
-    "ack-checkpointtriggernonce-outcome-unknown": (
-        'status.nonces.checkpointTriggerNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"',
-        SKIPPED,
-    ),
-    "ack-savepointtriggernonce-without-value": (
-        "status.nonces.savepointTriggerNonce.value: Required value",
-        SKIPPED,
-    ),
-    "ack-savepointtriggernonce-without-outcome": (
-        "status.nonces.savepointTriggerNonce.outcome: Required value",
-        SKIPPED,
-    ),
-    "ack-savepointtriggernonce-without-time": (
-        "status.nonces.savepointTriggerNonce.time: Required value",
-        SKIPPED,
-    ),
-    "ack-savepointtriggernonce-outcome-unknown": (
-        'status.nonces.savepointTriggerNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"',
-        SKIPPED,
-    ),
-    "ack-restartnonce-without-value": (
-        "status.nonces.restartNonce.value: Required value",
-        SKIPPED,
-    ),
-    "ack-restartnonce-without-outcome": (
-        "status.nonces.restartNonce.outcome: Required value",
-        SKIPPED,
-    ),
-    "ack-restartnonce-without-time": (
-        "status.nonces.restartNonce.time: Required value",
-        SKIPPED,
-    ),
-    "ack-restartnonce-outcome-unknown": (
-        'status.nonces.restartNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"',
-        SKIPPED,
-    ),
-    "ack-restorenonce-without-value": (
-        "status.nonces.restoreNonce.value: Required value",
-        SKIPPED,
-    ),
-    "ack-restorenonce-without-outcome": (
-        "status.nonces.restoreNonce.outcome: Required value",
-        SKIPPED,
-    ),
-    "ack-restorenonce-without-time": (
-        "status.nonces.restoreNonce.time: Required value",
-        SKIPPED,
-    ),
-    "ack-restorenonce-outcome-unknown": (
-        'status.nonces.restoreNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"',
-        SKIPPED,
-    ),
-    "rollout-without-state": (
-        "status.rollout.state: Required value",
-        SKIPPED,
-    ),
-    "rollout-without-since": (
-        "status.rollout.since: Required value",
-        SKIPPED,
-    ),
-    "rollout-state-unknown": (
-        'status.rollout.state: Unsupported value: "Fine": supported values: "Verifying", "Stable", "RolledBack", "Unstable"',
-        SKIPPED,
-    ),
-    "endpoint-not-http": (
-        'spec.storage.endpoint: Invalid value: "ftp://minio:9000": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',
-    ),
-    "min-pause-equal-in-another-unit": (
-        "spec.checkpointing.minPause: Invalid value: minPause (60s) must be shorter than interval (1m)",
-    ),
-    "executor-cores-default-to-one": (
-        "spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice",  # noqa: RUF001
-    ),
-    "spark-conf-namespace-and-memory": (
-        "spec.sparkConf: Forbidden: sparkConf must not set spark.kubernetes.namespace, spark.driver.memory: the operator manages these keys (use the matching spec fields)",
-    ),
-    "spark-conf-container-image": (
-        "spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.kubernetes.container.image: the operator manages authentication, images, secrets and volumes",
-    ),
+    'name-not-dns-label': ('metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \'-\' or \'.\', and must start and end with an alphanumeric character (e.g. \'example.com\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\')', 'metadata.name: Invalid value: "Bad_Name": metadata.name in body should match \'^[a-z]([-a-z0-9]*[a-z0-9])?$\''),
+    'name-too-long': ('metadata.name: Too long: may not be more than 40 bytes', SKIPPED),
+    'spec-missing': ('spec: Required value', SKIPPED),
+    'image-missing': ('spec.image: Required value', SKIPPED),
+    'pipeline-missing': ('spec.pipeline: Required value', SKIPPED),
+    'storage-missing': ('spec.storage: Required value', SKIPPED),
+    'parallelism-above-max': ('spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into',),
+    'restore-without-nonce': ('spec.restoreNonce: Required value: restoreFrom needs restoreNonce: set it, and change it for every new restore request, so the operator knows when to restore',),
+    'executor-slots-below-parallelism': ('spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice',),  # noqa: RUF001
+    'rollback-timeout-not-above-interval': ('spec.rollback.timeout: Invalid value: rollback.timeout (10s) must be longer than checkpointing.interval (30s): a changed spec proves itself with a completed checkpoint',),
+    'image-with-space': ('spec.image: Invalid value: "a b": spec.image in body should match \'^\\S+$\'',),
+    'image-empty': ('spec.image: Invalid value: "": spec.image in body should be at least 1 chars long',),
+    'image-too-long': ('spec.image: Too long: may not be more than 512 bytes', SKIPPED),
+    'pull-policy-unknown': ('spec.imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"', SKIPPED),
+    'pipeline-module-and-file': ('spec.pipeline: Invalid value: pipeline needs exactly one of module or file',),
+    'pipeline-without-code': ('spec.pipeline: Invalid value: pipeline needs exactly one of module or file',),
+    'module-not-dotted-name': ('spec.pipeline.module: Invalid value: "1abc": spec.pipeline.module in body should match \'^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$\'',),
+    'module-too-long': ('spec.pipeline.module: Too long: may not be more than 256 bytes', SKIPPED),
+    'file-empty': ('spec.pipeline.file: Invalid value: "": spec.pipeline.file in body should be at least 1 chars long',),
+    'file-too-long': ('spec.pipeline.file: Too long: may not be more than 1024 bytes', SKIPPED),
+    'args-too-many': ('spec.pipeline.args: Too many: 65: must have at most 64 items', SKIPPED),
+    'arg-too-long': ('spec.pipeline.args[0]: Too long: may not be more than 4096 bytes', SKIPPED),
+    'env-too-many': ('spec.env: Too many: 129: must have at most 128 items', SKIPPED),
+    'env-sets-operator-variable': ('spec.env: Invalid value: env must not set POD_IP, HOME, SPARK_LOCAL_DIRS, CJOB_CONTROL_TOKEN, AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY: the operator sets them',),
+    'env-duplicate-name': ('spec.env[1]: Duplicate value: {"name":"A"}',),
+    'env-without-name': ('spec.env[0].name: Required value', SKIPPED),
+    'env-without-value': ('spec.env[0]: Invalid value: an env entry needs exactly one of value or valueFrom',),
+    'env-name-not-identifier': ('spec.env[0].name: Invalid value: "1A": spec.env[0].name in body should match \'^[-._a-zA-Z][-._a-zA-Z0-9]*$\'',),
+    'env-name-empty': ('spec.env[0].name: Invalid value: "": spec.env[0].name in body should be at least 1 chars long',),
+    'env-name-too-long': ('spec.env[0].name: Too long: may not be more than 256 bytes', SKIPPED),
+    'env-value-too-long': ('spec.env[0].value: Too long: may not be more than 32768 bytes', SKIPPED),
+    'env-value-from-empty': ('spec.env[0].valueFrom: Invalid value: 0: spec.env[0].valueFrom in body should have at least 1 properties',),
+    'env-value-from-two-sources': ('spec.env[0].valueFrom: Too many: 2: must have at most 1 item', SKIPPED),
+    'env-secret-without-name': ('spec.env[0].valueFrom.secretKeyRef.name: Required value', SKIPPED),
+    'env-secret-without-key': ('spec.env[0].valueFrom.secretKeyRef.key: Required value', SKIPPED),
+    'env-secret-name-too-long': ('spec.env[0].valueFrom.secretKeyRef.name: Too long: may not be more than 253 bytes', SKIPPED),
+    'env-secret-key-too-long': ('spec.env[0].valueFrom.secretKeyRef.key: Too long: may not be more than 253 bytes', SKIPPED),
+    'env-configmap-without-name': ('spec.env[0].valueFrom.configMapKeyRef.name: Required value', SKIPPED),
+    'env-configmap-without-key': ('spec.env[0].valueFrom.configMapKeyRef.key: Required value', SKIPPED),
+    'env-configmap-name-too-long': ('spec.env[0].valueFrom.configMapKeyRef.name: Too long: may not be more than 253 bytes', SKIPPED),
+    'env-configmap-key-too-long': ('spec.env[0].valueFrom.configMapKeyRef.key: Too long: may not be more than 253 bytes', SKIPPED),
+    'env-field-ref-without-path': ('spec.env[0].valueFrom.fieldRef.fieldPath: Required value', SKIPPED),
+    'env-field-ref-api-version-too-long': ('spec.env[0].valueFrom.fieldRef.apiVersion: Too long: may not be more than 16 bytes', SKIPPED),
+    'env-field-ref-path-too-long': ('spec.env[0].valueFrom.fieldRef.fieldPath: Too long: may not be more than 256 bytes', SKIPPED),
+    'parallelism-zero': ('spec.parallelism: Invalid value: 0: spec.parallelism in body should be greater than or equal to 1',),
+    'max-parallelism-zero': ('spec.maxParallelism: Invalid value: 0: spec.maxParallelism in body should be greater than or equal to 1', 'spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into'),
+    'max-parallelism-above-32768': ('spec.maxParallelism: Invalid value: 32769: spec.maxParallelism in body should be less than or equal to 32768',),
+    'driver-cores-zero': ('spec.driver.cores: Invalid value: 0: spec.driver.cores in body should be greater than or equal to 1',),
+    'driver-cores-above-64': ('spec.driver.cores: Invalid value: 65: spec.driver.cores in body should be less than or equal to 64',),
+    'driver-memory-too-long': ('spec.driver.memory: Too long: may not be more than 16 bytes', SKIPPED),
+    'driver-memory-spark-style': ('spec.driver.memory: Invalid value: "1g": memory must be a whole Kubernetes quantity such as 512Mi, 4Gi or 2000M (Spark-style values such as 1g are not accepted)',),
+    'executor-cores-zero': ('spec.executor.cores: Invalid value: 0: spec.executor.cores in body should be greater than or equal to 1',),
+    'executor-cores-above-64': ('spec.executor.cores: Invalid value: 65: spec.executor.cores in body should be less than or equal to 64',),
+    'executor-memory-too-long': ('spec.executor.memory: Too long: may not be more than 16 bytes', SKIPPED),
+    'executor-memory-spark-style': ('spec.executor.memory: Invalid value: "1g": memory must be a whole Kubernetes quantity such as 512Mi, 4Gi or 2000M (Spark-style values such as 1g are not accepted)',),
+    'driver-service-account-not-dns': ('spec.driver.serviceAccount: Invalid value: "Bad": spec.driver.serviceAccount in body should match \'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\'',),
+    'driver-service-account-too-long': ('spec.driver.serviceAccount: Too long: may not be more than 253 bytes', SKIPPED),
+    'grace-period-below-10': ('spec.driver.terminationGracePeriodSeconds: Invalid value: 9: spec.driver.terminationGracePeriodSeconds in body should be greater than or equal to 10',),
+    'grace-period-above-3600': ('spec.driver.terminationGracePeriodSeconds: Invalid value: 3601: spec.driver.terminationGracePeriodSeconds in body should be less than or equal to 3600',),
+    'executor-instances-zero': ('spec.executor.instances: Invalid value: 0: spec.executor.instances in body should be greater than or equal to 1', 'spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice'),  # noqa: RUF001
+    'executor-instances-above-4096': ('spec.executor.instances: Invalid value: 4097: spec.executor.instances in body should be less than or equal to 4096',),
+    'spark-conf-too-many': ('spec.sparkConf: Too many: 257: must have at most 256 items', SKIPPED),
+    'spark-conf-managed-keys': ('spec.sparkConf: Forbidden: sparkConf must not set spark.master, spark.executor.cores: the operator manages these keys (use the matching spec fields)',),
+    'spark-conf-security-keys': ('spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.authenticate, spark.kubernetes.driver.volumes.hostPath.: the operator manages authentication, images, secrets and volumes',),
+    'spark-conf-service-account': ('spec.sparkConf: Forbidden: sparkConf must not set service accounts: use spec.driver.serviceAccount',),
+    'spark-conf-value-too-long': ('spec.sparkConf.spark.x: Too long: may not be more than 4096 bytes', SKIPPED),
+    'min-pause-not-below-interval': ('spec.checkpointing.minPause: Invalid value: minPause (1m) must be shorter than interval (30s)',),
+    'unaligned-at-least-once': ('spec.checkpointing.unaligned.enabled: Invalid value: unaligned checkpoints need mode ExactlyOnce (at-least-once checkpoints never block channels, so there is nothing to unalign)',),
+    'interval-without-unit': ('spec.checkpointing.interval: Invalid value: "30": spec.checkpointing.interval in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'interval-too-long': ('spec.checkpointing.interval: Too long: may not be more than 16 bytes', SKIPPED),
+    'timeout-without-unit': ('spec.checkpointing.timeout: Invalid value: "30": spec.checkpointing.timeout in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'timeout-too-long': ('spec.checkpointing.timeout: Too long: may not be more than 16 bytes', SKIPPED),
+    'minpause-without-unit': ('spec.checkpointing.minPause: Invalid value: "30": spec.checkpointing.minPause in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'minpause-too-long': ('spec.checkpointing.minPause: Too long: may not be more than 16 bytes', SKIPPED),
+    'interval-zero': ('spec.checkpointing.minPause: Invalid value: minPause (0s) must be shorter than interval (0s)', 'spec.checkpointing.interval: Invalid value: "0s": interval must be positive'),
+    'timeout-zero': ('spec.checkpointing.timeout: Invalid value: "0s": timeout must be positive',),
+    'max-concurrent-zero': ('spec.checkpointing.maxConcurrent: Invalid value: 0: spec.checkpointing.maxConcurrent in body should be greater than or equal to 1',),
+    'max-concurrent-above-16': ('spec.checkpointing.maxConcurrent: Invalid value: 17: spec.checkpointing.maxConcurrent in body should be less than or equal to 16',),
+    'tolerable-failures-negative': ('spec.checkpointing.tolerableFailures: Invalid value: -1: spec.checkpointing.tolerableFailures in body should be greater than or equal to 0',),
+    'mode-unknown': ('spec.checkpointing.mode: Unsupported value: "Maybe": supported values: "ExactlyOnce", "AtLeastOnce"', SKIPPED),
+    'aligned-timeout-without-unit': ('spec.checkpointing.unaligned.alignedTimeout: Invalid value: "5": spec.checkpointing.unaligned.alignedTimeout in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'aligned-timeout-too-long': ('spec.checkpointing.unaligned.alignedTimeout: Too long: may not be more than 16 bytes', SKIPPED),
+    'checkpoints-retained-zero': ('spec.checkpointing.retained: Invalid value: 0: spec.checkpointing.retained in body should be greater than or equal to 1',),
+    'checkpoints-retained-above-1000': ('spec.checkpointing.retained: Invalid value: 1001: spec.checkpointing.retained in body should be less than or equal to 1000',),
+    'incremental-checkpoints': ('spec.checkpointing.incremental: Invalid value: true: incremental checkpoints are not implemented yet: remove checkpointing.incremental or set it to false (every checkpoint is full)',),
+    'storage-without-endpoint': ('spec.storage.endpoint: Required value', SKIPPED),
+    'storage-without-bucket': ('spec.storage.bucket: Required value', SKIPPED),
+    'storage-without-credentialssecret': ('spec.storage.credentialsSecret: Required value', SKIPPED),
+    'endpoint-too-long': ('spec.storage.endpoint: Too long: may not be more than 512 bytes', SKIPPED),
+    'endpoint-without-scheme': ('spec.storage.endpoint: Invalid value: "minio:9000": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',),
+    'endpoint-with-path': ('spec.storage.endpoint: Invalid value: "http://minio:9000/bucket": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',),
+    'bucket-upper-case': ('spec.storage.bucket: Invalid value: "BAD": spec.storage.bucket in body should match \'^[a-z0-9][a-z0-9.-]*[a-z0-9]$\'',),
+    'bucket-too-short': ('spec.storage.bucket: Invalid value: "ab": spec.storage.bucket in body should be at least 3 chars long',),
+    'bucket-too-long': ('spec.storage.bucket: Too long: may not be more than 63 bytes', SKIPPED),
+    'prefix-leading-slash': ('spec.storage.prefix: Invalid value: "/x": spec.storage.prefix in body should match \'^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?$\'',),
+    'prefix-too-long': ('spec.storage.prefix: Too long: may not be more than 512 bytes', SKIPPED),
+    'credentials-without-name': ('spec.storage.credentialsSecret.name: Required value', SKIPPED),
+    'credentials-name-not-dns': ('spec.storage.credentialsSecret.name: Invalid value: "Bad": spec.storage.credentialsSecret.name in body should match \'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\'',),
+    'credentials-name-too-long': ('spec.storage.credentialsSecret.name: Too long: may not be more than 253 bytes', SKIPPED),
+    'accesskeykey-with-space': ('spec.storage.credentialsSecret.accessKeyKey: Invalid value: "a b": spec.storage.credentialsSecret.accessKeyKey in body should match \'^[-._a-zA-Z0-9]+$\'',),
+    'accesskeykey-too-long': ('spec.storage.credentialsSecret.accessKeyKey: Too long: may not be more than 253 bytes', SKIPPED),
+    'secretkeykey-with-space': ('spec.storage.credentialsSecret.secretKeyKey: Invalid value: "a b": spec.storage.credentialsSecret.secretKeyKey in body should match \'^[-._a-zA-Z0-9]+$\'',),
+    'secretkeykey-too-long': ('spec.storage.credentialsSecret.secretKeyKey: Too long: may not be more than 253 bytes', SKIPPED),
+    'restart-type-unknown': ('spec.restartPolicy.type: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"', SKIPPED),
+    'max-restarts-negative': ('spec.restartPolicy.maxRestarts: Invalid value: -1: spec.restartPolicy.maxRestarts in body should be greater than or equal to 0',),
+    'attempts-per-record-zero': ('spec.restartPolicy.attemptsPerRecord: Invalid value: 0: spec.restartPolicy.attemptsPerRecord in body should be greater than or equal to 1',),
+    'attempts-per-record-above-100': ('spec.restartPolicy.attemptsPerRecord: Invalid value: 101: spec.restartPolicy.attemptsPerRecord in body should be less than or equal to 100',),
+    'window-without-unit': ('spec.restartPolicy.window: Invalid value: "1": spec.restartPolicy.window in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'window-too-long': ('spec.restartPolicy.window: Too long: may not be more than 16 bytes', SKIPPED),
+    'resetafter-without-unit': ('spec.restartPolicy.resetAfter: Invalid value: "1": spec.restartPolicy.resetAfter in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'resetafter-too-long': ('spec.restartPolicy.resetAfter: Too long: may not be more than 16 bytes', SKIPPED),
+    'restart-window-zero': ('spec.restartPolicy.window: Invalid value: "0s": window must be positive',),
+    'backoff-initial-above-max': ('spec.restartPolicy.backoff.initial: Invalid value: backoff.initial (10m) must not exceed backoff.max (5m)',),
+    'backoff-initial-without-unit': ('spec.restartPolicy.backoff.initial: Invalid value: "10": spec.restartPolicy.backoff.initial in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'backoff-initial-too-long': ('spec.restartPolicy.backoff.initial: Too long: may not be more than 16 bytes', SKIPPED),
+    'backoff-max-without-unit': ('spec.restartPolicy.backoff.max: Invalid value: "10": spec.restartPolicy.backoff.max in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'backoff-max-too-long': ('spec.restartPolicy.backoff.max: Too long: may not be more than 16 bytes', SKIPPED),
+    'backoff-initial-zero': ('spec.restartPolicy.backoff.initial: Invalid value: "0s": backoff.initial must be positive',),
+    'multiplier-below-one': ('spec.restartPolicy.backoff.multiplier: Invalid value: 0.5: spec.restartPolicy.backoff.multiplier in body should be greater than or equal to 1',),
+    'multiplier-above-100': ('spec.restartPolicy.backoff.multiplier: Invalid value: 101: spec.restartPolicy.backoff.multiplier in body should be less than or equal to 100',),
+    'jitter-negative': ('spec.restartPolicy.backoff.jitter: Invalid value: -0.1: spec.restartPolicy.backoff.jitter in body should be greater than or equal to 0',),
+    'jitter-above-one': ('spec.restartPolicy.backoff.jitter: Invalid value: 1.5: spec.restartPolicy.backoff.jitter in body should be less than or equal to 1',),
+    'state-unknown': ('spec.state: Unsupported value: "Paused": supported values: "Running", "Suspended", "running", "suspended"', SKIPPED),
+    'upgrade-mode-unknown': ('spec.upgradeMode: Unsupported value: "Blue-Green": supported values: "LastCheckpoint", "Savepoint", "Stateless", "last-checkpoint", "savepoint", "stateless"', SKIPPED),
+    'restore-id-and-path': ('spec.restoreFrom: Invalid value: restoreFrom needs exactly one of checkpointId or path',),
+    'restore-checkpoint-zero': ('spec.restoreFrom.checkpointId: Invalid value: 0: spec.restoreFrom.checkpointId in body should be greater than or equal to 1',),
+    'restore-path-empty': ('spec.restoreFrom.path: Invalid value: "": spec.restoreFrom.path in body should be at least 1 chars long',),
+    'restore-path-too-long': ('spec.restoreFrom.path: Too long: may not be more than 1024 bytes', SKIPPED),
+    'savepoints-interval-without-unit': ('spec.savepoints.interval: Invalid value: "6": spec.savepoints.interval in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'savepoints-interval-too-long': ('spec.savepoints.interval: Too long: may not be more than 16 bytes', SKIPPED),
+    'savepoints-interval-zero': ('spec.savepoints.interval: Invalid value: "0h": savepoints.interval must be positive',),
+    'savepoints-retained-zero': ('spec.savepoints.retained: Invalid value: 0: spec.savepoints.retained in body should be greater than or equal to 1',),
+    'savepoints-retained-above-100': ('spec.savepoints.retained: Invalid value: 101: spec.savepoints.retained in body should be less than or equal to 100',),
+    'rollback-timeout-without-unit': ('spec.rollback.timeout: Invalid value: "5": spec.rollback.timeout in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'rollback-timeout-too-long': ('spec.rollback.timeout: Too long: may not be more than 16 bytes', SKIPPED),
+    'rollback-timeout-zero': ('spec.rollback.timeout: Invalid value: "0s": rollback.timeout must be positive',),
+    'parallelism-not-a-number': ('spec.parallelism: Invalid value: "string": spec.parallelism in body must be of type integer: "string"', SKIPPED),
+    'image-not-a-string': ('spec.image: Invalid value: "integer": spec.image in body must be of type string: "integer"', SKIPPED),
+    'pipeline-not-an-object': ('spec.pipeline: Invalid value: "string": spec.pipeline in body must be of type object: "string"', SKIPPED),
+    'args-not-a-list': ('spec.pipeline.args: Invalid value: "string": spec.pipeline.args in body must be of type array: "string"', SKIPPED),
+    'unaligned-enabled-not-a-boolean': ('spec.checkpointing.unaligned.enabled: Invalid value: "string": spec.checkpointing.unaligned.enabled in body must be of type boolean: "string"', SKIPPED),
+    'multiplier-not-a-number': ('spec.restartPolicy.backoff.multiplier: Invalid value: "string": spec.restartPolicy.backoff.multiplier in body must be of type number: "string"', SKIPPED),
+    'spark-conf-value-not-a-string': ('spec.sparkConf.spark.x: Invalid value: "integer": spec.sparkConf.spark.x in body must be of type string: "integer"', SKIPPED),
+    'parallelism-above-int32': ('<nil>: Invalid value: "": Checked value must be of type integer with format int32 in spec.parallelism', 'spec.parallelism: Invalid value: parallelism must not exceed maxParallelism, the number of key groups the job state is split into'),
+    'nonce-above-int64': ('spec.restartNonce: Invalid value: "float64": spec.restartNonce in body must be of type int64: "float64"', '<nil>: Invalid value: "": Checked value must be of type integer with format int64 in spec.restartNonce', SKIPPED),
+    'unknown-spec-field': ('unknown field "spec.paralelism"',),
+    'unknown-nested-field': ('unknown field "spec.checkpointing.intervall"',),
+    'unknown-env-field': ('unknown field "spec.env[0].secret"',),
+    'unknown-root-field': ('unknown field "extra"',),
+    'phase-unknown': ('status.phase: Unsupported value: "Sleeping": supported values: "Pending", "Deploying", "Running", "Suspending", "Suspended", "Upgrading", "Restarting", "Failed", "Deleting", "Finished"', SKIPPED),
+    'conditions-too-many': ('status.conditions: Too many: 17: must have at most 16 items', SKIPPED),
+    'conditions-duplicate-type': ('status.conditions[1]: Duplicate value: {"type":"Ready"}',),
+    'condition-without-type': ('status.conditions[0].type: Required value', SKIPPED),
+    'condition-without-status': ('status.conditions[0].status: Required value', SKIPPED),
+    'condition-type-too-long': ('status.conditions[0].type: Too long: may not be more than 316 bytes', SKIPPED),
+    'condition-status-unknown': ('status.conditions[0].status: Unsupported value: "Yes": supported values: "True", "False", "Unknown"', SKIPPED),
+    'condition-reason-too-long': ('status.conditions[0].reason: Too long: may not be more than 1024 bytes', SKIPPED),
+    'condition-message-too-long': ('status.conditions[0].message: Too long: may not be more than 32768 bytes', SKIPPED),
+    'condition-generation-negative': ('status.conditions[0].observedGeneration: Invalid value: -1: conditions[0].observedGeneration in body should be greater than or equal to 0',),
+    'condition-time-not-a-time': ('status.conditions[0].lastTransitionTime: Invalid value: "yesterday": conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"', SKIPPED),
+    'consecutive-failures-negative': ('status.checkpoints.consecutiveFailures: Invalid value: -1: checkpoints.consecutiveFailures in body should be greater than or equal to 0',),
+    'restart-count-negative': ('status.restarts.count: Invalid value: -1: restarts.count in body should be greater than or equal to 0',),
+    'history-too-long': ('status.savepoints.history: Too many: 257: must have at most 256 items', SKIPPED),
+    'savepoint-without-kind': ('status.savepoints.history[0].kind: Required value', SKIPPED),
+    'savepoint-without-state': ('status.savepoints.history[0].state: Required value', SKIPPED),
+    'savepoint-without-triggertime': ('status.savepoints.history[0].triggerTime: Required value', SKIPPED),
+    'savepoint-kind-unknown': ('status.savepoints.history[0].kind: Unsupported value: "Nightly": supported values: "Manual", "Periodic", "Upgrade", "Suspend"', SKIPPED),
+    'savepoint-state-unknown': ('status.savepoints.history[0].state: Unsupported value: "Lost": supported values: "InProgress", "Completed", "Failed", "Discarded"', SKIPPED),
+    'ack-checkpointtriggernonce-without-value': ('status.nonces.checkpointTriggerNonce.value: Required value', SKIPPED),
+    'ack-checkpointtriggernonce-without-outcome': ('status.nonces.checkpointTriggerNonce.outcome: Required value', SKIPPED),
+    'ack-checkpointtriggernonce-without-time': ('status.nonces.checkpointTriggerNonce.time: Required value', SKIPPED),
+    'ack-checkpointtriggernonce-outcome-unknown': ('status.nonces.checkpointTriggerNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"', SKIPPED),
+    'ack-savepointtriggernonce-without-value': ('status.nonces.savepointTriggerNonce.value: Required value', SKIPPED),
+    'ack-savepointtriggernonce-without-outcome': ('status.nonces.savepointTriggerNonce.outcome: Required value', SKIPPED),
+    'ack-savepointtriggernonce-without-time': ('status.nonces.savepointTriggerNonce.time: Required value', SKIPPED),
+    'ack-savepointtriggernonce-outcome-unknown': ('status.nonces.savepointTriggerNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"', SKIPPED),
+    'ack-restartnonce-without-value': ('status.nonces.restartNonce.value: Required value', SKIPPED),
+    'ack-restartnonce-without-outcome': ('status.nonces.restartNonce.outcome: Required value', SKIPPED),
+    'ack-restartnonce-without-time': ('status.nonces.restartNonce.time: Required value', SKIPPED),
+    'ack-restartnonce-outcome-unknown': ('status.nonces.restartNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"', SKIPPED),
+    'ack-restorenonce-without-value': ('status.nonces.restoreNonce.value: Required value', SKIPPED),
+    'ack-restorenonce-without-outcome': ('status.nonces.restoreNonce.outcome: Required value', SKIPPED),
+    'ack-restorenonce-without-time': ('status.nonces.restoreNonce.time: Required value', SKIPPED),
+    'ack-restorenonce-outcome-unknown': ('status.nonces.restoreNonce.outcome: Unsupported value: "Maybe": supported values: "InProgress", "Succeeded", "Failed", "Ignored", "Unknown"', SKIPPED),
+    'rollout-without-state': ('status.rollout.state: Required value', SKIPPED),
+    'rollout-without-since': ('status.rollout.since: Required value', SKIPPED),
+    'rollout-state-unknown': ('status.rollout.state: Unsupported value: "Fine": supported values: "Verifying", "Stable", "RolledBack", "Unstable"', SKIPPED),
+    'endpoint-not-http': ('spec.storage.endpoint: Invalid value: "ftp://minio:9000": endpoint must be an http:// or https:// URL with a host, an optional port and no path, e.g. http://minio.minio.svc:9000',),
+    'min-pause-equal-in-another-unit': ('spec.checkpointing.minPause: Invalid value: minPause (60s) must be shorter than interval (1m)',),
+    'executor-cores-default-to-one': ('spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice',),  # noqa: RUF001
+    'spark-conf-namespace-and-memory': ('spec.sparkConf: Forbidden: sparkConf must not set spark.kubernetes.namespace, spark.driver.memory: the operator manages these keys (use the matching spec fields)',),
+    'spark-conf-container-image': ('spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.kubernetes.container.image: the operator manages authentication, images, secrets and volumes',),
 }
+# fmt: on
 """What the server answered to each case (``kubectl``'s causes, in its order)."""
