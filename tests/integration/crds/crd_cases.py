@@ -423,6 +423,18 @@ _case(
     "spec.sparkConf rule[1]",
     _spec(sparkConf={"spark.kubernetes.container.image": "evil"}),
 )
+_case(
+    "interval-fraction",
+    "spec.checkpointing.interval pattern",
+    _spec(checkpointing={"interval": "1.5s"}),
+)
+_case(
+    "interval-two-units",
+    "spec.checkpointing.interval pattern",
+    _spec(checkpointing={"interval": "1m30s"}),
+)
+_case("memory-fraction", "spec.executor.memory rule[0]", _spec(executor={"memory": "1.5Gi"}))
+_case("nonce-not-a-number", "spec.restartNonce type", _spec(restartNonce="again"))
 _case("bucket-upper-case", "spec.storage.bucket pattern", _spec(storage={"bucket": "BAD"}))
 _case("bucket-too-short", "spec.storage.bucket minLength", _spec(storage={"bucket": "ab"}))
 _case("bucket-too-long", "spec.storage.bucket maxLength", _spec(storage={"bucket": _long(64)}))
@@ -1002,6 +1014,10 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'executor-cores-default-to-one': ('spec.executor.instances: Invalid value: executor.instances × executor.cores must be at least parallelism: Spark gang-schedules one task slot per parallel slice',),  # noqa: RUF001
     'spark-conf-namespace-and-memory': ('spec.sparkConf: Forbidden: sparkConf must not set spark.kubernetes.namespace, spark.driver.memory: the operator manages these keys (use the matching spec fields)',),
     'spark-conf-container-image': ('spec.sparkConf: Forbidden: sparkConf must not set keys starting with spark.kubernetes.container.image: the operator manages authentication, images, secrets and volumes',),
+    'interval-fraction': ('spec.checkpointing.interval: Invalid value: "1.5s": spec.checkpointing.interval in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'interval-two-units': ('spec.checkpointing.interval: Invalid value: "1m30s": spec.checkpointing.interval in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
+    'memory-fraction': ('spec.executor.memory: Invalid value: "1.5Gi": memory must be a whole Kubernetes quantity such as 512Mi, 4Gi or 2000M (Spark-style values such as 1g are not accepted)',),
+    'nonce-not-a-number': ('spec.restartNonce: Invalid value: "string": spec.restartNonce in body must be of type integer: "string"', SKIPPED),
 }
 # fmt: on
 """What the server answered to each case (``kubectl``'s causes, in its order)."""

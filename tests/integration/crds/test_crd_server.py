@@ -64,6 +64,7 @@ ALSO_COVERED = (
     "spec.checkpointing.unaligned.enabled type",
     "spec.restartPolicy.backoff.multiplier type",
     "spec.sparkConf[*] type",
+    "spec.restartNonce type",
     "spec.parallelism format",
     "spec.restartNonce format",
     "status.conditions[*].lastTransitionTime format",
