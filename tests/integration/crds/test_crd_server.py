@@ -28,6 +28,7 @@ from typing import Any
 
 import crd_cases
 import pytest
+import waiting
 import yaml
 from cjob_operator_testing import envtest
 from crd_cases import CASES, CAUSES, NAMESPACE, Case
@@ -405,3 +406,94 @@ def test_a_manifest_that_drops_max_parallelism_is_refused(
     assert stored(server, "updated")["spec"]["maxParallelism"] == 64
     result = admission.validator().validate_update(changed, old)
     assert result.messages == [MAX_PARALLELISM_IMMUTABLE]
+
+
+def _widget_crd(maximum: int) -> dict[str, Any]:
+    """A CRD of our own to tighten under stored objects (the CheckpointedJob CRD stays)."""
+    spec_schema = {
+        "type": "object",
+        "properties": {
+            "size": {"type": "integer", "maximum": maximum},
+            "label": {
+                "type": "string",
+                "maxLength": 16,
+                "x-kubernetes-validations": [
+                    {"rule": f"size(self) <= {maximum}", "message": "label too long"}
+                ],
+            },
+            "note": {"type": "string", "maxLength": 16},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.crdtest.checkpointed.dev"},
+        "spec": {
+            "group": "crdtest.checkpointed.dev",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec_schema},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_unchanged_values_a_tightened_crd_refuses_are_ratcheted(server: Plane) -> None:
+    """Validation ratcheting (GA in 1.33): after the CRD tightens, an update that leaves an
+    invalid value as it was is admitted; changing it to another invalid value is not."""
+    widget = {
+        "apiVersion": "crdtest.checkpointed.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": NAMESPACE},
+        "spec": {"size": 8, "label": "12345678", "note": "a"},
+    }
+    for step in (
+        kubectl(server, "apply", "-f", "-", stdin=_widget_crd(10)),
+        kubectl(
+            server, "wait", "--for=condition=Established", "crd/widgets.crdtest.checkpointed.dev"
+        ),
+        kubectl(server, "apply", "-f", "-", stdin=widget),
+        kubectl(server, "apply", "-f", "-", stdin=_widget_crd(4)),
+    ):
+        assert step.returncode == 0, step.stderr
+    probe = merged_spec(widget, size=9)
+    probe["metadata"]["name"] = "probe"
+    waiting.wait_until(
+        lambda: kubectl(server, "apply", "--dry-run=server", "-f", "-", stdin=probe).returncode,
+        30,
+        "the API server to serve the tightened Widget schema",
+    )
+    tightened = admission.CustomResourceValidator(_widget_crd(4))
+    old = json.loads(kubectl(server, "-n", NAMESPACE, "get", "widget", "w", "-o", "json").stdout)
+    note_changed = merged_spec(widget, note="b")
+    size_changed = merged_spec(widget, size=9)
+
+    kept = kubectl(server, "apply", "-f", "-", stdin=note_changed)
+    refused = kubectl(server, "apply", "-f", "-", stdin=size_changed)
+
+    assert kept.returncode == 0, kept.stderr
+    assert tightened.validate_update(note_changed, old).ok
+    assert refused.returncode != 0
+    server_causes = refused_causes(refused.stderr)
+    assert server_causes == [
+        "spec.size: Invalid value: 9: spec.size in body should be less than or equal to 4"
+    ]
+    assert tightened.validate_update(size_changed, old).messages == server_causes
+    kubectl(server, "delete", "crd", "widgets.crdtest.checkpointed.dev", "--wait=false")
+
+
+def merged_spec(obj: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(obj)
+    changed["spec"].update(spec)
+    return changed
