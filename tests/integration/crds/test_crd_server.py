@@ -205,6 +205,33 @@ def test_the_crd_is_accepted_and_established(server: Plane) -> None:
     assert {"Established=True", "NamesAccepted=True"} <= set(conditions.stdout.split())
 
 
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "'parallelism (' + string(self.parallelism) + ') must not exceed maxParallelism'",
+        "'must not set ' + ['spark.master'].filter(k, k in self.sparkConf).join(', ')",
+    ],
+    ids=["string-of-int", "filter-join"],
+)
+def test_a_message_expression_of_unbounded_size_is_refused_for_its_cost(
+    server: Plane, expression: str
+) -> None:
+    """Why the CRD builds its messages from bounded strings only: the server cannot bound
+    the size of ``string(int)`` or of a filtered list's ``join``, and refuses the CRD."""
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["x-kubernetes-validations"][0]["messageExpression"] = expression
+
+    answer = kubectl(server, "apply", "--dry-run=server", "-f", "-", stdin=crd)
+
+    assert answer.returncode != 0
+    assert (
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]"
+        ".messageExpression: Forbidden: estimated messageExpression cost exceeds budget by "
+        "factor of more than 100x"
+    ) in answer.stderr
+
+
 def test_every_rule_and_constraint_has_a_case() -> None:
     targeted = {target for case in CASES for target in case.targets} | set(TRANSITION_RULES)
     declared = set(constraints(crd_schema()))
