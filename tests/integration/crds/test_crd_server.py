@@ -22,6 +22,8 @@ import copy
 import json
 import re
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -280,6 +282,40 @@ def test_the_server_and_the_validator_accept_the_edges(server: Plane, edge: str)
     result = admission.validator().validate_create(job)
     assert result.ok, result.messages
     assert result.object["spec"] == stored(server, job["metadata"]["name"])["spec"]
+
+
+def created_raw(plane: Plane, job: Mapping[str, Any]) -> str | None:
+    """POST ``job`` as ``kubectl apply`` would create it (strict field validation); the
+    ``Status.message`` of the refusal, or None when created."""
+    body = dict(job)
+    namespace = body["metadata"]["namespace"]
+    url = (
+        f"{plane.url}/apis/checkpointed.dev/v1alpha1/namespaces/{namespace}/checkpointedjobs"
+        "?fieldValidation=Strict"
+    )
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, context=plane.client_context(), timeout=30):
+            return None
+    except urllib.error.HTTPError as refused:
+        message: str = json.load(refused)["message"]
+        return message
+
+
+@pytest.mark.parametrize(
+    "case", [case for case in CASES if not case.status], ids=lambda case: case.id
+)
+def test_the_refusal_sentence_is_the_servers_status_message(server: Plane, case: Case) -> None:
+    """What the operator writes to a refused job's status and ``cjob validate`` prints:
+    the ``Status.message`` of the server's refusal, word for word."""
+    job = crd_cases.manifest(case, 5000 + CASES.index(case))
+
+    assert admission.refusal(job) == created_raw(server, job)
 
 
 MINIMAL_STORED_SPEC = {
