@@ -87,3 +87,13 @@ def test_refusal_does_not_change_the_object_it_judges() -> None:
 def test_doctests(module: Any) -> None:
     failures, attempted = doctest.testmod(module, raise_on_error=False)
     assert (failures, attempted > 0) == (0, True)
+
+
+def test_an_unknown_root_field_is_refused_as_kubectl_apply_refuses_it() -> None:
+    job = _minimal()
+    job["extra"] = 1
+
+    assert admission.refusal(job) == (
+        'CheckpointedJob in version "v1alpha1" cannot be handled as a CheckpointedJob: '
+        'strict decoding error: unknown field "extra"'
+    )
