@@ -14,8 +14,7 @@
 #      modules (scripts/kube-build.sh, cached), and a node that runs the pods as
 #      containers of those images;
 #   4. an S3 server where a cluster would have MinIO: SeaweedFS at 127.0.9.1:9000,
-#      named minio.minio.svc by a relay pod (tests/e2e_k8s/manifests/minio.yaml: the API
-#      server takes no loopback address in an EndpointSlice);
+#      named minio.minio.svc by devtools/kube_local/manifests/minio.yaml;
 #   5. the README's install: namespaces cjob-system and streaming, the storage Secret,
 #      `helm install cjob charts/checkpointed-operator --set 'driver.namespaces={streaming}'`;
 #   6. `kubectl apply -f examples/manifests/minimal.yaml` with the image set to
@@ -173,9 +172,7 @@ up_local() {
     line=$(CJOB_KUBE_LOCAL_KUBELET=1 bash scripts/kube-local.sh up | grep '^export KUBECONFIG=')
     export KUBECONFIG=${line#export KUBECONFIG=}
     s3_up
-    say "minio.minio.svc: a relay pod to it (tests/e2e_k8s/manifests/minio.yaml)"
-    kubectl apply -f tests/e2e_k8s/manifests/minio.yaml >/dev/null # image cjob-runtime:dev
-    kubectl -n minio rollout status deployment/minio --timeout=180s >/dev/null
+    kubectl apply -f devtools/kube_local/manifests/minio.yaml >/dev/null
     namespaces
     storage_secret cjob "$(cat "$state/s3-secret-key")"
     OPERATOR_IMAGE=cjob-operator:dev RUNTIME_IMAGE=cjob-runtime:dev PULL=Never

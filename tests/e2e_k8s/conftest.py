@@ -9,7 +9,7 @@ Two targets, chosen by ``CJOB_E2E_TARGET`` (or pytest's ``--use-current-context`
     (``scripts/kube-build.sh``) and a node that runs the bound pods as Docker containers
     (pod addresses from ``CJOB_KUBE_LOCAL_POD_CIDR``, default ``127.2.0.0/16`` here);
     an S3 server where a cluster would have MinIO: SeaweedFS on its own loopback address,
-    port 9000, named ``minio.minio.svc`` by a Service without selector and its Endpoints.
+    port 9000, named ``minio.minio.svc`` by ``devtools/kube_local/manifests/minio.yaml``.
     Where Docker cannot run, everything skips with one sentence (CI sets
     ``CJOB_REQUIRE_DOCKER=1``, which turns that into a failure).
 
@@ -37,14 +37,11 @@ import os
 import pathlib
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
-import waiting
-import yaml
 from cjob_operator_testing import envtest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -57,11 +54,12 @@ import docker_harness  # noqa: E402
 import targets  # noqa: E402
 from cluster import Cluster, ScenarioError  # noqa: E402
 
-MINIO_SERVICE = HERE / "manifests" / "minio.yaml"
+MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
 S3_HOST = "127.0.9.1"
 """Outside every pod range of the local plane (127.2.0.0/16 here): the S3 server's own
-address, where the relay pod of ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh)
-forwards to."""
+address, which ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh) names
+``minio.minio.svc`` (an ExternalName Service the node agent's hosts file resolves: the
+API server refuses loopback addresses in Endpoints and EndpointSlices)."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
 JOB_NAMESPACES = ("cjob-system", "streaming")
@@ -220,34 +218,6 @@ def host_s3_endpoint(s3_server: targets.S3Access) -> str:
     return s3_server.host_endpoint
 
 
-def _minio_relay(cl: Cluster, image: str) -> None:
-    """``minio.minio.svc:9000`` as a relay pod to the host's S3 server (see the manifest)."""
-    docs = list(yaml.safe_load_all(MINIO_SERVICE.read_text()))
-    for doc in docs:
-        if doc["kind"] == "Deployment":
-            doc["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    cl.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
-
-    def relays() -> bool:
-        for pod in cl.pods("minio", "app=minio-relay"):
-            ip = (pod.get("status") or {}).get("podIP")
-            if (pod.get("status") or {}).get("phase") != "Running" or not ip:
-                continue
-            with socket.create_connection((ip, S3_PORT), timeout=5) as conn:
-                conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
-                return conn.recv(16).startswith(b"HTTP/")
-        return False
-
-    waiting.wait_until(
-        relays,
-        180,
-        "the S3 relay pod answering (minio.minio.svc)",
-        interval=1.0,
-        ignoring=(OSError,),
-        explain=lambda: str([(p.get("status") or {}) for p in cl.pods("minio")]),
-    )
-
-
 def _helm() -> str:
     helm = shutil.which("helm", path=str(ROOT / ".venv" / "bin")) or shutil.which("helm")
     if helm is None:
@@ -267,7 +237,7 @@ def cluster(
         kubectl = "kubectl"
     cl = Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
     if target == targets.LOCAL:
-        _minio_relay(cl, images["runtime"])
+        cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
     taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
     if taken and target == targets.CURRENT_CONTEXT:
         pytest.skip(
