@@ -33,7 +33,8 @@
 # `down --use-current-context` deletes the job, the release and both namespaces.
 #
 # It ends by printing the KUBECONFIG to export and what to try next. Idempotent.
-# State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local).
+# State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local); images built here are tagged
+# $CJOB_IMAGE_TAG (default dev); pod addresses from $CJOB_KUBE_LOCAL_POD_CIDR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,8 @@ S3_HOST=127.0.9.1
 S3_PORT=9000
 RELEASE=cjob
 JOB=running-count
+TAG=${CJOB_IMAGE_TAG:-dev} # of the images built here (scripts/docker-smoke.sh)
+export CJOB_IMAGE_TAG=$TAG
 
 say() { echo "==> $*" >&2; }
 die() { echo "try-kubernetes: error: $*" >&2; exit 1; }
@@ -101,7 +104,7 @@ user_images() {
     command -v "${load[0]}" >/dev/null || die "${load[0]} is not installed"
     say "building the images (cached after the first time)"
     bash scripts/docker-smoke.sh --build-only >&2
-    OPERATOR_IMAGE=cjob-operator:dev RUNTIME_IMAGE=cjob-runtime:dev PULL=IfNotPresent
+    OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=IfNotPresent
     for image in "$OPERATOR_IMAGE" "$RUNTIME_IMAGE"; do
         say "${load[*]} $image"
         "${load[@]}" "$image" >&2
@@ -175,7 +178,7 @@ up_local() {
     kubectl apply -f devtools/kube_local/manifests/minio.yaml >/dev/null
     namespaces
     storage_secret cjob "$(cat "$state/s3-secret-key")"
-    OPERATOR_IMAGE=cjob-operator:dev RUNTIME_IMAGE=cjob-runtime:dev PULL=Never
+    OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=Never
     helm_install
     apply_job http://minio.minio.svc:9000
     wait_running ""
