@@ -113,7 +113,7 @@ user_images() {
 
 namespaces() {
     for ns in cjob-system streaming; do
-        kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+        kubectl get namespace "$ns" >/dev/null 2>&1 || kubectl create namespace "$ns" >/dev/null
     done
 }
 
