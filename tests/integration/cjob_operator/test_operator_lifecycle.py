@@ -197,8 +197,9 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
     start_running(h, manifest, "iota", restartPolicy=policy)
     h.set_pod_phase("iota", "Failed", exit_code=137)
     h.wait_for(lambda: h.job_status("iota").get("restarts", {}).get("count") == 1, "restart 1")
+    # a new pod: the API server creates every pod Pending (kmock left status empty)
     h.wait_for(
-        lambda: (pod := h.pod("iota")) is not None and "phase" not in pod.get("status", {}),
+        lambda: (pod := h.pod("iota")) is not None and pod["status"]["phase"] == "Pending",
         "replacement pod",
     )
     h.set_pod_phase("iota", "Failed", exit_code=137)
@@ -214,7 +215,7 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
         lambda: (
             h.job_status("iota").get("phase") in ("Restarting", "Deploying")
             and (pod := h.pod("iota")) is not None
-            and "phase" not in pod.get("status", {})
+            and pod["status"]["phase"] == "Pending"
         ),
         "restarted by nonce",
     )
