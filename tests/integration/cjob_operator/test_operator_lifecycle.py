@@ -1,7 +1,7 @@
-"""The real operator (kopf subprocess) against the local API: create, checkpoints, failures.
+"""The real operator (kopf subprocess) against a real kube-apiserver: create, checkpoints, failures.
 
 Each test uses its own job in one shared operator; pods are "run" by the test
-playing the kubelet (setting the pod phase), the fake driver plays the driver.
+playing the node (writing pods/status as system:node), the fake driver plays the driver.
 """
 
 from __future__ import annotations
