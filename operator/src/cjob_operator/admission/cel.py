@@ -18,8 +18,8 @@ Semantics reproduced:
 
 Not reproduced: type checking of rules at CRD creation (the tests' ``crdcheck.manifest``
 checks field references), the cost budget, ``optionalOldSelf`` (such rules are
-skipped on create) and the Kubernetes CEL libraries except the ``join`` string
-function, which cel-python lacks and is provided here.
+skipped on create) and the Kubernetes CEL libraries except the ``join`` and ``substring`` string
+functions, which cel-python lacks and are provided here.
 """
 
 from __future__ import annotations
@@ -52,7 +52,17 @@ def _join(values: celtypes.ListType, separator: celtypes.StringType | None = Non
     return celtypes.StringType(str(separator or "").join(str(v) for v in values))
 
 
-EXTRA_FUNCTIONS: dict[str, Any] = {"join": _join}
+def _substring(
+    text: celtypes.StringType, start: celtypes.IntType, end: celtypes.IntType | None = None
+) -> Any:
+    """``string.substring(start[, end])`` from the Kubernetes strings library (code points)."""
+    stop = len(text) if end is None else int(end)
+    if not 0 <= int(start) <= stop <= len(text):
+        raise ValueError(f"substring: index out of range: {int(start)}, {stop}")
+    return celtypes.StringType(str(text)[int(start) : stop])
+
+
+EXTRA_FUNCTIONS: dict[str, Any] = {"join": _join, "substring": _substring}
 _ENVIRONMENT = celpy.Environment()
 
 
