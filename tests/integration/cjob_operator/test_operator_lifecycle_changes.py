@@ -255,7 +255,7 @@ def test_invalid_spark_conf_is_refused_by_the_api_server_with_a_clear_message(
     assert status == 422 and body["reason"] == "Invalid", body
     [cause] = body["details"]["causes"]
     assert cause["field"] == "spec.sparkConf"
-    assert "sparkConf must not set" in cause["message"]
+    assert cause["message"].startswith("Forbidden: sparkConf must not set spark.master: ")
     assert h.job("eta") is None and h.pod("eta") is None
 
 

@@ -13,9 +13,7 @@ one per session as the ``kube_api`` fixture.
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -62,57 +60,12 @@ def kubectl(
 # -- what a harness installs: the CRD, namespaces, the chart's RBAC, a ServiceAccount's token
 
 
-COST_REFUSAL = re.compile(
-    r"spec\.validation\.openAPIV3Schema((?:\.properties\[[^\]]+\])*)"
-    r"\.x-kubernetes-validations\[(\d+)\]\.(rule|messageExpression): Forbidden: estimated"
-)
-
-
-def _strip_cost_refusals(crd: dict[str, Any], refusal: str) -> list[str]:
-    """TEMPORARY (issue 28, until the CRD fix of branch i28-crd lands): drop the CEL
-    expressions the API server refuses with "estimated messageExpression cost exceeds
-    budget by factor of more than 100x" (a refused ``messageExpression`` goes, its rule
-    and static ``message`` stay; a refused ``rule`` goes whole). Returns what went."""
-    dropped: list[str] = []
-    found = sorted(set(COST_REFUSAL.findall(refusal)), key=lambda f: -int(f[1]))
-    for props, index, field in found:
-        for version in crd["spec"]["versions"]:
-            node = version["schema"]["openAPIV3Schema"]
-            for name in re.findall(r"\[([^\]]+)\]", props):
-                node = node["properties"][name]
-            rules = node.get("x-kubernetes-validations") or []
-            if int(index) >= len(rules):
-                continue
-            if field == "rule":
-                rules.pop(int(index))
-            else:
-                rules[int(index)].pop("messageExpression", None)
-            dropped.append(f"{props or '(root)'}[{index}].{field}")
-    return dropped
-
-
-def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> list[str]:
-    """Apply ``crd`` as the admin and wait until it is Established; returns what the
-    temporary cost-budget workaround (:func:`_strip_cost_refusals`) dropped, if anything."""
-    crd = copy.deepcopy(crd)
-    dropped: list[str] = []
-    for _ in range(3):
-        done = kubectl(
-            plane,
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            "-",
-            stdin=yaml.safe_dump(crd),
-        )
-        if done.returncode == 0:
-            break
-        stripped = _strip_cost_refusals(crd, done.stderr)
-        if not stripped:
-            raise RuntimeError(f"the API server refused the CRD: {done.stderr}")
-        dropped += stripped
-    else:
+def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> None:
+    """Apply ``crd`` as the admin; return once its resource is served."""
+    done = kubectl(
+        plane, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(crd)
+    )
+    if done.returncode != 0:
         raise RuntimeError(f"the API server refused the CRD: {done.stderr}")
     name = crd["metadata"]["name"]
     waited = kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
@@ -124,7 +77,6 @@ def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> l
     while kubectl(plane, "get", resource, "-A").returncode != 0:
         assert time.monotonic() < deadline, f"{resource} never served"
         time.sleep(0.2)
-    return dropped
 
 
 def apply(plane: control_plane_mod.ControlPlane, docs: Sequence[dict[str, Any]]) -> None:

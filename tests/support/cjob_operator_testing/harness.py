@@ -89,7 +89,6 @@ class OperatorHarness:
         self.driver_url = ""
         self.metrics_url = ""
         self.log_path = workdir / "operator.log"
-        self.crd_dropped: list[str] = []
         self._process: subprocess.Popen[bytes] | None = None
         self._runner: web.AppRunner | None = None
         self._stack = contextlib.ExitStack()
@@ -132,7 +131,7 @@ class OperatorHarness:
 
     def _install(self) -> None:
         crd = self.crd if self.crd is not None else local_store_crd()
-        self.crd_dropped = envtest.install_crd(self.plane, crd)
+        envtest.install_crd(self.plane, crd)
         restricted = {f"pod-security.kubernetes.io/{m}": "restricted" for m in ("enforce", "warn")}
         envtest.apply(
             self.plane,
