@@ -55,7 +55,10 @@ class Client:
 ADMIN = Client("admin", "kube-admin", ("system:masters",))
 CONTROLLER_MANAGER = Client("controller-manager", "system:kube-controller-manager")
 SCHEDULER = Client("scheduler", "system:kube-scheduler")
-CLIENTS = (ADMIN, CONTROLLER_MANAGER, SCHEDULER)
+KUBE_PROXY = Client("kube-proxy", "system:kube-proxy")
+"""Bound to ``system:node-proxier`` by the API server's bootstrap policy: the node agent
+reads Services and EndpointSlices with it."""
+CLIENTS = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KUBE_PROXY)
 
 
 def node_client(node: str) -> Client:
@@ -156,6 +159,17 @@ class Authority:
         sans: list[x509.GeneralName] = [x509.DNSName(n) for n in DNS_NAMES]
         sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in IPS]
         self._issue("apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+
+    def kubelet_serving(self, node: str) -> tuple[Path, Path]:
+        """A serving certificate for a node's log endpoint on 127.0.0.1 (cert, key)."""
+        sans: list[x509.GeneralName] = [
+            x509.DNSName(node),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        ]
+        file = f"kubelet-{node}"
+        subject = _name(f"system:node:{node}", ("system:nodes",))
+        self._issue(file, subject, ExtendedKeyUsageOID.SERVER_AUTH, sans)
+        return self.path(f"{file}.crt"), self.path(f"{file}.key")
 
     def client(self, client: Client) -> None:
         subject = _name(client.user, client.groups)

@@ -124,6 +124,9 @@ class ControlPlane:
                 proc.wait()
         self._procs.clear()
 
+    def pids(self) -> list[int]:
+        return [proc.pid for _, proc in self._procs]
+
     def running(self) -> dict[str, bool]:
         return {name: proc.poll() is None for name, proc in self._procs}
 
@@ -178,6 +181,8 @@ class ControlPlane:
                 f"--client-ca-file={pki('ca.crt')}",
                 f"--kubelet-client-certificate={pki('admin.crt')}",
                 f"--kubelet-client-key={pki('admin.key')}",
+                f"--kubelet-certificate-authority={pki('ca.crt')}",
+                "--kubelet-preferred-address-types=InternalIP",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki('sa.pub')}",
                 f"--service-account-signing-key-file={pki('sa.key')}",

@@ -1,20 +1,20 @@
-"""Fixtures: one kube-local API server (a subprocess) per test session, clients for it.
+"""Fixtures: kube-local (the real control plane, optionally its node) as a subprocess
+(``python -m kube_local serve``), clients for it, and the real operator against it.
 
-The server runs with a short watch history (200 events per resource) so that a test
-can push a resourceVersion out of it and see 410 Gone.
+``running_server``/``running_operator`` are used by other test packages too
+(``tests/integration/cjob_operator/test_operator_invalid_specs.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,50 @@ from typing import Any
 import kubernetes as _kubernetes
 import pytest
 import waiting
+from kube_local import control_plane
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
 ROOT = Path(__file__).resolve().parents[3]
-HISTORY = 200
+POD_CIDR = os.environ.get("CJOB_KUBE_LOCAL_TEST_POD_CIDR", "127.3.0.0/16")
+"""Pod addresses of the test node: not the default range of ``kube-local.sh up``, so a
+cluster a developer keeps running does not collide with the tests'."""
+
+
+@functools.cache
+def bin_dir() -> Path:
+    """The Kubernetes binaries (built once per machine by ``scripts/kube-build.sh``)."""
+    return control_plane.build(ROOT)
+
+
+BASE = "cjob-base:bookworm"
+RUNTIME = "cjob-runtime:dev"
+
+
+def docker_ready() -> bool:
+    """Make sure an engine answers and has the images; ``True`` when it had to start one."""
+    sys.path.insert(0, str(ROOT / "tests" / "docker"))
+    import docker_harness  # type: ignore[import-not-found]  # tests/docker, put on sys.path above
+
+    docker_harness.require_docker()
+    answers = subprocess.run(["docker", "info"], capture_output=True, check=False)
+    present = subprocess.run(
+        ["docker", "image", "inspect", BASE, RUNTIME], capture_output=True, check=False
+    )
+    if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
+        subprocess.run(
+            ["bash", "scripts/docker-smoke.sh", "--build-only"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=1800,
+        )
+    return answers.returncode != 0
 
 
 @dataclasses.dataclass(frozen=True)
 class Kube:
-    """Where the server is and how to talk to it."""
+    """Where the cluster is and how to talk to it (as its admin, group system:masters)."""
 
     state: Path
     url: str
@@ -42,51 +76,35 @@ class Kube:
 
     @property
     def ca(self) -> Path:
-        return self.state / "ca.crt"
+        return self.state / "pki" / "ca.crt"
 
-    @property
-    def admin_token(self) -> str:
-        return (self.state / "admin-token").read_text().strip()
-
-    def client(self, token: str | None = None, ca: bool = True) -> Any:
-        """An ``ApiClient`` with ``token`` (default: the admin's), verifying with the CA."""
-        config = kubernetes.client.Configuration()
-        config.host = self.url
-        config.api_key = {"BearerToken": token or self.admin_token}
-        config.api_key_prefix = {"BearerToken": "Bearer"}
-        config.verify_ssl = True
-        config.ssl_ca_cert = str(self.ca) if ca else None
-        return kubernetes.client.ApiClient(config)
+    def client(self) -> Any:
+        """An ``ApiClient`` from the admin's kubeconfig."""
+        return kubernetes.config.new_client_from_config(str(self.kubeconfig))
 
     def kubectl(
         self,
         *args: str,
-        token: str | None = None,
         check: bool = True,
         stdin: str | None = None,
         kubeconfig: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        if shutil.which("kubectl") is None:
-            pytest.skip(
-                "kubectl is not installed: install it (e.g. apt-get install kubectl) "
-                "to run the kubectl tests against the local API server"
-            )
-        command = ["kubectl", "--kubeconfig", str(kubeconfig or self.kubeconfig), *args]
-        if token is not None:
-            command[3:3] = ["--token", token]
+        """kubectl of the same build as the API server."""
+        command = [str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig or self.kubeconfig)]
         result = subprocess.run(
-            command, input=stdin, capture_output=True, text=True, timeout=60, check=False
+            [*command, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
         )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
         return result
 
 
-def start_server(
-    state: Path, history: int = HISTORY, kubelet: bool = False
-) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(state: Path, node: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m kube_local serve`` (with ``node``: the node agent too); its URL once
+    ``STATE/ready`` exists."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
-    extra = ["--kubelet"] if kubelet else []
+    extra = ["--node", "--pod-cidr", POD_CIDR] if node else []
+    state.mkdir(parents=True, exist_ok=True)
     with (state.parent / f"{state.name}.log").open("wb") as log:
         process = subprocess.Popen(
             [
@@ -96,8 +114,8 @@ def start_server(
                 "serve",
                 "--state-dir",
                 str(state),
-                "--history",
-                str(history),
+                "--bin-dir",
+                str(bin_dir()),
                 *extra,
             ],
             env=env,
@@ -108,22 +126,32 @@ def start_server(
 
     def started() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"kube-local exited with {process.returncode}")
+            tail = (state.parent / f"{state.name}.log").read_text(errors="replace")[-2000:]
+            raise AssertionError(f"kube-local exited with {process.returncode}: {tail}")
         return ready.exists()
 
-    waiting.wait_until(started, 30, "kube-local to be ready")
+    waiting.wait_until(started, 120, "kube-local to be ready")
     return process, ready.read_text().strip()
 
 
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+        raise
+
+
 @contextlib.contextmanager
-def running_server(state: Path) -> Iterator[Kube]:
-    """A kube-local server keeping its state in ``state``, stopped on exit."""
-    process, url = start_server(state)
+def running_server(state: Path, node: bool = False) -> Iterator[Kube]:
+    """kube-local keeping its state in ``state``, stopped on exit."""
+    process, url = start_server(state, node)
     try:
         yield Kube(state, url)
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop_server(process)
 
 
 @pytest.fixture(scope="session")
@@ -181,16 +209,3 @@ def running_operator(kube: Kube, namespace: str, log: Path, **env: str) -> Itera
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
-
-
-@pytest.fixture
-def core(kube: Kube) -> Any:
-    return kubernetes.client.CoreV1Api(kube.client())
-
-
-@pytest.fixture
-def ns(core: Any) -> str:
-    """A fresh namespace for one test."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-    return name

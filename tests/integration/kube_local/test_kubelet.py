@@ -1,4 +1,5 @@
-"""The kubelet: stored pods run as containers on the local Docker engine.
+"""The node agent: what the real scheduler binds to the node runs as containers on the
+local Docker engine, judged by the real API server (Node authorizer, NodeRestriction).
 
 Needs a Docker engine (skips with the reason where none can run; fails instead under
 ``CJOB_REQUIRE_DOCKER=1``, as in CI) and the images ``scripts/docker-smoke.sh
@@ -9,53 +10,41 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
+import ssl
 import subprocess
-import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import waiting
-from tests.integration.kube_local.conftest import ROOT, Kube, kubernetes, start_server
-
-BASE = "cjob-base:bookworm"
-RUNTIME = "cjob-runtime:dev"
-
-
-def _docker_ready() -> bool:
-    """Make sure an engine answers and has the images; ``True`` when it had to start one."""
-    sys.path.insert(0, str(ROOT / "tests" / "docker"))
-    import docker_harness  # type: ignore[import-not-found]  # tests/docker, put on sys.path above
-
-    docker_harness.require_docker()
-    answers = subprocess.run(["docker", "info"], capture_output=True, check=False)
-    present = subprocess.run(
-        ["docker", "image", "inspect", BASE, RUNTIME], capture_output=True, check=False
-    )
-    if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
-        subprocess.run(
-            ["bash", "scripts/docker-smoke.sh", "--build-only"],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            timeout=1800,
-        )
-    return answers.returncode != 0
+from tests.integration.kube_local.conftest import (
+    BASE,
+    POD_CIDR,
+    ROOT,
+    RUNTIME,
+    Kube,
+    docker_ready,
+    kubernetes,
+    start_server,
+    stop_server,
+)
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    started_engine = _docker_ready()
+    started_engine = docker_ready()
     state = tmp_path_factory.mktemp("kubelet") / "state"
-    process, url = start_server(state, kubelet=True)
+    process, url = start_server(state, node=True)
     try:
         yield Kube(state, url)
     finally:
-        process.terminate()
-        process.wait(timeout=120)
+        stop_server(process)
     label = hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
     left = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label=kube-local.state={label}"],
@@ -150,6 +139,13 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
             "spec": {"selector": {"app": "srv"}, "clusterIP": "None", "ports": [{"port": 80}]},
         },
     )
+    api.create_namespaced_service(
+        space,
+        {
+            "metadata": {"name": "outside"},
+            "spec": {"type": "ExternalName", "externalName": "127.0.9.1"},
+        },
+    )
     server = waiting.wait_until(
         lambda: _phase_in(api, space, "server", "Running"), 60, "server Running"
     )
@@ -158,7 +154,8 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
         _pod(
             "client",
             f"echo $MY_IP; getent hosts srv.{space}.svc | cut -d' ' -f1; "
-            "getent hosts kubernetes.default.svc | cut -d' ' -f1",
+            "getent hosts kubernetes.default.svc | cut -d' ' -f1; "
+            f"getent hosts outside.{space}.svc | cut -d' ' -f1",
             container={
                 "env": [{"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
             },
@@ -167,10 +164,12 @@ def test_pod_ip_field_ref_and_service_names_resolve_to_pods(api: Any, space: str
     client = waiting.wait_until(
         lambda: _phase_in(api, space, "client", "Succeeded"), 60, "client done"
     )
-    mine, service, apiserver = api.read_namespaced_pod_log("client", space).split()
+    mine, service, apiserver, outside = api.read_namespaced_pod_log("client", space).split()
     assert mine == client["podIP"] != server["podIP"]
-    assert mine.startswith("127.1.") and service == server["podIP"]
+    assert ipaddress.ip_address(mine) in ipaddress.ip_network(POD_CIDR)
+    assert service == server["podIP"]
     assert apiserver == "127.0.0.1"
+    assert outside == "127.0.9.1"
 
 
 def test_config_maps_secrets_and_limits_reach_the_container(api: Any, space: str) -> None:
@@ -357,9 +356,67 @@ def test_in_a_pod_the_api_answers_by_the_mounted_token(api: Any, space: str) -> 
         },
     )
     waiting.wait_until(lambda: _phase_in(api, space, "caller", "Succeeded"), 90, "caller done")
-    version, forbidden = api.read_namespaced_pod_log("caller", space).splitlines()
+    version, forbidden = api.read_namespaced_pod_log("caller", space).split("\n", 1)
     assert version == "200"
-    assert forbidden.startswith("403 ") and (
-        f'User \\"system:serviceaccount:{space}:default\\" cannot list resource \\"secrets\\"'
-        in forbidden
-    ), forbidden
+    assert forbidden.startswith("403 {"), forbidden  # the real server indents its Status
+    status = json.loads(forbidden.removeprefix("403 "))
+    assert status["message"] == (
+        f'secrets is forbidden: User "system:serviceaccount:{space}:default" cannot list '
+        f'resource "secrets" in API group "" in the namespace "{space}"'
+    )
+
+
+def test_the_node_is_registered_ready_and_renews_its_lease(node: Kube, api: Any) -> None:
+    found = api.read_node("kube-local")
+    ready = [c for c in found.status.conditions if c.type == "Ready"]
+    assert ready[0].status == "True"
+    assert not found.spec.taints
+    port = found.status.daemon_endpoints.kubelet_endpoint.port
+    url = f"https://127.0.0.1:{port}/containerLogs/default/none/main"
+    anonymous = ssl.create_default_context(cafile=str(node.ca))
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(url, context=anonymous, timeout=10)  # no client certificate
+    admin = ssl.create_default_context(cafile=str(node.ca))
+    admin.load_cert_chain(node.state / "pki" / "admin.crt", node.state / "pki" / "admin.key")
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(url, context=admin, timeout=10)
+    assert missing.value.code == 404
+    leases = kubernetes.client.CoordinationV1Api(node.client())
+    first = leases.read_namespaced_lease("kube-local", "kube-node-lease").spec.renew_time
+    waiting.wait_until(
+        lambda: (
+            leases.read_namespaced_lease("kube-local", "kube-node-lease").spec.renew_time > first
+        ),
+        30,
+        "the lease renewed",
+    )
+
+
+def test_the_node_reports_events_and_reads_only_what_its_pods_reference(
+    node: Kube, api: Any, space: str
+) -> None:
+    api.create_namespaced_secret(space, {"metadata": {"name": "unused"}, "stringData": {"k": "v"}})
+    api.create_namespaced_pod(space, _pod("quick", "echo done"))
+    waiting.wait_until(lambda: _phase_in(api, space, "quick", "Succeeded"), 60, "quick done")
+
+    def started() -> list[Any]:
+        events = api.list_namespaced_event(space, field_selector="involvedObject.name=quick")
+        return [
+            e for e in events.items if e.reason == "Started" and e.source.component == "kubelet"
+        ]
+
+    waiting.wait_until(started, 30, "the Started event")
+    as_node = node.kubectl(
+        "get",
+        "secret",
+        "unused",
+        "-n",
+        space,
+        "--client-certificate",
+        str(node.state / "pki" / "node-kube-local.crt"),
+        "--client-key",
+        str(node.state / "pki" / "node-kube-local.key"),
+        check=False,
+    )
+    assert as_node.returncode == 1
+    assert "no relationship found between node 'kube-local' and this object" in as_node.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import doctest
 import importlib.resources
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from cjob_operator import admission
+from cjob_operator.admission import errors
 
 ROOT = Path(__file__).resolve().parents[3]
 REPOSITORY_CRD = ROOT / "crds" / admission.CRD_FILE
@@ -79,3 +81,19 @@ def test_refusal_does_not_change_the_object_it_judges() -> None:
 
     assert admission.refusal(job) is not None
     assert job == before
+
+
+@pytest.mark.parametrize("module", [admission, errors], ids=lambda m: m.__name__)
+def test_doctests(module: Any) -> None:
+    failures, attempted = doctest.testmod(module, raise_on_error=False)
+    assert (failures, attempted > 0) == (0, True)
+
+
+def test_an_unknown_root_field_is_refused_as_kubectl_apply_refuses_it() -> None:
+    job = _minimal()
+    job["extra"] = 1
+
+    assert admission.refusal(job) == (
+        'CheckpointedJob in version "v1alpha1" cannot be handled as a CheckpointedJob: '
+        'strict decoding error: unknown field "extra"'
+    )

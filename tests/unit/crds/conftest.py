@@ -1,31 +1,21 @@
-"""Fixtures for the CRD tests.
-
-The offline validator is product code (:mod:`cjob_operator.admission`, used by the
-operator and ``cjob validate``); the ``crdcheck`` package next to the tests re-exports
-it and adds the checks of the CRD manifest itself. This conftest puts this folder on
-``sys.path`` so that the test modules can ``import crdcheck`` under
-``--import-mode=importlib``.
-"""
+"""Fixtures for the CRD tests: the CRD file, its schema, the operator's admission
+validator (:mod:`cjob_operator.admission`, used by the operator and ``cjob validate``) and
+the minimal example. What a real API server makes of the CRD is tested in
+``tests/integration/crds``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from cjob_operator import admission
 
-import crdcheck  # noqa: E402
-
-ROOT = HERE.parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
 EXAMPLES = ROOT / "examples" / "manifests"
-INVALID = HERE / "invalid"
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +31,8 @@ def schema(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def validator(crd: dict[str, Any]) -> crdcheck.CustomResourceValidator:
-    return crdcheck.CustomResourceValidator(crd)
+def validator(crd: dict[str, Any]) -> admission.CustomResourceValidator:
+    return admission.CustomResourceValidator(crd)
 
 
 @pytest.fixture

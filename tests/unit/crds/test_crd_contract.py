@@ -11,10 +11,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import crdcheck
 import pytest
 import yaml
 
+from cjob_operator import admission
 from cjob_operator import validate as operator_validate
 from cjob_operator.model import acks, enums, reasons, savepoints
 from cjob_operator.model import intent as intents
@@ -26,7 +26,7 @@ T = 1_763_800_000.0
 
 
 def test_operator_defaults_equal_the_crd_defaults(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any]
+    validator: admission.CustomResourceValidator, minimal: dict[str, Any]
 ) -> None:
     stored = validator.validate_create(minimal).object["spec"]
 
@@ -38,7 +38,7 @@ def test_operator_defaults_equal_the_crd_defaults(
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_operator_accepts_every_example_the_crd_accepts(
-    validator: crdcheck.CustomResourceValidator, path: Path
+    validator: admission.CustomResourceValidator, path: Path
 ) -> None:
     stored = validator.validate_create(yaml.safe_load(path.read_text())).object["spec"]
 
@@ -64,7 +64,7 @@ def _denied_keys() -> list[str]:
 
 @pytest.mark.parametrize("key", [*_denied_keys(), *ALLOWED_KEYS])
 def test_spark_conf_deny_list_matches_the_operator(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], key: str
+    validator: admission.CustomResourceValidator, minimal: dict[str, Any], key: str
 ) -> None:
     minimal["spec"]["sparkConf"] = {key: "value"}
 
@@ -152,7 +152,7 @@ def _without_nulls(value: Any) -> Any:
     ids=["full", "empty", "deploy-intent"],
 )
 def test_status_written_by_the_operator_fits_the_schema_unpruned(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
     minimal: dict[str, Any],
     status: status_model.JobStatus,
 ) -> None:
@@ -168,7 +168,7 @@ def test_status_written_by_the_operator_fits_the_schema_unpruned(
 
 @pytest.mark.parametrize("name", operator_validate.OPERATOR_ENV)
 def test_the_env_the_operator_sets_is_refused_by_the_crd_and_the_operator(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], name: str
+    validator: admission.CustomResourceValidator, minimal: dict[str, Any], name: str
 ) -> None:
     minimal["spec"]["env"] = [{"name": name, "value": "x"}]
 

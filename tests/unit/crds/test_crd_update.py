@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import crdcheck
 import pytest
+
+from cjob_operator import admission
 
 IMMUTABLE = (
     "spec.maxParallelism: Invalid value: 256: maxParallelism is immutable: it fixes how "
@@ -15,7 +16,7 @@ IMMUTABLE = (
 
 
 @pytest.fixture
-def stored(validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any]) -> dict[str, Any]:
+def stored(validator: admission.CustomResourceValidator, minimal: dict[str, Any]) -> dict[str, Any]:
     """The minimal example as the API server stored it (defaults applied)."""
     result = validator.validate_create(minimal)
     assert result.ok, result.message()
@@ -29,7 +30,7 @@ def _changed(stored: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def test_changing_max_parallelism_is_rejected(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     result = validator.validate_update(_changed(stored, maxParallelism=256), stored)
 
@@ -37,7 +38,7 @@ def test_changing_max_parallelism_is_rejected(
 
 
 def test_a_user_manifest_without_max_parallelism_still_updates(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any], minimal: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any], minimal: dict[str, Any]
 ) -> None:
     """The default (128) is applied again, so re-applying the manifest is no change."""
     minimal["spec"]["parallelism"] = 4
@@ -49,13 +50,13 @@ def test_a_user_manifest_without_max_parallelism_still_updates(
 
 
 def test_rescaling_within_max_parallelism_is_accepted(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     assert validator.validate_update(_changed(stored, parallelism=64), stored).ok
 
 
 def test_transition_rules_do_not_run_on_create(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any]
+    validator: admission.CustomResourceValidator, minimal: dict[str, Any]
 ) -> None:
     minimal["spec"]["maxParallelism"] = 256
 
@@ -63,7 +64,7 @@ def test_transition_rules_do_not_run_on_create(
 
 
 def test_suspend_resume_and_nonces_are_plain_updates(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     for change in (
         {"state": "Suspended"},
@@ -115,7 +116,7 @@ STATUS = {
 
 
 def test_status_written_by_the_operator_is_accepted(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     new = copy.deepcopy(stored)
     new["status"] = STATUS
@@ -137,7 +138,7 @@ def test_status_written_by_the_operator_is_accepted(
         ),
         (
             {"restarts": {"lastTime": "yesterday"}},
-            'status.restarts.lastTime: Invalid value: "yesterday": status.restarts.lastTime '
+            'status.restarts.lastTime: Invalid value: "yesterday": restarts.lastTime '
             'in body must be of type date-time: "yesterday"',
         ),
         (
@@ -156,7 +157,7 @@ def test_status_written_by_the_operator_is_accepted(
     ],
 )
 def test_invalid_status_is_rejected(
-    validator: crdcheck.CustomResourceValidator,
+    validator: admission.CustomResourceValidator,
     stored: dict[str, Any],
     patch: dict[str, Any],
     message: str,
@@ -168,7 +169,7 @@ def test_invalid_status_is_rejected(
 
 
 def test_status_is_dropped_on_create_and_kept_on_spec_updates(
-    validator: crdcheck.CustomResourceValidator, minimal: dict[str, Any], stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, minimal: dict[str, Any], stored: dict[str, Any]
 ) -> None:
     minimal["status"] = {"phase": "Running"}
     assert "status" not in validator.validate_create(minimal).object
@@ -181,7 +182,7 @@ def test_status_is_dropped_on_create_and_kept_on_spec_updates(
 
 
 def test_status_updates_cannot_change_the_spec(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     new = _changed(stored, parallelism=1000)
     new["status"] = {"phase": "Running"}
@@ -193,7 +194,7 @@ def test_status_updates_cannot_change_the_spec(
 
 
 def test_unchanged_invalid_values_are_ratcheted_to_warnings(
-    validator: crdcheck.CustomResourceValidator, stored: dict[str, Any]
+    validator: admission.CustomResourceValidator, stored: dict[str, Any]
 ) -> None:
     """An object stored before a rule existed can still be updated elsewhere."""
     old = copy.deepcopy(stored)

@@ -9,14 +9,21 @@ Names, as a cluster's DNS would answer them:
   and ``<svc>.<ns>``, one line per ready-or-running matching pod (headless semantics;
   a ClusterIP Service resolves to its pods too: there is no proxy, so its ``port``
   must equal the ``targetPort``);
-* a Service without a selector: the addresses of its Endpoints (how Kubernetes names
-  a server it does not run).
+* a Service without a selector: the addresses of its EndpointSlices (how Kubernetes
+  names a server it does not run); an ``ExternalName`` Service whose ``externalName``
+  is an IP address: that address (the real API server refuses loopback addresses in
+  EndpointSlices, so this names a server on this machine's loopback).
+
+Pods are the node's own (every pod runs on this one node); Services and EndpointSlices
+come from the API server as ``system:kube-proxy`` reads them.
 
 The file is rewritten in place (same inode), because Docker bind-mounts it by inode.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import pathlib
 import socket
 from collections.abc import Iterable
@@ -42,7 +49,7 @@ def _service_names(service: Obj) -> str:
 
 
 def render(
-    api_host: str, pods: Iterable[Obj], services: Iterable[Obj], endpoints: Iterable[Obj]
+    api_host: str, pods: Iterable[Obj], services: Iterable[Obj], slices: Iterable[Obj]
 ) -> str:
     live = [
         p
@@ -54,11 +61,20 @@ def render(
     # Host networking shares the machine's hostname: it must resolve too (the JVM asks).
     lines = [f"127.0.0.1 localhost {socket.gethostname()}", f"{api_host} {' '.join(API_NAMES)}"]
     lines += [f"{p['status']['podIP']} {p['metadata']['name']}" for p in live]
-    by_name = {(e["metadata"]["namespace"], e["metadata"]["name"]): e for e in endpoints}
+    by_service: dict[tuple[str, str], list[str]] = {}
+    for s in slices:
+        owner = (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name", "")
+        addresses = by_service.setdefault((s["metadata"]["namespace"], owner), [])
+        for endpoint in s.get("endpoints") or ():
+            addresses += endpoint.get("addresses") or ()
     for service in services:
-        selector = (service.get("spec") or {}).get("selector")
+        spec = service.get("spec") or {}
+        selector = spec.get("selector")
         names = _service_names(service)
-        if selector:
+        if spec.get("type") == "ExternalName":
+            with contextlib.suppress(ValueError):
+                lines.append(f"{ipaddress.ip_address(spec.get('externalName', ''))} {names}")
+        elif selector:
             ns = service["metadata"]["namespace"]
             lines += [
                 f"{p['status']['podIP']} {names}"
@@ -66,9 +82,8 @@ def render(
                 if p["metadata"]["namespace"] == ns and _matches(selector, p)
             ]
         else:
-            found = by_name.get((service["metadata"]["namespace"], service["metadata"]["name"]))
-            for subset in (found or {}).get("subsets") or ():
-                lines += [f"{a['ip']} {names}" for a in subset.get("addresses") or ()]
+            key = (service["metadata"]["namespace"], service["metadata"]["name"])
+            lines += [f"{a} {names}" for a in by_service.get(key, ())]
     return "\n".join(lines) + "\n"
 
 

@@ -9,6 +9,7 @@ import pathlib
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from kube_local.node import api as api_mod
 from kube_local.node import engine as engine_mod
 from kube_local.node import podspec, probes, status
 
@@ -41,6 +42,8 @@ class PodWorker:
         self.ready: dict[str, bool] = {}
         self.start_time = status.now()
         self.task: asyncio.Task[None] | None = None
+        self._dirty = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
 
     def terminating(self) -> bool:
         return self.stopping is not None
@@ -56,11 +59,24 @@ class PodWorker:
 
     # -- status ----------------------------------------------------------------------
 
-    def publish(self, node: bool = False) -> None:
-        st = status.pod_status(
-            self.pod, self.ip, self.start_time, self.containers, self.ready, finished=self.finished
+    def _status(self, finished: bool) -> Obj:
+        current = self.k.seen.get(self.uid, self.pod)
+        return status.pod_status(
+            current, self.ip, self.start_time, self.containers, self.ready, finished=finished
         )
-        self.k.write_status(self.pod, st, node=node)
+
+    def publish(self) -> None:
+        """Have ``pods/status`` say what the containers do now (written in order, soon)."""
+        self._dirty.set()
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_forever())
+
+    async def _write_forever(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            if not await self.k.write_status(self.pod, self._status(self.finished)):
+                return
 
     # -- the pod's life -------------------------------------------------------------
 
@@ -72,13 +88,7 @@ class PodWorker:
                 self.containers[c["name"]] = status.ContainerState.waiting(
                     c, "ContainerCreating", ""
                 )
-            self.publish(node=True)
-            self.k.event(
-                self.pod,
-                "Scheduled",
-                f"Successfully assigned {self.pod['metadata']['namespace']}/"
-                f"{self.pod['metadata']['name']} to {status.NODE}",
-            )
+            self.publish()
             for init in spec.get("initContainers") or ():
                 code = await self._run_container(init, restart="OnFailure")
                 if code != 0 or self.stopping is not None:
@@ -91,7 +101,9 @@ class PodWorker:
             log.exception("pod %s failed in the kubelet", self.pod["metadata"]["name"])
         finally:
             self.finished = True
-            if self.stopping is None:
+            if self.k.closing:
+                pass
+            elif self.stopping is None:
                 self.publish()
             else:
                 await self._cleanup()
@@ -201,33 +213,38 @@ class PodWorker:
                 "(kube-local pulls nothing: build it into the local Docker engine)"
             )
         facts = self.k.facts(self.ip)
-        env = podspec.environment(self.pod, c, facts, self.k.lookup)
+        lookup = await self.k.references(self.pod)
+        env = podspec.environment(self.pod, c, facts, lookup)
         sec = podspec.security(self.pod, c)
         options = podspec.run_options(c, sec, image_user)
         options += ["--volume", f"{self.k.hosts_file.resolve()}:/etc/hosts:ro"]
-        options += self._mounts(c, facts)
+        tokens = await self._tokens()
+        options += self._mounts(c, facts, lookup, tokens)
         for key, value in env.items():
             options += ["--env", f"{key}={value}"]
         entrypoint, args = podspec.command_line(c, env)
         return options + entrypoint, args
 
-    def _mounts(self, c: Obj, facts: podspec.PodFacts) -> list[str]:
+    async def _tokens(self) -> dict[str, str]:
+        """A token for each ServiceAccount projection of the pod, by its path."""
+        out = {}
+        for projection in podspec.token_projections(self.pod):
+            try:
+                out[projection["path"]] = await self.k.token(self.pod, projection)
+            except api_mod.ApiError as exc:
+                raise podspec.ConfigError(f"token request refused: {exc}") from exc
+        return out
+
+    def _mounts(
+        self, c: Obj, facts: podspec.PodFacts, lookup: podspec.Lookup, tokens: dict[str, str]
+    ) -> list[str]:
         volumes = podspec.volume_sources(self.pod)
-        account = (self.pod.get("spec") or {}).get("serviceAccountName") or "default"
         mounts: list[str] = []
-        wanted = [(m["name"], m) for m in c.get("volumeMounts") or ()]
-        if podspec.wants_token(
-            self.pod, self.k.lookup("serviceaccounts", self.pod["metadata"]["namespace"], account)
-        ) and not any(m["mountPath"] == podspec.SA_DIR for _, m in wanted):
-            volumes["kube-api-access"] = {
-                "name": "kube-api-access",
-                "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
-            }
-            wanted.append(("kube-api-access", {"mountPath": podspec.SA_DIR, "readOnly": True}))
-        for name, mount in wanted:
+        for mount in c.get("volumeMounts") or ():
+            name = mount["name"]
             if name not in volumes:
                 raise podspec.ConfigError(f"volumeMount {name!r} names no volume of the pod")
-            path = self._materialise(volumes[name], facts)
+            path = self._materialise(volumes[name], facts, lookup, tokens)
             source = path / mount["subPath"] if mount.get("subPath") else path
             suffix = ":ro" if mount.get("readOnly") else ""
             mounts += ["--volume", f"{source}:{mount['mountPath']}{suffix}"]
@@ -239,11 +256,11 @@ class PodWorker:
         mounts += ["--volume", f"{message}:{target}"]
         return mounts
 
-    def _materialise(self, volume: Obj, facts: podspec.PodFacts) -> pathlib.Path:
+    def _materialise(
+        self, volume: Obj, facts: podspec.PodFacts, lookup: podspec.Lookup, tokens: dict[str, str]
+    ) -> pathlib.Path:
         path: pathlib.Path = (self.dir / "volumes" / str(volume["name"])).resolve()
-        files = podspec.files_of(
-            volume, self.pod, self.k.lookup, facts, self.k.token, self.k.ca_pem
-        )
+        files = podspec.files_of(volume, self.pod, lookup, facts, lambda p: tokens[p["path"]])
         if files is None:  # emptyDir: made once, kept across container restarts
             if not path.exists():
                 path.mkdir(parents=True)
@@ -293,13 +310,8 @@ class PodWorker:
             shutil.rmtree(self.dir, ignore_errors=True)
         self.k.addresses.give_back(self.ip)
         self.k.workers.pop(self.uid, None)
-        self.publish_final()
-        self.k.remove(self.pod)
-
-    def publish_final(self) -> None:
-        if self.k.current(self.pod) is None:
-            return
-        st = status.pod_status(
-            self.pod, self.ip, self.start_time, self.containers, self.ready, finished=True
-        )
-        self.k.write_status(self.pod, st)
+        if self._writer is not None:
+            self._writer.cancel()
+        if self.uid in self.k.seen:
+            await self.k.write_status(self.pod, self._status(True))
+            await self.k.remove(self.pod)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,6 @@ Obj = dict[str, Any]
 Lookup = Callable[[str, str, str], Obj | None]
 """``(plural, namespace, name)`` → the stored object or ``None``."""
 
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _MEMORY = {
     "": 1,
@@ -220,7 +220,8 @@ def run_options(container: Obj, sec: Obj, image_user: str) -> list[str]:
     if "memory" in limits:
         options += ["--memory", str(memory_bytes(limits["memory"]))]
     if "cpu" in limits:
-        options += ["--cpus", f"{cpus(limits['cpu']):g}"]
+        # the engine refuses more CPUs than the machine has; the node advertises more
+        options += ["--cpus", f"{min(cpus(limits['cpu']), float(os.cpu_count() or 1)):g}"]
     if container.get("workingDir"):
         options += ["--workdir", container["workingDir"]]
     return options
@@ -239,15 +240,52 @@ def volume_sources(pod: Obj) -> dict[str, Obj]:
     return {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or ()}
 
 
+def references(pod: Obj) -> set[tuple[str, str]]:
+    """``(plural, name)`` of every ConfigMap and Secret the pod names, and its
+    ServiceAccount: what the Node authorizer lets the node read for it."""
+    spec = pod.get("spec") or {}
+    out = {("serviceaccounts", spec.get("serviceAccountName") or "default")}
+    for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        for source in c.get("envFrom") or ():
+            for plural, key in (("configmaps", "configMapRef"), ("secrets", "secretRef")):
+                if key in source:
+                    out.add((plural, source[key]["name"]))
+        for var in c.get("env") or ():
+            value_from = var.get("valueFrom") or {}
+            for plural, key in (("configmaps", "configMapKeyRef"), ("secrets", "secretKeyRef")):
+                if key in value_from:
+                    out.add((plural, value_from[key]["name"]))
+    for volume in spec.get("volumes") or ():
+        if "configMap" in volume:
+            out.add(("configmaps", volume["configMap"]["name"]))
+        if "secret" in volume:
+            out.add(("secrets", volume["secret"]["secretName"]))
+        for part in (volume.get("projected") or {}).get("sources") or ():
+            for plural, key in (("configmaps", "configMap"), ("secrets", "secret")):
+                if key in part:
+                    out.add((plural, part[key]["name"]))
+    return out
+
+
+def token_projections(pod: Obj) -> list[Obj]:
+    """The ``serviceAccountToken`` projections of the pod's volumes."""
+    return [
+        part["serviceAccountToken"]
+        for volume in (pod.get("spec") or {}).get("volumes") or ()
+        for part in (volume.get("projected") or {}).get("sources") or ()
+        if "serviceAccountToken" in part
+    ]
+
+
 def files_of(
     volume: Obj,
     pod: Obj,
     lookup: Lookup,
     facts: PodFacts,
-    token: Callable[[str, str], str],
-    ca: str,
+    token: Callable[[Obj], str],
 ) -> dict[str, tuple[str, int]] | None:
-    """A volume's files (relative path → (content, mode)); ``None`` for an emptyDir."""
+    """A volume's files (relative path → (content, mode)); ``None`` for an emptyDir.
+    ``token`` gives the token of a ``serviceAccountToken`` projection."""
     namespace = pod["metadata"]["namespace"]
     if "emptyDir" in volume:
         return None
@@ -278,8 +316,10 @@ def files_of(
         out: dict[str, tuple[str, int]] = {}
         for part in src.get("sources") or ():
             if "serviceAccountToken" in part:
-                account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
-                out[part["serviceAccountToken"]["path"]] = (token(namespace, account), mode)
+                out[part["serviceAccountToken"]["path"]] = (
+                    token(part["serviceAccountToken"]),
+                    mode,
+                )
             for plural, key in (("configmaps", "configMap"), ("secrets", "secret")):
                 if key in part:
                     sub = part[key]
@@ -290,9 +330,6 @@ def files_of(
                     for i in part["downwardAPI"].get("items") or ()
                     if "fieldRef" in i
                 }
-        if any("serviceAccountToken" in p for p in src.get("sources") or ()):
-            out.setdefault("ca.crt", (ca, mode))
-            out.setdefault("namespace", (namespace, mode))
         return out
     raise ConfigError(
         f"volume {volume.get('name')!r}: only emptyDir, configMap, secret, "
@@ -319,12 +356,3 @@ def _object_files(
             raise ConfigError(f"configmap references non-existent config key: {item['key']}")
         out[item["path"]] = (data[item["key"]], item.get("mode", mode))
     return out
-
-
-def wants_token(pod: Obj, account: Obj | None) -> bool:
-    spec = pod.get("spec") or {}
-    if "automountServiceAccountToken" in spec:
-        return bool(spec["automountServiceAccountToken"])
-    if account is not None and "automountServiceAccountToken" in account:
-        return bool(account["automountServiceAccountToken"])
-    return True

@@ -159,7 +159,6 @@ def pod_status(
         "podIP": ip,
         "podIPs": [{"ip": ip}],
         "startTime": start_time,
-        "qosClass": "Burstable",
         "initContainerStatuses": [
             containers[n].for_status(False) for n in inits if n in containers
         ],
@@ -169,34 +168,88 @@ def pod_status(
     }
 
 
-def node(name: str) -> Obj:
+def micro_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def capacity() -> Obj:
+    """What the node offers the scheduler: ``CJOB_KUBE_LOCAL_NODE_CPU`` (default 16: more
+    than a small machine has, so tests' requests fit; limits are clamped to the real
+    CPUs) and ``CJOB_KUBE_LOCAL_NODE_MEMORY`` (default the machine's memory)."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{memory // 1024}Ki", "pods": "110"}
     return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "cpu": os.environ.get("CJOB_KUBE_LOCAL_NODE_CPU", "16"),
+        "memory": os.environ.get("CJOB_KUBE_LOCAL_NODE_MEMORY", f"{memory // 1024}Ki"),
+        "pods": "110",
+        "ephemeral-storage": "100Gi",
+    }
+
+
+def node(name: str, log_port: int) -> Obj:
+    """The Node as its agent registers it; the API server reaches its log endpoint at
+    its only address (InternalIP 127.0.0.1) and ``daemonEndpoints``' port."""
+    stamp = now()
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+            },
+        },
         "status": {
-            "capacity": capacity,
-            "allocatable": capacity,
+            "capacity": capacity(),
+            "allocatable": capacity(),
             "conditions": [
                 {
                     "type": "Ready",
                     "status": "True",
                     "reason": "KubeletReady",
-                    "lastTransitionTime": now(),
+                    "message": "kube-local node agent is posting ready status",
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
                 }
             ],
-            "addresses": [
-                {"type": "InternalIP", "address": "127.0.0.1"},
-                {"type": "Hostname", "address": name},
-            ],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": log_port}},
+            "nodeInfo": {
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+                "kernelVersion": os.uname().release,
+                "osImage": "kube-local",
+                "containerRuntimeVersion": "docker://",
+                "kubeletVersion": "kube-local-node-agent",
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
         },
     }
 
 
-def event(pod: Obj, reason: str, message: str, warning: bool) -> Obj:
+def lease(name: str, seconds: int) -> Obj:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": "kube-node-lease"},
+        "spec": {
+            "holderIdentity": name,
+            "leaseDurationSeconds": seconds,
+            "renewTime": micro_now(),
+        },
+    }
+
+
+def event(pod: Obj, reason: str, message: str, warning: bool, node_name: str = NODE) -> Obj:
     meta = pod["metadata"]
     stamp = now()
     return {
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {
             "name": f"{meta['name']}.{uuid.uuid4().hex[:12]}",
             "namespace": meta["namespace"],
@@ -211,7 +264,9 @@ def event(pod: Obj, reason: str, message: str, warning: bool) -> Obj:
         "reason": reason,
         "message": message,
         "type": "Warning" if warning else "Normal",
-        "source": {"component": "kubelet", "host": "kube-local"},
+        "source": {"component": "kubelet", "host": node_name},
+        "reportingComponent": "kubelet",
+        "reportingInstance": node_name,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,

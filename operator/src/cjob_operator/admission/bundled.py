@@ -29,8 +29,8 @@ CRD_FILE = "checkpointedjobs.checkpointed.dev.yaml"
 """The packaged CRD's file name (as in ``crds/`` and the chart's ``crds/``)."""
 CRD_FILE_ENV = "CJOB_CRD_FILE"
 """Names a CRD file to judge by instead of the packaged one."""
-_JUDGED = ("apiVersion", "kind", "metadata", "spec")
-"""What admission of a new object looks at (``status`` is a subresource: dropped)."""
+_UNJUDGED = ("status",)
+"""What admission of a new object does not look at (a subresource: dropped)."""
 _METADATA = ("name", "generateName")
 
 
@@ -55,7 +55,7 @@ def refusal(obj: Mapping[str, Any]) -> str | None:
     """What the API server would answer to creating ``obj`` with ``kubectl apply`` (strict
     field validation), or ``None`` when it would admit it."""
     meta = obj.get("metadata")
-    judged = {key: obj[key] for key in _JUDGED if key in obj}
+    judged = {key: value for key, value in obj.items() if key not in _UNJUDGED}
     if isinstance(meta, Mapping):
         judged["metadata"] = {key: meta[key] for key in _METADATA if key in meta}
     return _refusal(json.dumps(judged, sort_keys=True, default=str))

@@ -16,10 +16,13 @@ Semantics reproduced:
 * a rule that fails to evaluate is reported as
   ``<error> evaluating rule: <rule>``, like the API server.
 
-Not reproduced: type checking of rules at CRD creation (the tests' ``crdcheck.manifest``
-checks field references), the cost budget, ``optionalOldSelf`` (such rules are
-skipped on create) and the Kubernetes CEL libraries except the ``join`` and ``substring`` string
-functions, which cel-python lacks and are provided here.
+Not reproduced: type checking of rules at CRD creation and the cost budget (a real
+kube-apiserver judges both when the CRD is applied: ``tests/integration/crds``),
+``optionalOldSelf`` (such rules are skipped on create) and the Kubernetes CEL libraries
+except the ``join`` and ``substring`` string functions, which cel-python lacks and are
+provided here. A ``messageExpression`` that fails to evaluate falls back to ``message``
+as on the server, so an unsupported function shows as the static message: the
+agreement test of ``tests/integration/crds`` compares every message with the server's.
 """
 
 from __future__ import annotations

@@ -199,30 +199,46 @@ def go_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def schema_errors(value: Any, schema: Schema) -> list[FieldError]:
-    """Every structural-schema violation of ``value``, worded like the API server."""
+_STRING_CHECKS = ("maxLength", "minLength", "pattern")
+"""Checked in this order; the API server reports only the first that fails for a string."""
+
+
+def schema_errors(value: Any, schema: Schema, *, status_update: bool = False) -> list[FieldError]:
+    """Every structural-schema violation of ``value``, worded like the API server.
+
+    On an update of ``/status`` the server validates the status against its own schema:
+    the detail names the field relative to ``status`` (``restarts.count in body``)."""
     validator = jsonschema.Draft4Validator(to_jsonschema(schema), format_checker=FORMAT_CHECKER)
     found: list[FieldError] = []
-    for error in validator.iter_errors(value):
-        for field_error in _convert(error, schema):
+    string_failed: set[tuple[Any, ...]] = set()
+    ordered = sorted(
+        validator.iter_errors(value),
+        key=lambda e: _STRING_CHECKS.index(e.validator) if e.validator in _STRING_CHECKS else -1,
+    )
+    for error in ordered:
+        where = tuple(error.absolute_path)
+        if error.validator in _STRING_CHECKS:
+            if where in string_failed:
+                continue
+            string_failed.add(where)
+        for field_error in _convert(error, schema, status_update):
             if field_error not in found:
                 found.append(field_error)
     found += _list_duplicates(value, schema)
     return found
 
 
-def _field_path(raw: Any, schema: Schema) -> Path:
-    path: list[str | int] = []
-    node: Schema | None = schema
-    for key in raw:
-        path.append(path_part(node, key) if node is not None else key)
-        node = child_schema(node, key) if node is not None else None
-    return tuple(path)
+def _field_path(raw: Any) -> Path:
+    """Schema errors name map keys with a dot (``spec.sparkConf.spark.x``), unlike rules."""
+    return tuple(raw)
 
 
-def _convert(error: jsonschema.ValidationError, schema: Schema) -> list[FieldError]:
-    path = _field_path(error.absolute_path, schema)
-    body = errors.format_path(path)
+def _convert(
+    error: jsonschema.ValidationError, schema: Schema, status_update: bool = False
+) -> list[FieldError]:
+    path = _field_path(error.absolute_path)
+    relative = path[1:] if status_update and path[:1] == ("status",) else path
+    body = errors.format_path(relative)
     kind, limit, value = error.validator, error.validator_value, error.instance
     if kind == "required":
         return [
@@ -241,8 +257,16 @@ def _convert(error: jsonschema.ValidationError, schema: Schema) -> list[FieldErr
     if kind == "maxLength":
         return [FieldError(ErrorType.TOO_LONG, path, value, f"may not be more than {limit} bytes")]
     if kind in ("maxItems", "maxProperties"):
-        detail = f"must have at most {limit} items"
+        detail = f"must have at most {limit} {'item' if limit == 1 else 'items'}"
         return [FieldError(ErrorType.TOO_MANY, path, len(value), detail)]
+    if kind == "minProperties":
+        detail = f"{body} in body should have at least {limit} properties"
+        return [FieldError(ErrorType.INVALID, path, len(value), detail)]
+    if kind == "format" and limit in ("int32", "int64"):
+        return _integer_format(path, body, str(limit), value)
+    if kind == "format":
+        detail = f"{body} in body must be of type {limit}: {errors.format_value(value)}"
+        return [FieldError(ErrorType.TYPE_INVALID, path, value, detail)]
     exclusive = error.schema.get(f"exclusive{str(kind).capitalize()}")
     detail = _DETAILS.get(str(kind), "{message}").format(
         body=body,
@@ -263,8 +287,24 @@ _DETAILS = {
     "minItems": "{body} in body should have at least {limit} items",
     "minProperties": "{body} in body should have at least {limit} properties",
     "multipleOf": "{body} in body should be a multiple of {limit}",
-    "format": "{body} in body must be of type {limit}: {quoted}",
 }
+
+
+def _integer_format(path: Path, body: str, limit: str, value: Any) -> list[FieldError]:
+    """An integer outside its ``format``: a root-level cause that does not stop the rules;
+    beyond int64 the JSON decoder already made the number a float (a type error)."""
+    found = [
+        FieldError(
+            ErrorType.INVALID,
+            (),
+            "",
+            f"Checked value must be of type integer with format {limit} in {body}",
+        )
+    ]
+    if not _is_int64(value):
+        detail = f'{body} in body must be of type {limit}: "float64"'
+        found.insert(0, FieldError(ErrorType.TYPE_INVALID, path, "float64", detail))
+    return found
 
 
 def _list_duplicates(value: Any, schema: Schema) -> list[FieldError]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path as FilePath
@@ -148,7 +149,9 @@ class CustomResourceValidator:
         stored_old = self.defaulted(old) if old is not None else None
         new = self._subresource_view(new, stored_old, operation)
         found = self._identity_errors(new)
-        found += structural.schema_errors(new, self.schema)
+        found += structural.schema_errors(
+            new, self.schema, status_update=operation is Operation.UPDATE_STATUS
+        )
         warnings: list[FieldError] = []
         if stored_old is not None:
             warnings = [e for e in found if _unchanged(self.schema, new, stored_old, e)]
@@ -194,6 +197,9 @@ class CustomResourceValidator:
                 FieldError(ErrorType.INVALID, ("kind",), new.get("kind"), f"must be {self.kind}")
             )
         meta = new.get("metadata") or {}
+        name = meta.get("name")
+        if isinstance(name, str) and name and not _DNS1123_SUBDOMAIN.fullmatch(name):
+            found.append(FieldError(ErrorType.INVALID, ("metadata", "name"), name, _NAME_DETAIL))
         if not meta.get("name") and not meta.get("generateName"):
             found.append(
                 FieldError(
@@ -204,6 +210,16 @@ class CustomResourceValidator:
                 )
             )
         return found
+
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME_DETAIL = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+    "[a-z0-9])?)*')"
+)
+"""The API server's own check of every object's name, before the CRD's schema."""
 
 
 def _unchanged(schema: Schema, new: Any, old: Any, error: FieldError) -> bool:
