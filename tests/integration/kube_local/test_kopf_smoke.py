@@ -37,6 +37,7 @@ def operator(kube: Kube, tmp_path: Path) -> Iterator[Path]:
         CJOB_RECONCILE_INTERVAL="0.5",
         CJOB_CRD_FILE=str(crd),
     ) as log:
+        kube.kubectl("apply", "-f", str(crd))  # the server must admit file:// too
         yield log
 
 
