@@ -71,7 +71,7 @@ def test_the_wheel_holds_no_benchmark_probe(shipped: list[str]) -> None:
 
 def test_the_wheel_holds_no_operator_test_doubles(shipped: list[str]) -> None:
     assert [name for name in shipped if name.startswith("cjob_operator/testing")] == []
-    doubles = ("fake_kube.py", "fake_driver.py", "kubelet.py", "harness.py", "standin_driver.py")
+    doubles = ("fake_driver.py", "kubelet.py", "harness.py", "node.py", "standin_driver.py")
     assert [name for name in shipped if name.endswith(doubles)] == []
 
 

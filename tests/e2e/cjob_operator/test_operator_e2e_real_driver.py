@@ -3,8 +3,9 @@ Spark with checkpoints and an exactly-once file sink in a real S3 server (Seawee
 whose coordinator paces its checkpoints, and restarts it from the newest completed checkpoint after
 each of two SIGKILLs; the exactly-once checker then compares the sink with the crash-free result.
 
-kopf runs for real against a Kubernetes-like API (kmock), and the local kubelet harness
-runs each driver pod's command as a process (``cjob`` → ``python -m barrier_runtime.cli``),
+kopf runs for real against a real kube-apiserver (etcd, kube-controller-manager, the
+chart's RBAC), and the local kubelet harness (a node of that API server) runs each
+driver pod's command as a process (``cjob`` → ``python -m barrier_runtime.cli``),
 with ``CJOB_SPARK_MASTER=local[3]``: the driver gets 3 Spark barrier-task workers.
 """
 

@@ -1,4 +1,4 @@
-"""Fixtures: the real operator (subprocess) against kmock's API server and a fake driver."""
+"""Fixtures: the real operator (subprocess) against a real kube-apiserver and a fake driver."""
 
 from __future__ import annotations
 

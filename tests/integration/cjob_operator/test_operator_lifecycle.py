@@ -1,7 +1,7 @@
-"""The real operator (kopf subprocess) against the local API: create, checkpoints, failures.
+"""The real operator (kopf subprocess) against a real kube-apiserver: create, checkpoints, failures.
 
 Each test uses its own job in one shared operator; pods are "run" by the test
-playing the kubelet (setting the pod phase), the fake driver plays the driver.
+playing the node (writing pods/status as system:node), the fake driver plays the driver.
 """
 
 from __future__ import annotations
@@ -197,8 +197,9 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
     start_running(h, manifest, "iota", restartPolicy=policy)
     h.set_pod_phase("iota", "Failed", exit_code=137)
     h.wait_for(lambda: h.job_status("iota").get("restarts", {}).get("count") == 1, "restart 1")
+    # a new pod: the API server creates every pod Pending (kmock left status empty)
     h.wait_for(
-        lambda: (pod := h.pod("iota")) is not None and "phase" not in pod.get("status", {}),
+        lambda: (pod := h.pod("iota")) is not None and pod["status"]["phase"] == "Pending",
         "replacement pod",
     )
     h.set_pod_phase("iota", "Failed", exit_code=137)
@@ -214,7 +215,7 @@ def test_restart_limit_fails_the_job_with_a_clear_message(
         lambda: (
             h.job_status("iota").get("phase") in ("Restarting", "Deploying")
             and (pod := h.pod("iota")) is not None
-            and "phase" not in pod.get("status", {})
+            and pod["status"]["phase"] == "Pending"
         ),
         "restarted by nonce",
     )

@@ -1,5 +1,5 @@
 """What ``kubectl describe cjob`` shows when something is wrong: the real operator (kopf
-subprocess) against the local API.
+subprocess) against a real kube-apiserver.
 
 - an unreachable checkpoint store is in ``Ready`` (reason ``StorageUnavailable``, the
   sentence) and in a Warning Event from the first reconcile that meets it, while the

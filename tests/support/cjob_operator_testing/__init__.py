@@ -4,14 +4,14 @@ They live in ``tests/support`` (on pytest's ``pythonpath``), outside
 ``operator/src``, so neither the wheel nor the operator image contains them;
 ``scripts/test.sh`` type-checks them with mypy strict.
 
-- :class:`~.fake_kube.FakeKubernetes` — kmock's Kubernetes emulator made faithful
-  enough for kopf 1.45 (resource versions, generations, 201 on create, status
-  subresource, JSON-patch ``test`` ops answered with 422, finalizers, generateName,
-  owner-reference garbage collection, namespaces).
+- :mod:`.envtest` — a real control plane (etcd, kube-apiserver, kube-controller-manager
+  built by ``scripts/kube-build.sh``), the CRD, the chart's RBAC, TokenRequest tokens.
+- :mod:`.node` — the harness playing the scheduler (binds pods) and a node (registers,
+  keeps its Lease, writes ``pods/status``, confirms deletions) with real identities;
+  :mod:`.kubelet` runs that node's pods as local processes.
 - :class:`~.fake_driver.FakeDriver` — the driver control API (docs/architecture.md,
   'Control API') as a recording double that commits ``_metadata`` into a local store.
-- :mod:`.harness` — run both on a background event loop, write a kubeconfig, and
-  run ``kopf run -m cjob_operator.main`` as a subprocess.
-
-Needs the development extras (``kmock``).
+- :mod:`.harness` — all of it: the node and the fake driver on a background event
+  loop, and ``kopf run -m cjob_operator.main`` as a subprocess holding the chart's
+  ServiceAccount's token.
 """

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import yaml
 from kube_local import control_plane as control_plane_mod
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -51,3 +55,63 @@ def kubectl(
         check=False,
         env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)},
     )
+
+
+# -- what a harness installs: the CRD, namespaces, the chart's RBAC, a ServiceAccount's token
+
+
+def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> None:
+    """Apply ``crd`` as the admin; return once its resource is served."""
+    done = kubectl(
+        plane, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(crd)
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the API server refused the CRD: {done.stderr}")
+    name = crd["metadata"]["name"]
+    waited = kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    assert waited.returncode == 0, waited.stderr
+    # Established is not yet served: the first requests may get 429 "storage is
+    # (re)initializing" until the resource's storage is ready
+    resource = f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
+    deadline = time.monotonic() + 60
+    while kubectl(plane, "get", resource, "-A").returncode != 0:
+        assert time.monotonic() < deadline, f"{resource} never served"
+        time.sleep(0.2)
+
+
+def apply(plane: control_plane_mod.ControlPlane, docs: Sequence[dict[str, Any]]) -> None:
+    """``kubectl apply`` the objects as the admin."""
+    done = kubectl(plane, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    assert done.returncode == 0, done.stderr
+
+
+def chart_rbac(release: str, namespace: str, *sets: str) -> list[dict[str, Any]]:
+    """The chart's ServiceAccounts, Roles, ClusterRoles and bindings (``helm template``)."""
+    helm = shutil.which("helm") or str(ROOT / ".venv" / "bin" / "helm")
+    out = subprocess.run(
+        [
+            helm,
+            "template",
+            release,
+            str(ROOT / "charts" / "checkpointed-operator"),
+            f"--namespace={namespace}",
+            "--show-only=templates/serviceaccount.yaml",
+            "--show-only=templates/rbac-operator.yaml",
+            "--show-only=templates/rbac-driver.yaml",
+            *(f"--set={s}" for s in sets),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+
+
+def service_account_token(
+    plane: control_plane_mod.ControlPlane, namespace: str, account: str, seconds: int = 7200
+) -> str:
+    """A token of ``namespace/account`` from the TokenRequest API (as ``kubectl create token``)."""
+    done = kubectl(plane, "create", "token", account, "-n", namespace, f"--duration={seconds}s")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

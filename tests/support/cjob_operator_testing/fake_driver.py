@@ -5,7 +5,7 @@ The API: docs/architecture.md, 'Control API', and docs/control-api.md.
 Served under ``/jobs/{namespace}/{name}`` (point ``CJOB_CONTROL_URL_TEMPLATE`` at
 ``http://127.0.0.1:{port}/jobs/{namespace}/{name}``). Like the real driver it
 reads its bearer token from the job's token Secret and its storage location from
-the job's ConfigMap (both in the :class:`FakeKubernetes` it is given), answers only
+the job's ConfigMap (both read from the real API server through the harness's :class:`Node`), answers only
 while its pod is ``Running``, and commits each checkpoint by writing ``_metadata``
 into the (``file://``) store with ids that keep increasing across restarts. A stop
 with savepoint writes a savepoint and lets the pod succeed, like a real exit 0.
@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from cjob_operator_testing import snapshots
-from cjob_operator_testing.fake_kube import FakeKubernetes
+from cjob_operator_testing.node import Node
 
 
 @dataclass
@@ -58,7 +58,7 @@ class JobBehaviour:
 
 
 class FakeDriver:
-    def __init__(self, kube: FakeKubernetes) -> None:
+    def __init__(self, kube: Node) -> None:
         self.kube = kube
         self.calls: list[Call] = []
         self.jobs: dict[tuple[str, str], JobBehaviour] = {}
@@ -77,32 +77,32 @@ class FakeDriver:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _token(self, namespace: str, job: str) -> str | None:
-        secret = self.kube.find("secrets", namespace, f"{job}-control-token")
+    async def _token(self, namespace: str, job: str) -> str | None:
+        secret = await self.kube.find("secrets", namespace, f"{job}-control-token")
         raw = (secret or {}).get("data", {}).get("token")
         return None if raw is None else base64.b64decode(raw).decode()
 
-    def _job_root(self, namespace: str, job: str) -> Path:
-        cm = self.kube.find("configmaps", namespace, f"{job}-config")
+    async def _job_root(self, namespace: str, job: str) -> Path:
+        cm = await self.kube.find("configmaps", namespace, f"{job}-config")
         if cm is None:
             raise web.HTTPServiceUnavailable(text="no job configuration")
         storage = json.loads(cm["data"]["job.json"])["storage"]
         base = Path(storage["endpoint"][len("file://") :])
         return Path(base, str(storage["bucket"]), str(storage["root"]))
 
-    def _config(self, namespace: str, job: str) -> dict[str, Any]:
-        cm = self.kube.find("configmaps", namespace, f"{job}-config")
+    async def _config(self, namespace: str, job: str) -> dict[str, Any]:
+        cm = await self.kube.find("configmaps", namespace, f"{job}-config")
         if cm is None:
             raise web.HTTPServiceUnavailable(text="no job configuration")
         doc: dict[str, Any] = json.loads(cm["data"]["job.json"])
         return doc
 
-    def _pace(self, namespace: str, job: str) -> None:
+    async def _pace(self, namespace: str, job: str) -> None:
         """The driver's own periodic trigger (``triggeredBy: driver``)."""
-        checkpointing = self._config(namespace, job).get("checkpointing", {})
+        checkpointing = (await self._config(namespace, job)).get("checkpointing", {})
         if checkpointing.get("triggeredBy") != "driver":
             return
-        pod = self.kube.find("pods", namespace, f"{job}-driver") or {}
+        pod = await self.kube.find("pods", namespace, f"{job}-driver") or {}
         uid = str(
             pod.get("metadata", {}).get("uid")
             or pod.get("metadata", {})
@@ -116,27 +116,27 @@ class FakeDriver:
             return
         if now - behaviour.periodic_at >= float(checkpointing.get("intervalSeconds", 30)):
             behaviour.periodic_at = now
-            self._take(namespace, job, "checkpoint", "periodic")
+            await self._take(namespace, job, "checkpoint", "periodic")
 
-    def _running(self, namespace: str, job: str) -> bool:
-        pod = self.kube.find("pods", namespace, f"{job}-driver")
+    async def _running(self, namespace: str, job: str) -> bool:
+        pod = await self.kube.find("pods", namespace, f"{job}-driver")
         return bool(pod) and (pod or {}).get("status", {}).get("phase") == "Running"
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         ns, job, tail = (request.match_info[k] for k in ("namespace", "job", "tail"))
         path = "/" + tail
-        token = self._token(ns, job)
+        token = await self._token(ns, job)
         authorized = token is not None and request.headers.get("Authorization") == f"Bearer {token}"
         body = await request.json() if request.can_read_body else None
         self.calls.append(Call(ns, job, request.method, path, authorized, body))
-        if not self._running(ns, job):
+        if not await self._running(ns, job):
             return web.json_response({"error": "driver not running"}, status=503)
         if path in ("/healthz", "/readyz"):
             ok = path == "/healthz" or self.behaviour(ns, job).ready
             return web.json_response({"ok": ok}, status=200 if ok else 503)
         if not authorized:
             return web.json_response({"error": "unauthorized"}, status=401)
-        self._pace(ns, job)
+        await self._pace(ns, job)
         handler = {
             ("GET", "/v1/job"): self._job,
             ("POST", "/v1/checkpoints"): self._trigger,
@@ -162,13 +162,13 @@ class FakeDriver:
 
     async def _trigger(self, ns: str, job: str, body: Any) -> web.Response:
         kind = str((body or {}).get("kind", "checkpoint"))
-        entry = self._take(ns, job, kind, "api")
+        entry = await self._take(ns, job, kind, "api")
         return web.json_response({"id": entry["id"]}, status=202)
 
-    def _take(self, ns: str, job: str, kind: str, trigger: str) -> dict[str, Any]:
+    async def _take(self, ns: str, job: str, kind: str, trigger: str) -> dict[str, Any]:
         behaviour = self.behaviour(ns, job)
         now = time.time()
-        root = self._job_root(ns, job)
+        root = await self._job_root(ns, job)
         entry: dict[str, Any] = {"kind": kind, "trigger_timestamp": now, "trigger": trigger}
         if behaviour.fail_next_checkpoints > 0:
             behaviour.fail_next_checkpoints -= 1
@@ -211,7 +211,7 @@ class FakeDriver:
     async def _stop(self, ns: str, job: str, body: Any) -> web.Response:
         if self.behaviour(ns, job).fail_stop:
             return web.json_response({"error": "savepoint failed"}, status=500)
-        root = self._job_root(ns, job)
+        root = await self._job_root(ns, job)
         sid, folder = snapshots.commit(root, True, time.time())
         await self.kube.set_pod_phase(ns, f"{job}-driver", "Succeeded", exit_code=0)
         return web.json_response({"path": folder.as_uri(), "id": sid})

@@ -1,12 +1,22 @@
-"""Run the real operator (``kopf run -m cjob_operator.main``) against the fakes.
+"""Run the real operator (``kopf run -m cjob_operator.main``) against a real control plane.
+
+etcd, kube-apiserver and kube-controller-manager (:mod:`.envtest`; the controllers
+make garbage collection, ServiceAccounts and namespace deletion real), the CRD as the
+operator's tests judge jobs by it (:mod:`.local_store_crd`), the chart's RBAC
+(``helm template``), and the operator as a subprocess holding the chart's
+ServiceAccount's token (TokenRequest), not the admin's certificate. The harness plays
+the scheduler and the node (:mod:`.node`); the driver's control API is the
+:class:`FakeDriver` (or, with ``local_pods``, pods run as local processes:
+:mod:`.kubelet`).
 
 >>> # with OperatorHarness(tmp_path) as h:
 >>> #     h.create_job(manifest)
->>> #     h.wait_for(lambda: h.kube.find("pods", h.namespace, "job-driver"), "driver pod")
+>>> #     h.wait_for(lambda: h.pod("job"), "driver pod")
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,26 +29,37 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-import kmock
 import waiting
 from aiohttp import web
+from kube_local import certs
 
 from cjob_operator import admission
-from cjob_operator_testing import kubelet
+from cjob_operator_testing import envtest, kubelet
 from cjob_operator_testing.fake_driver import FakeDriver
-from cjob_operator_testing.fake_kube import FakeKubernetes
-from cjob_operator_testing.local_store_crd import write_local_store_crd
+from cjob_operator_testing.kube_api import Api, Credentials
+from cjob_operator_testing.local_store_crd import local_store_crd, write_local_store_crd
 from cjob_operator_testing.loop import LoopThread, free_port
+from cjob_operator_testing.node import Node
 
 T = TypeVar("T")
+OPERATOR_NAMESPACE = "cjob-system"
+RELEASE = "cjob"
+Docs = list[dict[str, Any]]
 
 
 class ConditionTimeout(AssertionError):
     pass
 
 
+def chart_rbac(namespace: str) -> Docs:
+    """The chart's RBAC for an operator in :data:`OPERATOR_NAMESPACE` watching every
+    namespace (the chart's default) and drivers in ``namespace``."""
+    return envtest.chart_rbac(RELEASE, OPERATOR_NAMESPACE, f"driver.namespaces={{{namespace}}}")
+
+
 class OperatorHarness:
-    """Fake API server + fake driver on a background loop, the operator as a subprocess."""
+    """A real control plane, the node and the fake driver on a background loop, the
+    operator as a subprocess with the chart's RBAC."""
 
     def __init__(
         self,
@@ -48,35 +69,52 @@ class OperatorHarness:
         extra_env: dict[str, str] | None = None,
         local_pods: bool = False,
         command_map: Callable[[list[str]], list[str]] | None = None,
+        crd: dict[str, Any] | None = None,
+        rbac: Callable[[Docs], Docs] | None = None,
     ) -> None:
         """``local_pods``: run pods as local processes (:mod:`.kubelet`) instead of
-        answering for them with the in-process :class:`FakeDriver`."""
+        answering for them with the in-process :class:`FakeDriver`. ``crd``: what to
+        install instead of :func:`local_store_crd`. ``rbac``: changes the chart's RBAC
+        objects before they are applied (the RBAC tests take rules away)."""
         self.workdir = workdir
         self.namespace = namespace
         self.tick = tick
         self.extra_env = extra_env or {}
         self.loop = LoopThread()
-        self.kube = FakeKubernetes()
-        self.driver = FakeDriver(self.kube)
+        self.crd = crd
+        self.rbac = rbac or (lambda docs: docs)
+        self.local_pods = local_pods
+        self.command_map = command_map or kubelet.standin_command
         self.api_url = ""
         self.driver_url = ""
         self.metrics_url = ""
         self.log_path = workdir / "operator.log"
         self._process: subprocess.Popen[bytes] | None = None
-        self._server: kmock.Server | None = None
         self._runner: web.AppRunner | None = None
+        self._stack = contextlib.ExitStack()
         self.kubelet: kubelet.LocalKubelet | None = None
-        if local_pods:
-            self.kubelet = kubelet.LocalKubelet(
-                self.kube, workdir / "pods", command_map or kubelet.standin_command
-            )
 
     # -- lifecycle -------------------------------------------------------------------
 
     def __enter__(self) -> OperatorHarness:
-        self.loop.run(self._start_servers())
-        self._write_kubeconfig()
-        self._start_operator()
+        try:
+            self.plane = self._stack.enter_context(envtest.control_plane(self.workdir / "plane"))
+            self.api_url = self.plane.url
+            self.admin = Api(Credentials.of_client(self.api_url, self.plane.authority, certs.ADMIN))
+            self._install()
+            self.node: Node = (
+                kubelet.LocalKubelet(self.plane, self.workdir / "pods", self.command_map)
+                if self.local_pods
+                else Node(self.plane)
+            )
+            if isinstance(self.node, kubelet.LocalKubelet):
+                self.kubelet = self.node
+            self.driver = FakeDriver(self.node)
+            self.loop.run(self._start_servers())
+            self._start_operator()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(
@@ -86,51 +124,55 @@ class OperatorHarness:
         tb: TracebackType | None,
     ) -> None:
         self.stop_operator()
-        self.loop.run(self._stop_servers())
+        with contextlib.suppress(Exception):
+            self.loop.run(self._stop_servers())
         self.loop.close()
+        self._stack.close()
+
+    def _install(self) -> None:
+        crd = self.crd if self.crd is not None else local_store_crd()
+        envtest.install_crd(self.plane, crd)
+        restricted = {f"pod-security.kubernetes.io/{m}": "restricted" for m in ("enforce", "warn")}
+        envtest.apply(
+            self.plane,
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": restricted},
+                }
+                for name in (self.namespace, OPERATOR_NAMESPACE)
+            ],
+        )
+        self.rbac_docs = self.rbac(chart_rbac(self.namespace))
+        envtest.apply(self.plane, self.rbac_docs)
+        self._write_kubeconfig()
 
     async def _start_servers(self) -> None:
-        await self.kube.__aenter__()
-        self._server = kmock.Server(self.kube)
-        await self._server.__aenter__()
-        self.api_url = str(self._server.url).rstrip("/")
-        if self.kubelet is not None:
-            self.kubelet.start()
+        await self.node.start()
         app = self.kubelet.proxy_app() if self.kubelet is not None else self.driver.app
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         port = free_port()
         await web.TCPSite(self._runner, "127.0.0.1", port).start()
         self.driver_url = f"http://127.0.0.1:{port}"
-        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
-        async with self._server.client.post("/api/v1/namespaces", json=ns) as resp:
-            assert resp.status == 201, await resp.text()
 
     async def _stop_servers(self) -> None:
-        if self.kubelet is not None:
-            await self.kubelet.stop()
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._server is not None:
-            await self._server.__aexit__(None, None, None)
-        await self.kube.__aexit__(None, None, None)
+        await self.node.stop()
 
     def _write_kubeconfig(self) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.api_url}}],
-            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
-            "contexts": [
-                {
-                    "name": "fake",
-                    "context": {"cluster": "fake", "user": "fake", "namespace": self.namespace},
-                }
-            ],
-        }
-        self.kubeconfig = self.workdir / "kubeconfig.json"
-        self.kubeconfig.write_text(json.dumps(config))
+        """The operator's kubeconfig: the chart's ServiceAccount, by a TokenRequest token."""
+        account = next(
+            d["metadata"]["name"]
+            for d in chart_rbac(self.namespace)
+            if d["kind"] == "ServiceAccount" and d["metadata"]["namespace"] == OPERATOR_NAMESPACE
+        )
+        token = envtest.service_account_token(self.plane, OPERATOR_NAMESPACE, account)
+        credentials = Credentials(self.api_url, self.plane.authority.path("ca.crt"), token=token)
+        self.kubeconfig = self.workdir / "operator.kubeconfig"
+        self.kubeconfig.write_text(json.dumps(credentials.kubeconfig(self.namespace)))
 
     def _start_operator(self) -> None:
         metrics_port = free_port()
@@ -153,7 +195,7 @@ class OperatorHarness:
             "run",
             "--standalone",
             "--verbose",
-            f"--namespace={self.namespace}",
+            "--all-namespaces",
             "-m",
             "cjob_operator.main",
         ]
@@ -195,15 +237,8 @@ class OperatorHarness:
     def http(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            self.api_url + path, data=data, method=method, headers={"Content-Type": content_type}
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read() or b"null")
+        """A request to the API server as the admin."""
+        return self.admin.http(method, path, body, content_type)
 
     def operator_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -253,18 +288,23 @@ class OperatorHarness:
         assert status == 200, body
 
     def on_loop(self, fn: Callable[..., T], *args: Any) -> T:
-        """Call ``fn`` on the servers' loop (where the fake's objects change)."""
+        """Call ``fn`` on the harness's loop (where the node and the fake driver live)."""
 
         async def call() -> T:
             return fn(*args)
 
         return self.loop.run(call())
 
+    def _collection(self, plural: str) -> str:
+        if plural == "checkpointedjobs":
+            return self.jobs_path()
+        return f"/api/v1/namespaces/{self.namespace}/{plural}"
+
     def find(self, plural: str, name: str) -> dict[str, Any] | None:
-        return self.on_loop(self.kube.find, plural, self.namespace, name)
+        return self.admin.get(f"{self._collection(plural)}/{name}")
 
     def all(self, plural: str) -> list[dict[str, Any]]:
-        return self.on_loop(self.kube.all, plural, self.namespace)
+        return self.admin.items(self._collection(plural))
 
     def job(self, name: str) -> dict[str, Any] | None:
         return self.find("checkpointedjobs", name)
@@ -276,12 +316,14 @@ class OperatorHarness:
         return self.find("pods", f"{name}-driver")
 
     def set_pod_phase(self, name: str, phase: str, exit_code: int | None = None) -> None:
+        """Play the kubelet: report the driver pod's phase through ``pods/status``."""
         assert self.loop.run(
-            self.kube.set_pod_phase(self.namespace, f"{name}-driver", phase, exit_code)
+            self.node.set_pod_phase(self.namespace, f"{name}-driver", phase, exit_code)
         )
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [e for e in self.all("events") if e.get("involvedObject", {}).get("name") == name]
+        path = self._collection("events") + f"?fieldSelector=involvedObject.name%3D{name}"
+        return self.admin.items(path)
 
     def event_reasons(self, name: str) -> list[str]:
         return [str(e.get("reason")) for e in self.events(name)]

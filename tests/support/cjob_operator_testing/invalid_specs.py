@@ -1,7 +1,7 @@
 """The specs of issue 27 the CRD refuses, as changes to ``examples/manifests/minimal.yaml``.
 
-An API server that does not enforce the CRD's schema (kube-local, a cluster with an
-older CRD) stores them; the operator must still refuse each with ``InvalidSpec``,
+An API server that does not enforce the CRD's schema (one with an older CRD, or none
+of its validation) stores them; the operator must still refuse each with ``InvalidSpec``,
 and ``cjob validate`` offline, with the same sentence.
 """
 

@@ -1,13 +1,15 @@
 """A kubelet for one machine: runs each created pod's command as a local process.
 
-For every new pod in the :class:`FakeKubernetes` it materialises the pod's
-ConfigMap volumes into a directory, resolves its environment (``value``,
-``secretKeyRef``, ``fieldRef``), maps the container command through
-``command_map`` (``cjob`` → a local executable), gives the control API a free
-local port (rewriting ``control.port`` in the job configuration), starts the
-process and reports the pod ``Running``; when the process exits the pod becomes
-``Succeeded`` or ``Failed`` with the exit code; when the pod is deleted the process
-is stopped. Control-API calls reach the process through :meth:`proxy_app`, served
+A :class:`~.node.Node` of the real API server: for every pending pod bound to it
+(it watches them as ``system:node:<name>``) it materialises the pod's ConfigMap
+volumes into a directory, resolves its environment (``value``, ``secretKeyRef``,
+``fieldRef``) — reading both as the node, so the Node authorizer decides, as for a
+kubelet — maps the container command through ``command_map`` (``cjob`` → a local
+executable), gives the control API a free local port (rewriting ``control.port`` in
+the job configuration), starts the process and reports the pod ``Running`` through
+``pods/status``; when the process exits the pod becomes ``Succeeded`` or ``Failed``
+with the exit code; when the pod is deleted the process is stopped and the deletion
+confirmed (grace period 0), as a kubelet does. Control-API calls reach the process through :meth:`proxy_app`, served
 at ``/jobs/{namespace}/{name}/…`` like the fake driver.
 """
 
@@ -27,9 +29,11 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from kube_local import control_plane as control_plane_mod
 
-from cjob_operator_testing.fake_kube import FakeKubernetes
+from cjob_operator_testing.kube_api import ApiError
 from cjob_operator_testing.loop import free_port
+from cjob_operator_testing.node import Node
 
 CommandMap = Callable[[list[str]], list[str]]
 SUPPORT = Path(__file__).resolve().parents[1]
@@ -65,70 +69,69 @@ class LocalPod:
     workdir: Path
 
 
-class LocalKubelet:
+class LocalKubelet(Node):
+    """A :class:`~.node.Node` whose pods run as local processes."""
+
     def __init__(
         self,
-        kube: FakeKubernetes,
+        plane: control_plane_mod.ControlPlane,
         workdir: Path,
         command_map: CommandMap = standin_command,
-        poll: float = 0.05,
+        name: str = "harness-node",
     ) -> None:
-        self.kube = kube
+        super().__init__(plane, name)
         self.workdir = workdir
         self.command_map = command_map
-        self.poll = poll
         self.pods: dict[tuple[str, str], LocalPod] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    # -- lifecycle (on the servers' loop) -------------------------------------------
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._launched: set[str] = set()
+        self._waiters: set[asyncio.Task[None]] = set()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
         for pod in list(self.pods.values()):
             await self._terminate(pod)
+        for task in list(self._waiters):
+            task.cancel()
+        await super().stop()
 
-    async def _run(self) -> None:
-        while True:
-            await self._sync()
-            await asyncio.sleep(self.poll)
-
-    async def _sync(self) -> None:
-        live = {}
-        for pod in self.kube.all_namespaces("pods"):
-            meta = pod["metadata"]
-            key = (meta["namespace"], meta["name"])
-            live[key] = meta["uid"]
-            known = self.pods.get(key)
-            if known is not None and known.uid != meta["uid"]:
-                await self._terminate(known)
-                known = None
-            if known is None and not pod.get("status", {}).get("phase"):
-                await self._launch(pod)
-        for key, local in list(self.pods.items()):
-            if live.get(key) != local.uid:
+    async def on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        key = (meta["namespace"], meta["name"])
+        local = self.pods.get(key)
+        if kind == "DELETED" or meta.get("deletionTimestamp"):
+            if local is not None and local.uid == meta["uid"]:
                 await self._terminate(local)
-            elif local.process.returncode is not None:
-                code = local.process.returncode
-                exit_code = 128 - code if code < 0 else code
-                await self.kube.set_pod_phase(
-                    local.namespace, local.name, "Succeeded" if code == 0 else "Failed", exit_code
-                )
-                self.pods.pop(key)
+            if kind != "DELETED":
+                await self.confirm_deletion(pod)
+            return
+        if meta["uid"] in self._launched or pod.get("status", {}).get("phase") != "Pending":
+            return
+        if local is not None:  # a pod of the same name that this node has not seen go
+            await self._terminate(local)
+        self._launched.add(meta["uid"])
+        local = await self._launch(pod)
+        await self.report(pod, "Running")
+        task = asyncio.get_running_loop().create_task(self._await_exit(pod, local))
+        self._waiters.add(task)
+        task.add_done_callback(self._waiters.discard)
+
+    async def _await_exit(self, pod: dict[str, Any], local: LocalPod) -> None:
+        code = await local.process.wait()
+        if self.pods.get((local.namespace, local.name)) is not local:
+            return  # stopped by this node (deletion): the deletion reports it
+        self.pods.pop((local.namespace, local.name), None)
+        exit_code = 128 - code if code < 0 else code
+        with contextlib.suppress(ApiError):
+            await self.report(pod, "Succeeded" if code == 0 else "Failed", exit_code)
 
     # -- pods -----------------------------------------------------------------------
 
-    def _secret(self, namespace: str, name: str, key: str) -> str:
-        secret = self.kube.find("secrets", namespace, name) or {}
+    async def _secret(self, namespace: str, name: str, key: str) -> str:
+        """Read as the node: the Node authorizer lets it read only what its pods use."""
+        secret = await self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}") or {}
         raw = secret.get("data", {}).get(key)
         return "" if raw is None else base64.b64decode(raw).decode()
 
-    def _env(self, namespace: str, container: dict[str, Any]) -> dict[str, str]:
+    async def _env(self, namespace: str, container: dict[str, Any]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CJOB_")}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SUPPORT), env.get("PYTHONPATH")]))
         for var in container.get("env", []):
@@ -137,23 +140,20 @@ class LocalKubelet:
                 env[var["name"]] = str(var["value"])
             elif "secretKeyRef" in source:
                 ref = source["secretKeyRef"]
-                env[var["name"]] = self._secret(namespace, ref["name"], ref["key"])
+                env[var["name"]] = await self._secret(namespace, ref["name"], ref["key"])
             elif "fieldRef" in source:
                 env[var["name"]] = "127.0.0.1"
         return env
 
-    def _volumes(self, pod: dict[str, Any], root: Path, port: int) -> dict[str, Path]:
+    async def _volumes(self, pod: dict[str, Any], root: Path, port: int) -> dict[str, Path]:
         mounts: dict[str, Path] = {}
+        namespace = pod["metadata"]["namespace"]
         for volume in pod["spec"].get("volumes", []):
             path = root / "volumes" / volume["name"]
             path.mkdir(parents=True, exist_ok=True)
             if "configMap" in volume:
-                cm = (
-                    self.kube.find(
-                        "configmaps", pod["metadata"]["namespace"], volume["configMap"]["name"]
-                    )
-                    or {}
-                )
+                name = volume["configMap"]["name"]
+                cm = await self.api.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}") or {}
                 for key, value in cm.get("data", {}).items():
                     text = value
                     if key == "job.json":
@@ -164,19 +164,19 @@ class LocalKubelet:
             mounts[volume["name"]] = path
         return mounts
 
-    async def _launch(self, pod: dict[str, Any]) -> None:
+    async def _launch(self, pod: dict[str, Any]) -> LocalPod:
         meta = pod["metadata"]
         container = pod["spec"]["containers"][0]
         root = self.workdir / meta["namespace"] / meta["name"] / meta["uid"]
         port = free_port()
-        mounts = self._volumes(pod, root, port)
+        mounts = await self._volumes(pod, root, port)
         places = sorted(
             ((m["mountPath"], str(mounts[m["name"]])) for m in container.get("volumeMounts", [])),
             key=lambda p: -len(p[0]),
         )
         command = [*container.get("command", IMAGE_ENTRYPOINT), *container.get("args", [])]
         args = [_relocate(arg, places) for arg in command]
-        env = self._env(meta["namespace"], container)
+        env = await self._env(meta["namespace"], container)
         env["HOME"] = str(mounts.get("tmp", root))
         log = (root / "output.log").open("ab")
         process = await asyncio.create_subprocess_exec(
@@ -188,10 +188,9 @@ class LocalKubelet:
             start_new_session=True,
         )
         log.close()
-        self.pods[(meta["namespace"], meta["name"])] = LocalPod(
-            meta["namespace"], meta["name"], meta["uid"], process, port, root
-        )
-        await self.kube.set_pod_phase(meta["namespace"], meta["name"], "Running")
+        local = LocalPod(meta["namespace"], meta["name"], meta["uid"], process, port, root)
+        self.pods[(meta["namespace"], meta["name"])] = local
+        return local
 
     async def _terminate(self, pod: LocalPod) -> None:
         self.pods.pop((pod.namespace, pod.name), None)

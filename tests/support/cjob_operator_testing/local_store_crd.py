@@ -34,3 +34,14 @@ def local_store_crd() -> dict[str, Any]:
 def write_local_store_crd(path: Path) -> Path:
     path.write_text(yaml.safe_dump(local_store_crd()))
     return path
+
+
+def unvalidated_crd() -> dict[str, Any]:
+    """The repository's CRD with no validation of ``spec`` at all (``type: object`` keeping
+    every field): what a cluster with an older CRD, or none of its validation, stores.
+    Status, subresources, names and columns are the real ones."""
+    crd: dict[str, Any] = yaml.safe_load(CRD.read_text())
+    for version in crd["spec"]["versions"]:
+        properties = version["schema"]["openAPIV3Schema"]["properties"]
+        properties["spec"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return crd
