@@ -86,33 +86,35 @@ TRANSITION_RULES = ("spec.maxParallelism rule[0]",)
 (:func:`test_changing_max_parallelism_is_refused_by_the_transition_rule`)."""
 
 
-def transition_rules(schema: Mapping[str, Any], path: str = "") -> Iterator[str]:
-    where = path or "<root>"
-    for index, rule in enumerate(schema.get("x-kubernetes-validations") or ()):
-        if re.search(r"\boldSelf\b", rule["rule"]):
-            yield f"{where} rule[{index}]"
+def schema_nodes(
+    schema: Mapping[str, Any], path: str = ""
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every node of ``schema`` with its path (``<root>``, ``spec.x``, ``spec.m[*]``)."""
+    yield path or "<root>", schema
     for name, sub in (schema.get("properties") or {}).items():
-        yield from transition_rules(sub, f"{path}.{name}" if path else name)
+        yield from schema_nodes(sub, f"{path}.{name}" if path else name)
     for key in ("additionalProperties", "items"):
         if isinstance(schema.get(key), Mapping):
-            yield from transition_rules(schema[key], f"{path}[*]")
+            yield from schema_nodes(schema[key], f"{path}[*]")
 
 
-def constraints(schema: Mapping[str, Any], path: str = "") -> Iterator[str]:
+def transition_rules(schema: Mapping[str, Any]) -> Iterator[str]:
+    for where, node in schema_nodes(schema):
+        for index, rule in enumerate(node.get("x-kubernetes-validations") or ()):
+            if re.search(r"\boldSelf\b", rule["rule"]):
+                yield f"{where} rule[{index}]"
+
+
+def constraints(schema: Mapping[str, Any]) -> Iterator[str]:
     """Every rule and refusing constraint of ``schema``, named ``"<path> <keyword>"``."""
-    where = path or "<root>"
-    for index, _ in enumerate(schema.get("x-kubernetes-validations") or ()):
-        yield f"{where} rule[{index}]"
-    for name in schema.get("required") or ():
-        yield f"{where} required {name}"
-    for keyword in CONSTRAINT_KEYWORDS:
-        if keyword in schema:
-            yield f"{where} {keyword}"
-    for name, sub in (schema.get("properties") or {}).items():
-        yield from constraints(sub, f"{path}.{name}" if path else name)
-    for key in ("additionalProperties", "items"):
-        if isinstance(schema.get(key), Mapping):
-            yield from constraints(schema[key], f"{path}[*]")
+    for where, node in schema_nodes(schema):
+        for index, _ in enumerate(node.get("x-kubernetes-validations") or ()):
+            yield f"{where} rule[{index}]"
+        for name in node.get("required") or ():
+            yield f"{where} required {name}"
+        for keyword in CONSTRAINT_KEYWORDS:
+            if keyword in node:
+                yield f"{where} {keyword}"
 
 
 def crd_schema() -> dict[str, Any]:
