@@ -40,6 +40,9 @@ SUPPORT = Path(__file__).resolve().parents[1]
 """``tests/support``: pod processes get it on ``PYTHONPATH`` so ``python -m
 cjob_operator_testing.standin_driver`` imports (pytest's ``pythonpath`` reaches only
 the test process, not its subprocesses)."""
+AUTHORIZER_LAG_S = 15.0
+"""How long a 403 on a pod's Secret or ConfigMap counts as the Node authorizer not yet
+knowing the pod (see :meth:`LocalKubelet._read`)."""
 IMAGE_ENTRYPOINT = ["cjob"]
 """What the runtime image runs when a container sets no ``command``: ``cjob ARGS`` (under tini)."""
 
@@ -108,7 +111,11 @@ class LocalKubelet(Node):
         if local is not None:  # a pod of the same name that this node has not seen go
             await self._terminate(local)
         self._launched.add(meta["uid"])
-        local = await self._launch(pod)
+        try:
+            local = await self._launch(pod)
+        except BaseException:
+            self._launched.discard(meta["uid"])  # a later event of the pod tries again
+            raise
         await self.report(pod, "Running")
         task = asyncio.get_running_loop().create_task(self._await_exit(pod, local))
         self._waiters.add(task)
@@ -125,9 +132,26 @@ class LocalKubelet(Node):
 
     # -- pods -----------------------------------------------------------------------
 
+    async def _read(self, path: str) -> dict[str, Any]:
+        """An object one of this node's pods uses, read as the node (``{}`` if absent).
+
+        The Node authorizer lets a node read only what its pods reference, and learns of
+        a pod's references from its own informer, a moment after the binding reaches this
+        node's watch: until then it answers 403. A kubelet retries; so does this, for up
+        to :data:`AUTHORIZER_LAG_S`.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + AUTHORIZER_LAG_S
+        while True:
+            try:
+                return await self.api.get(path) or {}
+            except ApiError as exc:
+                if exc.status != 403 or loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(0.2)
+
     async def _secret(self, namespace: str, name: str, key: str) -> str:
-        """Read as the node: the Node authorizer lets it read only what its pods use."""
-        secret = await self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}") or {}
+        secret = await self._read(f"/api/v1/namespaces/{namespace}/secrets/{name}")
         raw = secret.get("data", {}).get(key)
         return "" if raw is None else base64.b64decode(raw).decode()
 
@@ -153,7 +177,7 @@ class LocalKubelet(Node):
             path.mkdir(parents=True, exist_ok=True)
             if "configMap" in volume:
                 name = volume["configMap"]["name"]
-                cm = await self.api.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}") or {}
+                cm = await self._read(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
                 for key, value in cm.get("data", {}).items():
                     text = value
                     if key == "job.json":

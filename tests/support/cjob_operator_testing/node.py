@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import logging
 from typing import Any
 
 from kube_local import certs
@@ -27,6 +28,7 @@ from kube_local import control_plane as control_plane_mod
 
 from cjob_operator_testing.kube_api import MERGE, ApiError, AsyncApi, Credentials
 
+LOG = logging.getLogger(__name__)
 STRATEGIC = "application/strategic-merge-patch+json"
 LEASE_SECONDS = 40
 PLURAL_PATHS = {"pods", "services", "configmaps", "secrets", "events"}
@@ -38,6 +40,10 @@ def now() -> str:
 
 def micro_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
 def pod_path(namespace: str, name: str, sub: str | None = None) -> str:
@@ -195,7 +201,9 @@ class Node:
                 await self.on_pod(kind, pod)
             except ApiError as exc:
                 if exc.status not in (404, 409):
-                    raise
+                    LOG.exception("node %s: %s pod %s", self.name, kind, _key(pod))
+            except Exception:  # one pod's failure must not stop the node following the rest
+                LOG.exception("node %s: %s pod %s", self.name, kind, _key(pod))
 
     async def on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         """A pod bound to this node changed. Here: a deleted pod is confirmed at once
