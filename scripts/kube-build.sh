@@ -4,8 +4,9 @@
 #
 #   scripts/kube-build.sh [COMPONENT...]     default: all of them
 #
-# Components: etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl.
-# The build modules are devtools/kube_build/{etcd,kubernetes}/go.mod (k8s.io/kubernetes at one
+# Components: etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+# (default), kube-proxy and coredns (the node's Service proxy and cluster DNS, on request).
+# The build modules are devtools/kube_build/{etcd,kubernetes,coredns}/go.mod (k8s.io/kubernetes at one
 # release, its k8s.io/* staging modules pinned to the matching v0.x by replace lines). The
 # cache key is the release plus a digest of both modules and the Go version, so an edit of
 # go.mod or a new Go builds anew and an unchanged machine reuses what it built:
@@ -16,13 +17,16 @@ cd "$(dirname "$0")/.."
 root=$PWD
 k8s_mod=devtools/kube_build/kubernetes
 etcd_mod=devtools/kube_build/etcd
+dns_mod=devtools/kube_build/coredns
 
 # shellcheck source=scripts/lib/go-toolchain.sh
 . scripts/lib/go-toolchain.sh
 ensure_go
 release=$(cd "$k8s_mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_release=$(cd "$etcd_mod" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-digest=$( { cat "$k8s_mod/go.mod" "$k8s_mod/go.sum" "$etcd_mod/go.mod" "$etcd_mod/go.sum"; go env GOVERSION; } \
+dns_release=$(cd "$dns_mod" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
+digest=$( { cat "$k8s_mod/go.mod" "$k8s_mod/go.sum" "$etcd_mod/go.mod" "$etcd_mod/go.sum" \
+    "$dns_mod/go.mod" "$dns_mod/go.sum"; go env GOVERSION; } \
     | sha256sum | cut -c1-12)
 cache=${CJOB_CACHE:-$HOME/.cache/cjob}/kubernetes/$release-$digest
 bin=$cache/bin
@@ -49,12 +53,16 @@ for c in "${components[@]}"; do
         etcd)
             (cd "$root/$etcd_mod" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" \
                 go.etcd.io/etcd/server/v3) ;;
-        kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubectl)
+        coredns)
+            (cd "$root/$dns_mod" && go build -trimpath -ldflags "-s -w" -o "$bin/coredns.tmp" \
+                github.com/coredns/coredns) ;;
+        kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubectl | kube-proxy)
             (cd "$root/$k8s_mod" && go build -trimpath -ldflags "$ldflags" \
                 -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c") ;;
         *) echo "kube-build: unknown component $c" >&2; exit 2 ;;
     esac
     mv "$bin/$c.tmp" "$bin/$c"
-    echo "kube-build: built $c ($([ "$c" = etcd ] && echo "$etcd_release" || echo "$release")) in $((SECONDS - start)) s" >&2
+    case "$c" in etcd) v=$etcd_release ;; coredns) v=$dns_release ;; *) v=$release ;; esac
+    echo "kube-build: built $c ($v) in $((SECONDS - start)) s" >&2
 done
 echo "$bin"
