@@ -5,7 +5,8 @@
 #   scripts/kube-build.sh [COMPONENT...]     default: all of them
 #
 # Components: etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
-# (default), kube-proxy and coredns (the node's Service proxy and cluster DNS, on request).
+# (default); kube-proxy, coredns and pause (the node's Service proxy, cluster DNS and pod
+# sandbox process; pause is C, compiled by gcc from the Kubernetes module) on request.
 # The build modules are devtools/kube_build/{etcd,kubernetes,coredns}/go.mod (k8s.io/kubernetes at one
 # release, its k8s.io/* staging modules pinned to the matching v0.x by replace lines). The
 # cache key is the release plus a digest of both modules and the Go version, so an edit of
@@ -56,6 +57,11 @@ for c in "${components[@]}"; do
         coredns)
             (cd "$root/$dns_mod" && go build -trimpath -ldflags "-s -w" -o "$bin/coredns.tmp" \
                 github.com/coredns/coredns) ;;
+        pause) # the pod sandbox's process, from the Kubernetes module's own source
+            src=$(cd "$root/$k8s_mod" && go mod download -json k8s.io/kubernetes |
+                sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+            gcc -Os -static -Wall -Werror -DVERSION="$release" -o "$bin/pause.tmp" \
+                "$src/build/pause/linux/pause.c" ;;
         kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubectl | kube-proxy)
             (cd "$root/$k8s_mod" && go build -trimpath -ldflags "$ldflags" \
                 -o "$bin/$c.tmp" "k8s.io/kubernetes/cmd/$c") ;;

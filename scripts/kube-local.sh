@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
 # A local Kubernetes cluster of real components for tests and for trying the operator:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler (built from their Go
-# modules by scripts/kube-build.sh, cached outside the clone) and a node agent
-# (devtools/kube_local) that runs the pods the scheduler binds to the node `kube-local`
-# as containers on the local Docker engine.
+# modules by scripts/kube-build.sh, cached outside the clone) and one node, `kube-local`.
 #
-#   scripts/kube-local.sh up|down|status|env
+#   scripts/kube-local.sh up|down|status|env|load IMAGE...
 #
-#   up      start it in the background on 127.0.0.1 (free ports) with TLS from its own
-#           CA, then print `export KUBECONFIG=...` (the admin's, group system:masters);
-#           does nothing but print that line when it already runs;
-#   down    stop it and every container its node ran (no-op when it is not running);
-#   status  say whether it runs and where (exit 1 when it does not);
-#   env     print the export line (exit 1 when it does not run).
+#   up      start it in the background (TLS from its own CA, free ports), then print
+#           `export KUBECONFIG=...` (the admin's, group system:masters); does nothing but
+#           print that line when it already runs;
+#   down    stop it and every pod its node ran (no-op when it is not running);
+#   status  say whether it runs, where, and which node (exit 1 when it does not);
+#   env     print the export line (exit 1 when it does not run);
+#   load    import images from the Docker engine into the node (what `kind load
+#           docker-image` does); pods name them by their local tag, imagePullPolicy Never.
+#
+# The node (CJOB_KUBE_LOCAL_NODE):
+#   kubelet  a real kubelet of the same release on containerd (Debian containerd and
+#            containernetworking-plugins), kube-proxy (iptables) and CoreDNS: real pods on
+#            a bridge network (10.244.0.0/24), cluster DNS, Services. Needs root; one per
+#            machine. The node and the API server use the address
+#            CJOB_KUBE_LOCAL_NODE_IP (default 10.250.0.1, put on a link `cjob0`); host
+#            services the pods use must listen there.
+#   agent    the node agent of devtools/kube_local: pods as containers on the local Docker
+#            engine, host network, loopback addresses from CJOB_KUBE_LOCAL_POD_CIDR
+#            (default 127.1.0.0/16), the API server on 127.0.0.1.
+#   none     no node: pods stay Pending.
+#   auto     (default) kubelet where it can run, else agent where a Docker engine
+#            answers, else none; `up` says which and why.
 #
 # State (CA and credentials under pki/, kubeconfigs, logs/ of each component, etcd data,
-# the node's pod volumes, pidfile) lives in $CJOB_KUBE_LOCAL_DIR, default build/kube-local.
-# The CA and credentials survive restarts; objects do not (etcd starts empty).
+# the node's files under node/, pidfile) lives in $CJOB_KUBE_LOCAL_DIR, default
+# build/kube-local. The CA and credentials survive restarts; objects do not.
 #
 # The namespaces cjob-system and streaming (the README's install) are created with
 # pod-security.kubernetes.io/enforce=restricted, as the chart claims its pods satisfy.
-#
-# The node runs when a Docker engine answers (`docker info`); otherwise pods stay Pending
-# and `up` says so. CJOB_KUBE_LOCAL_KUBELET=1 requires the node (fails without an
-# engine), =0 never starts it. Pod addresses come from CJOB_KUBE_LOCAL_POD_CIDR (default
-# 127.1.0.0/16; loopback addresses, host networking): give each cluster that runs at the
-# same time its own range.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,31 +57,42 @@ up() {
     [ -x "$python" ] || bash scripts/bootstrap.sh >&2
     mkdir -p "$state"
     rm -f "$state/ready"
-    local kubelet=()
-    case "${CJOB_KUBE_LOCAL_KUBELET:-auto}" in
-        0) ;;
-        1)
-            if ! "${DOCKER:-docker}" info >/dev/null 2>&1; then
-                echo "kube-local: CJOB_KUBE_LOCAL_KUBELET=1 but no Docker engine answers" \
-                    "(start one: scripts/docker-smoke.sh --build-only starts and keeps it)" >&2
-                return 1
-            fi
-            kubelet=(--node --docker "${DOCKER:-docker}")
-            ;;
-        *)
-            if "${DOCKER:-docker}" info >/dev/null 2>&1; then
-                kubelet=(--node --docker "${DOCKER:-docker}")
-            else
-                echo "kube-local: no Docker engine answers: no node, pods stay Pending" >&2
-            fi
-            ;;
+    local node=${CJOB_KUBE_LOCAL_NODE:-auto} why="" components=()
+    export PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}"
+    if [ "$node" = auto ] || [ "$node" = kubelet ]; then
+        if why=$("$python" -m kube_local check 2>&1); then
+            node=kubelet
+        elif [ "$node" = kubelet ]; then
+            echo "kube-local: CJOB_KUBE_LOCAL_NODE=kubelet, but $why" >&2
+            return 1
+        fi
+    fi
+    if [ "$node" = auto ] || [ "$node" = agent ]; then
+        if "${DOCKER:-docker}" info >/dev/null 2>&1; then
+            node=agent
+        elif [ "$node" = agent ]; then
+            echo "kube-local: CJOB_KUBE_LOCAL_NODE=agent but no Docker engine answers" \
+                "(start one: scripts/docker-smoke.sh --build-only starts and keeps it)" >&2
+            return 1
+        else
+            echo "kube-local: no node (${why#a real node cannot run here: }; and no Docker" \
+                "engine answers): pods stay Pending" >&2
+            node=none
+        fi
+    fi
+    case "$node" in
+        kubelet) components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet
+            kubectl kube-proxy coredns pause) ;;
+        agent | none) ;;
+        *) echo "kube-local: CJOB_KUBE_LOCAL_NODE=$node: use kubelet, agent, none or auto" >&2
+           return 2 ;;
     esac
-    PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}" \
-        nohup "$python" -m kube_local serve --state-dir "$state" \
-        --bin-dir "$(bash scripts/kube-build.sh)" ${kubelet[@]+"${kubelet[@]}"} \
-        >"$state/server.log" 2>&1 &
+    local bin
+    bin=$(bash scripts/kube-build.sh ${components[@]+"${components[@]}"})
+    nohup "$python" -m kube_local serve --state-dir "$state" --bin-dir "$bin" \
+        --node "$node" --docker "${DOCKER:-docker}" >"$state/server.log" 2>&1 &
     echo $! >"$pidfile"
-    for _ in $(seq 1200); do
+    for _ in $(seq 1800); do
         [ -f "$state/ready" ] && break
         if ! running; then
             echo "kube-local: the server stopped while starting; see $state/server.log" >&2
@@ -84,18 +103,19 @@ up() {
         sleep 0.1
     done
     if [ ! -f "$state/ready" ]; then
-        echo "kube-local: not ready after 120s; see $state/server.log" >&2
+        echo "kube-local: not ready after 180s; see $state/server.log" >&2
         return 1
     fi
-    echo "kube-local: serving $(cat "$state/ready") (pid $(cat "$pidfile"))" >&2
+    echo "kube-local: serving $(cat "$state/ready") (pid $(cat "$pidfile"), node: $node)" >&2
     export_line
 }
 
 down() {
+    export PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}"
     if running; then
         pid=$(cat "$pidfile")
         kill "$pid"
-        for _ in $(seq 900); do
+        for _ in $(seq 1800); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
@@ -115,7 +135,12 @@ down() {
         done
         rm -f "$state/components.pid"
     fi
-    # The node removes its containers as it stops; this catches one that was killed
+    # A real node whose server was killed: its processes, mounts, links and chains.
+    if [ -d "$state/node" ] && "$python" -m kube_local check >/dev/null 2>&1; then
+        "$python" -m kube_local sweep --state-dir "$state" \
+            --bin-dir "$(bash scripts/kube-build.sh kube-proxy)" >&2 || true
+    fi
+    # The node agent removes its containers as it stops; this catches one that was killed
     # (the label is the state directory's identity, as kube_local.node.engine sets it).
     if [ -d "$state" ] && command -v "${DOCKER:-docker}" >/dev/null 2>&1; then
         local id left
@@ -127,15 +152,28 @@ down() {
             "${DOCKER:-docker}" rm --force $left >/dev/null 2>&1 || true
         fi
     fi
-    rm -f "$pidfile" "$state/ready"
+    rm -f "$pidfile" "$state/ready" "$state/node-kind"
+}
+
+load() {
+    running && [ -f "$state/ready" ] ||
+        { echo "kube-local: not running (scripts/kube-local.sh up)" >&2; return 1; }
+    case "$(cat "$state/node-kind" 2>/dev/null)" in
+        kubelet) PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}" \
+            "$python" -m kube_local load --state-dir "$state" --docker "${DOCKER:-docker}" "$@" ;;
+        agent) ;;  # its pods run on the Docker engine, which has the images
+        *) echo "kube-local: no node to load images into" >&2; return 1 ;;
+    esac
 }
 
 case "${1:-}" in
     up) up ;;
+    load) shift; load "$@" ;;
     down) down ;;
     status)
         if running && [ -f "$state/ready" ]; then
-            echo "kube-local: running at $(cat "$state/ready") (pid $(cat "$pidfile"))"
+            echo "kube-local: running at $(cat "$state/ready") (pid $(cat "$pidfile"), node:" \
+                "$(cat "$state/node-kind" 2>/dev/null))"
         else
             echo "kube-local: not running"
             exit 1
@@ -143,5 +181,5 @@ case "${1:-}" in
     env) running || { echo "kube-local: not running (scripts/kube-local.sh up)" >&2; exit 1; }
          export_line ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-    *) echo "usage: scripts/kube-local.sh up|down|status|env" >&2; exit 2 ;;
+    *) echo "usage: scripts/kube-local.sh up|down|status|env|load IMAGE..." >&2; exit 2 ;;
 esac

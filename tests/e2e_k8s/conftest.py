@@ -55,11 +55,15 @@ import targets  # noqa: E402
 from cluster import Cluster, ScenarioError  # noqa: E402
 
 MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
+MINIO_ON_NODE = ROOT / "devtools" / "kube_local" / "manifests" / "minio-on-node.yaml"
+NODE_IP = "10.250.0.1"
+"""The real node's default address (``CJOB_KUBE_LOCAL_NODE_IP``), as ``MINIO_ON_NODE``
+(shared with scripts/try-kubernetes.sh) writes it."""
 S3_HOST = "127.0.9.1"
-"""Outside every pod range of the local plane (127.2.0.0/16 here): the S3 server's own
-address, which ``MINIO_SERVICE`` (shared with scripts/try-kubernetes.sh) names
-``minio.minio.svc`` (an ExternalName Service the node agent's hosts file resolves: the
-API server refuses loopback addresses in Endpoints and EndpointSlices)."""
+"""Beside the node agent: outside every pod range of the local plane (127.2.0.0/16 here),
+the S3 server's own address, which ``MINIO_SERVICE`` names ``minio.minio.svc`` (an
+ExternalName Service the node agent's hosts file resolves: the API server refuses
+loopback addresses in Endpoints and EndpointSlices)."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
 JOB_NAMESPACES = ("cjob-system", "streaming")
@@ -171,12 +175,14 @@ def kubeconfig(
     env = {
         **os.environ,
         "CJOB_KUBE_LOCAL_DIR": str(state),
-        "CJOB_KUBE_LOCAL_KUBELET": "1",
+        "CJOB_KUBE_LOCAL_NODE": os.environ.get("CJOB_KUBE_LOCAL_NODE", "kubelet"),
         "CJOB_KUBE_LOCAL_POD_CIDR": os.environ.get("CJOB_KUBE_LOCAL_POD_CIDR", "127.2.0.0/16"),
     }
     log = e2e_dir / "kube-local.log"
     _run(["bash", "scripts/kube-local.sh", "up"], env, log, 300)
     try:
+        images_of_pods = [images["operator"], images["runtime"]]
+        _run(["bash", "scripts/kube-local.sh", "load", *images_of_pods], env, log, 600)
         yield state / "kubeconfig"
     finally:
         subprocess.run(
@@ -190,7 +196,20 @@ def kubeconfig(
 
 
 @pytest.fixture(scope="session")
-def s3_server(user_cluster: targets.UserCluster | None) -> Iterator[targets.S3Access]:
+def s3_host(user_cluster: targets.UserCluster | None, kubeconfig: pathlib.Path) -> str:
+    """Where the local target's S3 server listens: on a real node, the node's address
+    (bridge pods cannot reach the host's loopback); beside the node agent, an address
+    of its own on loopback."""
+    if user_cluster is not None:
+        return ""
+    node = (kubeconfig.parent / "node-kind").read_text().strip()
+    if node == "kubelet":
+        return os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP)
+    return S3_HOST
+
+
+@pytest.fixture(scope="session")
+def s3_server(user_cluster: targets.UserCluster | None, s3_host: str) -> Iterator[targets.S3Access]:
     """The S3 server of the jobs: ``create_bucket``, ``open_store``, keys, both endpoints."""
     if user_cluster is not None:
         yield user_cluster.s3
@@ -198,14 +217,14 @@ def s3_server(user_cluster: targets.UserCluster | None) -> Iterator[targets.S3Ac
     from barrier_runtime.storage import embedded
 
     server = embedded.EmbeddedS3Server(
-        host=S3_HOST,
+        host=s3_host,
         s3_port=S3_PORT,
         access_key=S3_ACCESS_KEY,
         secret_key=secrets.token_urlsafe(18),
     )
     with server:
         yield targets.S3Access(
-            host_endpoint=f"http://{S3_HOST}:{S3_PORT}",
+            host_endpoint=f"http://{s3_host}:{S3_PORT}",
             cluster_endpoint=targets.CLUSTER_S3_ENDPOINT,
             access_key=server.access_key,
             secret_key=server.secret_key,
@@ -237,7 +256,12 @@ def cluster(
         kubectl = "kubectl"
     cl = Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
     if target == targets.LOCAL:
-        cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
+        host = s3_server.host_endpoint.removeprefix("http://").rsplit(":", 1)[0]
+        if host == S3_HOST:
+            cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
+        else:
+            manifest = MINIO_ON_NODE.read_text().replace(NODE_IP, host)
+            cl.kubectl_run("apply", "-f", "-", stdin=manifest)
     taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
     if taken and target == targets.CURRENT_CONTEXT:
         pytest.skip(

@@ -1,16 +1,26 @@
-"""``python -m kube_local serve --state-dir DIR [--node [--docker D]] [--pod-cidr CIDR]``.
+"""``python -m kube_local serve --state-dir DIR [--node none|kubelet|agent] ...`` and
+``python -m kube_local load --state-dir DIR IMAGE...``.
 
-Starts the real control plane (:mod:`kube_local.control_plane`: etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler; binaries from ``scripts/kube-build.sh``), creates
-the namespaces where the chart claims the ``restricted`` Pod Security Standard holds
-(``--restricted``, default ``cjob-system streaming``) with
-``pod-security.kubernetes.io/enforce: restricted``, and with ``--node`` runs the node
-agent (:mod:`kube_local.node`): pods as containers on the local Docker engine, pod
-addresses from ``--pod-cidr`` (default ``$CJOB_KUBE_LOCAL_POD_CIDR`` or 127.1.0.0/16).
+``serve`` starts the real control plane (:mod:`kube_local.control_plane`: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler; binaries from
+``scripts/kube-build.sh``), creates the namespaces where the chart claims the
+``restricted`` Pod Security Standard holds (``--restricted``, default ``cjob-system
+streaming``) with ``pod-security.kubernetes.io/enforce: restricted``, and runs a node:
+
+* ``--node kubelet``: a real kubelet on containerd (:mod:`kube_local.cri`), with
+  kube-proxy and CoreDNS, on the node address ``--node-ip`` (default
+  ``$CJOB_KUBE_LOCAL_NODE_IP`` or 10.250.0.1), where the API server then serves too; pod
+  addresses from ``--pod-cidr`` (default 10.244.0.0/24). Root only; one per machine.
+* ``--node agent``: the node agent (:mod:`kube_local.node`): pods as containers on the
+  local Docker engine, loopback pod addresses from ``--pod-cidr`` (default
+  ``$CJOB_KUBE_LOCAL_POD_CIDR`` or 127.1.0.0/16).
 
 Serves until SIGTERM/SIGINT. Once everything answers it writes ``DIR/kubeconfig`` (the
-admin's) and then ``DIR/ready`` containing the API server's URL; ``ready`` is removed
-on stop, after the node's containers and the control plane are gone.
+admin's), ``DIR/node-kind`` and then ``DIR/ready`` containing the API server's URL;
+``ready`` is removed on stop, after the node's pods and the control plane are gone.
+
+``load`` imports images from the Docker engine into the real node's containerd (what
+``kind load docker-image`` does for kind).
 """
 
 from __future__ import annotations
@@ -19,17 +29,23 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import urllib.request
 from pathlib import Path
 
 from kube_local import certs, control_plane
+from kube_local.cri import configs, network
+from kube_local.cri import images as cri_images
+from kube_local.cri import node as cri_node
 from kube_local.node import api as api_mod
 from kube_local.node import kubelet as kubelet_mod
 from kube_local.node import status
 
 ROOT = Path(__file__).resolve().parents[3]
 RESTRICTED = "pod-security.kubernetes.io/enforce"
+NODE_IP = "10.250.0.1"
+POD_CIDR = "10.244.0.0/24"
 
 
 def _restricted(plane: control_plane.ControlPlane, names: list[str]) -> None:
@@ -56,7 +72,9 @@ def _api(plane: control_plane.ControlPlane, client: certs.Client) -> api_mod.Api
     )
 
 
-async def _serve(plane: control_plane.ControlPlane, docker: str | None, cidr: str) -> None:
+async def _serve(
+    plane: control_plane.ControlPlane, docker: str | None, cidr: str, node_kind: str
+) -> None:
     agent = None
     if docker is not None:
         node = status.NODE
@@ -71,6 +89,7 @@ async def _serve(plane: control_plane.ControlPlane, docker: str | None, cidr: st
             (authority.path("ca.crt"), *authority.kubelet_serving(node)),
         )
         await agent.start()
+    (plane.state / "node-kind").write_text(node_kind + "\n")
     (plane.state / "ready").write_text(plane.url + "\n")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -83,36 +102,109 @@ async def _serve(plane: control_plane.ControlPlane, docker: str | None, cidr: st
             await agent.stop()
 
 
-def main() -> None:
+def _node_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--node",
+        choices=("none", "kubelet", "agent"),
+        default="none",
+        help="kubelet: a real kubelet on containerd (root); agent: pods on the Docker engine",
+    )
+    parser.add_argument("--docker", default="docker", help="the docker client")
+    parser.add_argument("--node-ip", default=os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP))
+    parser.add_argument("--pod-cidr", help="default: 10.244.0.0/24 (kubelet) or the agent's")
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kube_local")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the control plane (and the node) in the foreground")
     serve.add_argument("--state-dir", type=Path, required=True)
     serve.add_argument("--bin-dir", type=Path, help="default: what scripts/kube-build.sh prints")
-    serve.add_argument("--node", action="store_true", help="run pods on the local Docker engine")
-    serve.add_argument("--docker", default="docker", help="the docker client (with --node)")
-    serve.add_argument("--pod-cidr", default=kubelet_mod.pod_cidr())
     serve.add_argument("--restricted", default="cjob-system streaming")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _node_args(serve)
+    load = sub.add_parser("load", help="import Docker images into the real node's containerd")
+    load.add_argument("--state-dir", type=Path, required=True)
+    load.add_argument("--docker", default="docker")
+    load.add_argument("images", nargs="+")
+    sub.add_parser("check", help="say why a real node cannot run here (exit 1), if it cannot")
+    sweep = sub.add_parser("sweep", help="clean up after a real node whose server was killed")
+    sweep.add_argument("--state-dir", type=Path, required=True)
+    sweep.add_argument("--bin-dir", type=Path, required=True)
+    return parser
+
+
+def _check() -> None:
+    why = cri_node.missing_requirements()
+    if why:
+        raise SystemExit("a real node cannot run here: " + "; ".join(why))
+
+
+def _sweep(state: Path, bin_dir: Path) -> None:
+    leftover = cri_node.CriNode(state, bin_dir, "", "")
+    try:
+        leftover.take_lock()
+    except cri_node.NodeUnavailable as exc:
+        raise SystemExit(f"kube_local sweep: {exc}") from None
+    leftover.stop()
+
+
+def _load(state: Path, docker: str, names: list[str]) -> None:
+    socket = configs.socket_of(state)
+    if not socket.exists():
+        raise SystemExit(f"kube_local load: no real node runs in {state}")
+    try:
+        cri_images.import_from_docker(socket, names, docker)
+    except cri_images.ImageImportError as exc:
+        raise SystemExit(f"kube_local load: {exc}") from None
+
+
+def _run_serve(args: argparse.Namespace) -> None:
     state: Path = args.state_dir
     state.mkdir(parents=True, exist_ok=True)
     (state / "ready").unlink(missing_ok=True)
     bin_dir = args.bin_dir or control_plane.build(ROOT)
-    plane = control_plane.ControlPlane(state, bin_dir)
+    node = None
+    if args.node == "kubelet":
+        node = cri_node.CriNode(state, bin_dir, args.node_ip, args.pod_cidr or POD_CIDR)
+    node_ip = args.node_ip if node is not None else None
+    plane = control_plane.ControlPlane(state, bin_dir, node_ip=node_ip)
     # SIGTERM while starting: stop what started (ControlPlane.start cleans up on errors)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
+        if node is not None:
+            node.claim()
         plane.start()
-        (state / "components.pid").write_text(" ".join(map(str, plane.pids())) + "\n")
+        if node is not None:
+            node.start(plane)
+        pids = [*plane.pids(), *(node.pids() if node else [])]
+        (state / "components.pid").write_text(" ".join(map(str, pids)) + "\n")
         _restricted(plane, args.restricted.split())
-        asyncio.run(_serve(plane, args.docker if args.node else None, args.pod_cidr))
+        docker = args.docker if args.node == "agent" else None
+        cidr = args.pod_cidr or kubelet_mod.pod_cidr()
+        asyncio.run(_serve(plane, docker, cidr, args.node))
     except KeyboardInterrupt:
         pass
+    except (cri_node.NodeUnavailable, network.NetworkError) as exc:
+        raise SystemExit(f"kube_local: {exc}") from None
     finally:
         (state / "ready").unlink(missing_ok=True)
+        if node is not None:
+            node.stop()
         plane.stop()
         (state / "components.pid").unlink(missing_ok=True)
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.command == "check":
+        _check()
+    elif args.command == "sweep":
+        _sweep(args.state_dir, args.bin_dir)
+    elif args.command == "load":
+        _load(args.state_dir, args.docker, args.images)
+    else:
+        _run_serve(args)
 
 
 if __name__ == "__main__":

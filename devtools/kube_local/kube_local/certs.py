@@ -155,18 +155,25 @@ class Authority:
         _write(self.dir / f"{file}.key", _key_pem(key), private=True)
         _write(self.dir / f"{file}.crt", cert.public_bytes(serialization.Encoding.PEM))
 
-    def serving(self) -> None:
+    def serving(self, node_ip: str | None = None) -> tuple[Path, Path]:
+        """The API server's certificate (cert, key): the names a client may use for it,
+        plus ``node_ip`` when it serves on a node address (a file of its own per address,
+        as certificates are never replaced)."""
+        ips = (*IPS, node_ip) if node_ip else IPS
         sans: list[x509.GeneralName] = [x509.DNSName(n) for n in DNS_NAMES]
-        sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in IPS]
-        self._issue("apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+        sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+        file = f"apiserver-{node_ip}" if node_ip else "apiserver"
+        self._issue(file, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+        return self.path(f"{file}.crt"), self.path(f"{file}.key")
 
-    def kubelet_serving(self, node: str) -> tuple[Path, Path]:
-        """A serving certificate for a node's log endpoint on 127.0.0.1 (cert, key)."""
+    def kubelet_serving(self, node: str, ip: str = "127.0.0.1") -> tuple[Path, Path]:
+        """A kubelet's serving certificate for ``node`` at ``ip`` (cert, key): the API
+        server checks it against its CA and the node's address for logs and exec."""
         sans: list[x509.GeneralName] = [
             x509.DNSName(node),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address(ip)),
         ]
-        file = f"kubelet-{node}"
+        file = f"kubelet-{node}" if ip == "127.0.0.1" else f"kubelet-{node}-{ip}"
         subject = _name(f"system:node:{node}", ("system:nodes",))
         self._issue(file, subject, ExtendedKeyUsageOID.SERVER_AUTH, sans)
         return self.path(f"{file}.crt"), self.path(f"{file}.key")

@@ -67,8 +67,14 @@ class ControlPlane:
         bin_dir: Path,
         components: Sequence[str] = ALL,
         apiserver_args: Sequence[str] = (),
+        node_ip: str | None = None,
     ) -> None:
+        """``node_ip``: serve the API on that (non-loopback) address of this machine and
+        advertise it, so the ``kubernetes`` Service gets a real endpoint that pods on a
+        real node reach (default: loopback, no endpoint)."""
         self.state = state.resolve()
+        self.node_ip = node_ip
+        self.address = node_ip or "127.0.0.1"
         self.bin = bin_dir
         self.components = tuple(components)
         self.apiserver_args = tuple(apiserver_args)
@@ -99,7 +105,7 @@ class ControlPlane:
         try:
             etcd_url = self._start_etcd()
             port = free_port()
-            self.url = f"https://127.0.0.1:{port}"
+            self.url = f"https://{self.address}:{port}"
             self._start_apiserver(etcd_url, port)
             self.authority.write_kubeconfig(self.kubeconfig, self.url, certs.ADMIN)
             self._wait_ready("kube-apiserver", self._apiserver_ready, 90)
@@ -165,19 +171,20 @@ class ControlPlane:
 
     def _start_apiserver(self, etcd_url: str, port: int) -> None:
         pki = self.authority.path
+        serving = self.authority.serving(self.node_ip)
         self._spawn(
             "kube-apiserver",
             [
                 f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                # a loopback address is refused by the endpoint reconciler; pods reach the
-                # API server through KUBERNETES_SERVICE_HOST, which the node agent sets
-                "--endpoint-reconciler-type=none",
+                f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
+                # a loopback address is refused by the endpoint reconciler; pods of the node
+                # agent reach the API server through KUBERNETES_SERVICE_HOST, which it sets
+                *(() if self.node_ip else ("--endpoint-reconciler-type=none",)),
                 f"--secure-port={port}",
                 f"--cert-dir={self.state / 'apiserver'}",
-                f"--tls-cert-file={pki('apiserver.crt')}",
-                f"--tls-private-key-file={pki('apiserver.key')}",
+                f"--tls-cert-file={serving[0]}",
+                f"--tls-private-key-file={serving[1]}",
                 f"--client-ca-file={pki('ca.crt')}",
                 f"--kubelet-client-certificate={pki('admin.crt')}",
                 f"--kubelet-client-key={pki('admin.key')}",
