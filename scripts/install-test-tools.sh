@@ -44,3 +44,31 @@ fi
 # their Go modules once per machine (minutes on an empty cache; seconds after).
 echo "==> Kubernetes components (scripts/kube-build.sh)"
 bash scripts/kube-build.sh >/dev/null
+
+# The real node of the local Kubernetes (scripts/kube-local.sh, CJOB_KUBE_LOCAL_NODE=kubelet):
+# containerd and the CNI plugins from Debian, and the node's own binaries (kube-proxy,
+# CoreDNS, the pause process). Without root or apt-get the node agent runs the pods instead.
+missing=()
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> installing ${missing[*]} (apt-get; the real node of the local Kubernetes)"
+        log=$(mktemp)
+        if ! { apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                "${missing[@]}"; } >"$log" 2>&1; then
+            tail -n 20 "$log" >&2
+            echo "warning: could not install ${missing[*]}; the local Kubernetes will run" \
+                "its pods on the node agent" >&2
+        fi
+        rm -f "$log"
+    else
+        echo "warning: ${missing[*]} missing and cannot be installed here (needs root and" \
+            "apt-get); the local Kubernetes will run its pods on the node agent" >&2
+    fi
+fi
+if [ "$(id -u)" = "0" ]; then
+    bash scripts/kube-build.sh kube-proxy coredns pause >/dev/null
+fi

@@ -9,12 +9,14 @@
 #   1. .venv (scripts/bootstrap.sh) and helm, kubectl (scripts/install-test-tools.sh);
 #   2. the Docker engine and both images from this checkout (cjob-operator:dev,
 #      cjob-runtime:dev; scripts/docker-smoke.sh --build-only);
-#   3. the local control plane (scripts/kube-local.sh up): etcd v3.7.3 and
-#      kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 built from the Go
-#      modules (scripts/kube-build.sh, cached), and a node that runs the pods as
-#      containers of those images;
-#   4. an S3 server where a cluster would have MinIO: SeaweedFS at 127.0.9.1:9000,
-#      named minio.minio.svc by devtools/kube_local/manifests/minio.yaml;
+#   3. the local Kubernetes (scripts/kube-local.sh up): etcd v3.7.3 and kube-apiserver,
+#      kube-controller-manager, kube-scheduler v1.37.2 built from the Go modules
+#      (scripts/kube-build.sh, cached), and a node: as root with containerd, a real
+#      kubelet v1.37.2 (with kube-proxy and CoreDNS) into whose containerd both images
+#      are loaded; otherwise the node agent, which runs the pods as Docker containers;
+#   4. an S3 server where a cluster would have MinIO: SeaweedFS on the node address
+#      10.250.0.1:9000 (manifests/minio-on-node.yaml) or, beside the node agent, at
+#      127.0.9.1:9000 (manifests/minio.yaml), named minio.minio.svc either way;
 #   5. the README's install: namespaces cjob-system and streaming, the storage Secret,
 #      `helm install cjob charts/checkpointed-operator --set 'driver.namespaces={streaming}'`;
 #   6. `kubectl apply -f examples/manifests/minimal.yaml` with the image set to
@@ -34,7 +36,7 @@
 #
 # It ends by printing the KUBECONFIG to export and what to try next. Idempotent.
 # State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local); images built here are tagged
-# $CJOB_IMAGE_TAG (default dev); pod addresses from $CJOB_KUBE_LOCAL_POD_CIDR.
+# $CJOB_IMAGE_TAG (default dev); the node: $CJOB_KUBE_LOCAL_NODE (scripts/kube-local.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -172,13 +174,22 @@ up_local() {
     bash scripts/docker-smoke.sh --build-only >&2
     mkdir -p "$state"
     local line
-    line=$(CJOB_KUBE_LOCAL_KUBELET=1 bash scripts/kube-local.sh up | grep '^export KUBECONFIG=')
+    line=$(bash scripts/kube-local.sh up | grep '^export KUBECONFIG=')
     export KUBECONFIG=${line#export KUBECONFIG=}
-    s3_up
-    kubectl apply -f devtools/kube_local/manifests/minio.yaml >/dev/null
+    OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=Never
+    if [ "$(cat "$state/node-kind")" = kubelet ]; then
+        say "loading the images into the node's containerd (kube-local.sh load)"
+        bash scripts/kube-local.sh load "$OPERATOR_IMAGE" "$RUNTIME_IMAGE"
+        S3_HOST=${CJOB_KUBE_LOCAL_NODE_IP:-10.250.0.1} # bridge pods reach the node address
+        s3_up
+        sed "s/10\.250\.0\.1/$S3_HOST/" devtools/kube_local/manifests/minio-on-node.yaml |
+            kubectl apply -f - >/dev/null
+    else
+        s3_up
+        kubectl apply -f devtools/kube_local/manifests/minio.yaml >/dev/null
+    fi
     namespaces
     storage_secret cjob "$(cat "$state/s3-secret-key")"
-    OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=Never
     helm_install
     apply_job http://minio.minio.svc:9000
     wait_running ""

@@ -74,6 +74,11 @@ def job_manifest(s: Settings) -> Obj:
             "driver": {"cores": 1, "memory": "512Mi", "terminationGracePeriodSeconds": 30},
             "executor": {"cores": 1, "memory": "512Mi", "instances": s.parallelism},
             "checkpointing": {"interval": "2s", "timeout": "60s", "retained": 3},
+            # the local node has the machine's CPUs (2 here): requests below a core each
+            "sparkConf": {
+                "spark.kubernetes.driver.request.cores": "500m",
+                "spark.kubernetes.executor.request.cores": "250m",
+            },
             "storage": {
                 "endpoint": s.storage_endpoint,
                 "bucket": s.bucket,

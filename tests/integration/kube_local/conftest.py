@@ -103,7 +103,7 @@ def start_server(state: Path, node: bool = False) -> tuple[subprocess.Popen[byte
     """``python -m kube_local serve`` (with ``node``: the node agent too); its URL once
     ``STATE/ready`` exists."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
-    extra = ["--node", "--pod-cidr", POD_CIDR] if node else []
+    extra = ["--node", "agent", "--pod-cidr", POD_CIDR] if node else []
     state.mkdir(parents=True, exist_ok=True)
     with (state.parent / f"{state.name}.log").open("wb") as log:
         process = subprocess.Popen(

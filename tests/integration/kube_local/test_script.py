@@ -22,7 +22,7 @@ def _run(state: Path, command: str) -> subprocess.CompletedProcess[str]:
         os.environ,
         CJOB_KUBE_LOCAL_DIR=str(state),
         CJOB_KUBE_LOCAL_POD_CIDR=POD_CIDR,
-        CJOB_KUBE_LOCAL_KUBELET="1",
+        CJOB_KUBE_LOCAL_NODE="agent",
     )
     return subprocess.run(
         ["bash", str(SCRIPT), command],

@@ -242,3 +242,12 @@ def test_spec_env_may_not_override_what_the_operator_sets() -> None:
     assert problems == [
         "spec.env sets POD_IP, which the operator sets itself (the pod's own settings): remove it"
     ]
+
+
+def test_the_driver_pods_cpu_request_follows_sparks_driver_request_cores() -> None:
+    def cpu(conf: dict[str, str]) -> str:
+        pod = manifests.driver_pod(JOB, make_spec(sparkConf=conf), "d-1", None)
+        return str(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+
+    assert cpu({}) == "1"  # spec.driver.cores
+    assert cpu({"spark.kubernetes.driver.request.cores": "500m"}) == "500m"

@@ -235,6 +235,10 @@ class CriNode:
     # -- 4. stop ----------------------------------------------------------------------
 
     def stop(self) -> None:
+        """Tear down what this node started; nothing unless it holds the machine's lock
+        (another node's links and chains are not ours to sweep)."""
+        if self._lock is None:
+            return
         if self._plane is not None and self._running("kubelet"):
             try:
                 self._drain(self._plane)

@@ -49,6 +49,17 @@ def _user_env(spec: spec_model.JobSpec) -> list[Obj]:
     return [json.loads(json.dumps(entry)) for entry in spec.env]
 
 
+DRIVER_REQUEST_CORES = "spark.kubernetes.driver.request.cores"
+
+
+def driver_cpu_request(spec: spec_model.JobSpec) -> str:
+    """The driver pod's CPU request: ``sparkConf``'s ``spark.kubernetes.driver.request.cores``
+    when set (as spark-submit honours it for the driver pod it makes: a fraction of a core
+    on a small cluster, say ``500m``), else ``spec.driver.cores``. Spark's executor pods
+    read ``spark.kubernetes.executor.request.cores`` themselves."""
+    return spec.spark_conf.get(DRIVER_REQUEST_CORES) or str(spec.driver.cores)
+
+
 def driver_args(restore: RestorePoint | None) -> list[str]:
     args = ["driver", "--config", objects.CONFIG_FILE]
     if restore is not None:
@@ -102,7 +113,7 @@ def driver_pod(
             *_user_env(spec),
         ],
         "resources": {
-            "requests": {"cpu": str(spec.driver.cores), "memory": f"{driver_memory.pod}Mi"},
+            "requests": {"cpu": driver_cpu_request(spec), "memory": f"{driver_memory.pod}Mi"},
             "limits": {"memory": f"{driver_memory.pod}Mi"},
         },
         "readinessProbe": {
