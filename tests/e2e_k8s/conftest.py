@@ -39,7 +39,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from cjob_operator_testing import envtest
@@ -193,6 +193,28 @@ def kubeconfig(
             timeout=180,
             check=False,
         )
+
+
+@pytest.fixture(scope="session")
+def load_image(
+    user_cluster: targets.UserCluster | None, kubeconfig: pathlib.Path, e2e_dir: pathlib.Path
+) -> Callable[[str], None]:
+    """Put an image built here where the cluster's node finds it: ``kube-local.sh load``
+    on the local target (a no-op beside the node agent), ``kind load docker-image`` and
+    the like on the user's cluster."""
+
+    def load(image: str) -> None:
+        if user_cluster is None:
+            argv = ["bash", "scripts/kube-local.sh", "load", image]
+        else:
+            found = targets.load_image_command(user_cluster.context, image)
+            if found is None:
+                pytest.skip(f"no way to load {image} into the context {user_cluster.context!r}")
+            argv = found
+        env = {**os.environ, "CJOB_KUBE_LOCAL_DIR": str(kubeconfig.parent)}
+        _run(argv, env, e2e_dir / "load.log", 600)
+
+    return load
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ import pathlib
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import targets
@@ -41,9 +41,13 @@ MALFORMED_LINE = 301
 
 
 @pytest.fixture(scope="module")
-def pipelines_image(images: dict[str, str], user_cluster: targets.UserCluster | None) -> str:
+def pipelines_image(
+    images: dict[str, str],
+    user_cluster: targets.UserCluster | None,
+    load_image: Callable[[str], None],
+) -> str:
     """examples/Dockerfile on top of the runtime image, as the README tells users (loaded
-    into the user's kind, k3d or minikube cluster on that target)."""
+    into the cluster's node)."""
     if user_cluster is not None and images["pull_policy"] != "Never":
         pytest.skip("the runtime image is pulled, not built here: no image to build on")
     tag = images["runtime"].replace("cjob-runtime", "cjob-pipelines")
@@ -68,10 +72,7 @@ def pipelines_image(images: dict[str, str], user_cluster: targets.UserCluster | 
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    if user_cluster is not None:
-        load = targets.load_image_command(user_cluster.context, tag)
-        assert load is not None, f"no way to load {tag} into {user_cluster.context}"
-        subprocess.run(load, check=True, capture_output=True, timeout=600)
+    load_image(tag)
     return tag
 
 
@@ -142,15 +143,15 @@ def test_a_malformed_record_fails_the_job_with_its_reason_and_no_restart_loop(
 INTERVAL = 2.0
 
 
-def _driver_metrics(cluster: Cluster, name: str, target: str) -> dict[str, float]:
+def _driver_metrics(cluster: Cluster, name: str) -> dict[str, float]:
     """``cjob_*`` samples of the driver's ``/metrics`` (no token needed), by metric name.
 
-    On the user's cluster through the API server's pod proxy; on the local plane straight
+    Through the API server's pod proxy, as a user reads it; beside the node agent straight
     from the pod's loopback address, which the API server refuses to proxy to
     ("address not allowed")."""
     pods = cluster.pods("streaming", f"checkpointed.dev/job={name},checkpointed.dev/role=driver")
     pod = next(p for p in pods if (p.get("status") or {}).get("phase") == "Running")
-    if target == targets.LOCAL:
+    if str(pod["status"]["podIP"]).startswith("127."):
         url = f"http://{pod['status']['podIP']}:8080/metrics"
         with urllib.request.urlopen(url, timeout=5) as resp:
             text = resp.read().decode()
@@ -166,7 +167,7 @@ def _driver_metrics(cluster: Cluster, name: str, target: str) -> dict[str, float
 
 
 def test_checkpoints_go_on_while_the_operator_is_down(
-    installed: Scenario, images: dict[str, str], target: str
+    installed: Scenario, images: dict[str, str]
 ) -> None:
     """The driver paces its checkpoints itself: an operator outage of 10 intervals ages
     nothing. What the CheckpointStale alert compares stays below its threshold."""
@@ -179,9 +180,7 @@ def test_checkpoints_go_on_while_the_operator_is_down(
     waiting.wait_until(
         lambda: (
             _status(cluster, "unattended").get("phase") == "Running"
-            and _driver_metrics(cluster, "unattended", target).get(
-                "cjob_checkpoints_completed_total", 0
-            )
+            and _driver_metrics(cluster, "unattended").get("cjob_checkpoints_completed_total", 0)
             >= 1
         ),
         300,
@@ -193,12 +192,12 @@ def test_checkpoints_go_on_while_the_operator_is_down(
     ns = installed.s.operator_namespace
     cluster.kubectl_run("-n", ns, "scale", operator, "--replicas=0")
     waiting.wait_until(lambda: not cluster.pods(ns), 120, "the operator gone", interval=1.0)
-    before = _driver_metrics(cluster, "unattended", target)["cjob_checkpoints_completed_total"]
+    before = _driver_metrics(cluster, "unattended")["cjob_checkpoints_completed_total"]
     worst_age = 0.0
 
     def ten_more() -> bool:
         nonlocal worst_age
-        now = _driver_metrics(cluster, "unattended", target)
+        now = _driver_metrics(cluster, "unattended")
         age = time.time() - now["cjob_last_completed_checkpoint_timestamp_seconds"]
         worst_age = max(worst_age, age)
         assert age < 3 * INTERVAL, f"the last checkpoint is {age:.1f}s old: it would alert"
