@@ -187,7 +187,8 @@ def test_pods_reach_the_api_server_each_other_and_the_host_by_name(node: Kube) -
              "addressType": "IPv4", "ports": [{"port": 18089, "protocol": "TCP"}],
              "endpoints": [{"addresses": [NODE_IP]}]},
         ]  # fmt: skip
-        node.kubectl("apply", "-f", "-", stdin=json.dumps({"kind": "List", "items": services}))
+        listed = {"apiVersion": "v1", "kind": "List", "items": services}
+        node.kubectl("apply", "-f", "-", stdin=json.dumps(listed))
         _pod(node, "web", WEB)
         waiting.wait_until(
             lambda: str(_phase(node, "web").get("podIP", "")).startswith(PODS_CIDR),
