@@ -47,7 +47,7 @@ bash scripts/kube-build.sh >/dev/null
 
 # The real node of the local Kubernetes (scripts/kube-local.sh, CJOB_KUBE_LOCAL_NODE=kubelet):
 # containerd and the CNI plugins from Debian, and the node's own binaries (kube-proxy,
-# CoreDNS, the pause process). Without root or apt-get the node agent runs the pods instead.
+# CoreDNS, the pause process). Without root or apt-get the local Kubernetes has no node.
 missing=()
 command -v containerd >/dev/null 2>&1 || missing+=(containerd)
 [ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
@@ -60,13 +60,13 @@ if [ ${#missing[@]} -gt 0 ]; then
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
                 "${missing[@]}"; } >"$log" 2>&1; then
             tail -n 20 "$log" >&2
-            echo "warning: could not install ${missing[*]}; the local Kubernetes will run" \
-                "its pods on the node agent" >&2
+            echo "warning: could not install ${missing[*]}; the local Kubernetes will have" \
+                "no node (the tests/e2e_k8s scenario fails or skips)" >&2
         fi
         rm -f "$log"
     else
         echo "warning: ${missing[*]} missing and cannot be installed here (needs root and" \
-            "apt-get); the local Kubernetes will run its pods on the node agent" >&2
+            "apt-get); the local Kubernetes will have no node" >&2
     fi
 fi
 if [ "$(id -u)" = "0" ]; then

@@ -17,16 +17,12 @@
 # The node (CJOB_KUBE_LOCAL_NODE):
 #   kubelet  a real kubelet of the same release on containerd (Debian containerd and
 #            containernetworking-plugins), kube-proxy (iptables) and CoreDNS: real pods on
-#            a bridge network (10.244.0.0/24), cluster DNS, Services. Needs root; one per
-#            machine. The node and the API server use the address
-#            CJOB_KUBE_LOCAL_NODE_IP (default 10.250.0.1, put on a link `cjob0`); host
-#            services the pods use must listen there.
-#   agent    the node agent of devtools/kube_local: pods as containers on the local Docker
-#            engine, host network, loopback addresses from CJOB_KUBE_LOCAL_POD_CIDR
-#            (default 127.1.0.0/16), the API server on 127.0.0.1.
-#   none     no node: pods stay Pending.
-#   auto     (default) kubelet where it can run, else agent where a Docker engine
-#            answers, else none; `up` says which and why.
+#            a bridge network (CJOB_KUBE_LOCAL_POD_CIDR, default 10.244.0.0/24), cluster
+#            DNS, Services. Needs root; one per machine. The node and the API server use
+#            the address CJOB_KUBE_LOCAL_NODE_IP (default 10.250.0.1, put on a link
+#            `cjob0`); host services the pods use must listen there.
+#   none     no node (the API server on 127.0.0.1): pods stay Pending.
+#   auto     (default) kubelet where it can run, else none; `up` says why.
 #
 # State (CA and credentials under pki/, kubeconfigs, logs/ of each component, etcd data,
 # the node's files under node/, pidfile) lives in $CJOB_KUBE_LOCAL_DIR, default
@@ -67,30 +63,21 @@ up() {
             return 1
         fi
     fi
-    if [ "$node" = auto ] || [ "$node" = agent ]; then
-        if "${DOCKER:-docker}" info >/dev/null 2>&1; then
-            node=agent
-        elif [ "$node" = agent ]; then
-            echo "kube-local: CJOB_KUBE_LOCAL_NODE=agent but no Docker engine answers" \
-                "(start one: scripts/docker-smoke.sh --build-only starts and keeps it)" >&2
-            return 1
-        else
-            echo "kube-local: no node (${why#a real node cannot run here: }; and no Docker" \
-                "engine answers): pods stay Pending" >&2
-            node=none
-        fi
+    if [ "$node" = auto ]; then
+        echo "kube-local: no node, pods stay Pending: $why" >&2
+        node=none
     fi
     case "$node" in
         kubelet) components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet
             kubectl kube-proxy coredns pause) ;;
-        agent | none) ;;
-        *) echo "kube-local: CJOB_KUBE_LOCAL_NODE=$node: use kubelet, agent, none or auto" >&2
+        none) ;;
+        *) echo "kube-local: CJOB_KUBE_LOCAL_NODE=$node: use kubelet, none or auto" >&2
            return 2 ;;
     esac
     local bin
     bin=$(bash scripts/kube-build.sh ${components[@]+"${components[@]}"})
     nohup "$python" -m kube_local serve --state-dir "$state" --bin-dir "$bin" \
-        --node "$node" --docker "${DOCKER:-docker}" >"$state/server.log" 2>&1 &
+        --node "$node" >"$state/server.log" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1800); do
         [ -f "$state/ready" ] && break
@@ -140,18 +127,6 @@ down() {
         "$python" -m kube_local sweep --state-dir "$state" \
             --bin-dir "$(bash scripts/kube-build.sh kube-proxy)" >&2 || true
     fi
-    # The node agent removes its containers as it stops; this catches one that was killed
-    # (the label is the state directory's identity, as kube_local.node.engine sets it).
-    if [ -d "$state" ] && command -v "${DOCKER:-docker}" >/dev/null 2>&1; then
-        local id left
-        id=$(printf %s "$(cd "$state" && pwd -P)" | sha256sum | cut -c1-12)
-        left=$("${DOCKER:-docker}" ps --all --quiet --filter "label=kube-local.state=$id" \
-            2>/dev/null || true)
-        if [ -n "$left" ]; then
-            # shellcheck disable=SC2086 # one id per word
-            "${DOCKER:-docker}" rm --force $left >/dev/null 2>&1 || true
-        fi
-    fi
     rm -f "$pidfile" "$state/ready" "$state/node-kind"
 }
 
@@ -161,7 +136,6 @@ load() {
     case "$(cat "$state/node-kind" 2>/dev/null)" in
         kubelet) PYTHONPATH="$PWD/devtools/kube_local${PYTHONPATH:+:$PYTHONPATH}" \
             "$python" -m kube_local load --state-dir "$state" --docker "${DOCKER:-docker}" "$@" ;;
-        agent) ;;  # its pods run on the Docker engine, which has the images
         *) echo "kube-local: no node to load images into" >&2; return 1 ;;
     esac
 }

@@ -11,12 +11,12 @@
 #      cjob-runtime:dev; scripts/docker-smoke.sh --build-only);
 #   3. the local Kubernetes (scripts/kube-local.sh up): etcd v3.7.3 and kube-apiserver,
 #      kube-controller-manager, kube-scheduler v1.37.2 built from the Go modules
-#      (scripts/kube-build.sh, cached), and a node: as root with containerd, a real
-#      kubelet v1.37.2 (with kube-proxy and CoreDNS) into whose containerd both images
-#      are loaded; otherwise the node agent, which runs the pods as Docker containers;
+#      (scripts/kube-build.sh, cached), and a real node: kubelet v1.37.2 on containerd
+#      (installed by scripts/install-test-tools.sh) with kube-proxy and CoreDNS, both
+#      images loaded into its containerd;
 #   4. an S3 server where a cluster would have MinIO: SeaweedFS on the node address
-#      10.250.0.1:9000 (manifests/minio-on-node.yaml) or, beside the node agent, at
-#      127.0.9.1:9000 (manifests/minio.yaml), named minio.minio.svc either way;
+#      10.250.0.1:9000, named minio.minio.svc by
+#      devtools/kube_local/manifests/minio-on-node.yaml;
 #   5. the README's install: namespaces cjob-system and streaming, the storage Secret,
 #      `helm install cjob charts/checkpointed-operator --set 'driver.namespaces={streaming}'`;
 #   6. `kubectl apply -f examples/manifests/minimal.yaml` with the image set to
@@ -36,7 +36,7 @@
 #
 # It ends by printing the KUBECONFIG to export and what to try next. Idempotent.
 # State: $CJOB_KUBE_LOCAL_DIR (default build/kube-local); images built here are tagged
-# $CJOB_IMAGE_TAG (default dev); the node: $CJOB_KUBE_LOCAL_NODE (scripts/kube-local.sh).
+# $CJOB_IMAGE_TAG (default dev); the node's address: $CJOB_KUBE_LOCAL_NODE_IP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +44,7 @@ state=${CJOB_KUBE_LOCAL_DIR:-build/kube-local}
 export CJOB_KUBE_LOCAL_DIR=$state
 python=.venv/bin/python
 s3_pidfile="$state/s3.pid"
-S3_HOST=127.0.9.1
+S3_HOST=${CJOB_KUBE_LOCAL_NODE_IP:-10.250.0.1} # the node's address: bridge pods reach it
 S3_PORT=9000
 RELEASE=cjob
 JOB=running-count
@@ -174,20 +174,15 @@ up_local() {
     bash scripts/docker-smoke.sh --build-only >&2
     mkdir -p "$state"
     local line
-    line=$(bash scripts/kube-local.sh up | grep '^export KUBECONFIG=')
+    line=$(CJOB_KUBE_LOCAL_NODE=kubelet bash scripts/kube-local.sh up |
+        grep '^export KUBECONFIG=')
     export KUBECONFIG=${line#export KUBECONFIG=}
     OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=Never
-    if [ "$(cat "$state/node-kind")" = kubelet ]; then
-        say "loading the images into the node's containerd (kube-local.sh load)"
-        bash scripts/kube-local.sh load "$OPERATOR_IMAGE" "$RUNTIME_IMAGE"
-        S3_HOST=${CJOB_KUBE_LOCAL_NODE_IP:-10.250.0.1} # bridge pods reach the node address
-        s3_up
-        sed "s/10\.250\.0\.1/$S3_HOST/" devtools/kube_local/manifests/minio-on-node.yaml |
-            kubectl apply -f - >/dev/null
-    else
-        s3_up
-        kubectl apply -f devtools/kube_local/manifests/minio.yaml >/dev/null
-    fi
+    say "loading the images into the node's containerd (kube-local.sh load)"
+    bash scripts/kube-local.sh load "$OPERATOR_IMAGE" "$RUNTIME_IMAGE"
+    s3_up
+    sed "s/10\.250\.0\.1/$S3_HOST/" devtools/kube_local/manifests/minio-on-node.yaml |
+        kubectl apply -f - >/dev/null
     namespaces
     storage_secret cjob "$(cat "$state/s3-secret-key")"
     helm_install

@@ -4,13 +4,14 @@ kill a container the way a crash would.
 :class:`Cluster` wraps the user's tools (``kubectl``, ``helm``) with the kubeconfig of
 the cluster under test, plus the official Python client for reads the scenario polls.
 A :class:`ContainerKiller` ends a pod's container abruptly (SIGKILL, no grace):
-:class:`AnyKiller` asks the local Docker engine when the pod's container is one of its own
-(``docker://`` ids, the node agent of ``scripts/kube-local.sh``), and otherwise (a kubelet
-with containerd: kind, k3d, minikube) kills the container's processes by ``kubectl exec``.
+:class:`AnyKiller` asks the local node's containerd to SIGKILL the container's task when
+the node is this machine's (``scripts/kube-local.sh``: a crash as the OOM killer makes
+one, exit 137), and otherwise (kind, k3d, minikube, any cluster) kills the container's
+processes by ``kubectl exec``.
 
 What ran the scenario is read from the cluster itself: the API server's ``/version``
-(:meth:`Cluster.control_plane`) and its Node objects (:meth:`Cluster.kubelet`; the node
-agent labels its Node ``kube-local.cjob.dev/node-agent=true``).
+(:meth:`Cluster.control_plane`) and its Node objects (:meth:`Cluster.kubelet`; a node
+agent, which no kubelet binary runs, labels its Node ``kube-local.cjob.dev/node-agent``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import kubernetes
 
 Obj = dict[str, Any]
 NODE_AGENT_LABEL = "kube-local.cjob.dev/node-agent"
-"""Set to ``"true"`` on the Node the node agent of ``scripts/kube-local.sh`` registers."""
+"""Set to ``"true"`` on a Node that a node agent registers instead of a kubelet (such as
+the pod runner ``scripts/kube-local.sh`` used before it ran a real kubelet)."""
 
 
 class ScenarioError(AssertionError):
@@ -111,10 +113,10 @@ class Cluster:
         return f"kube-apiserver {self.version_api.get_code().git_version}"
 
     def kubelet(self) -> str:
-        """``node-agent`` when every Node is the node agent's, ``real`` when none is.
+        """``node-agent`` when every Node is a node agent's, ``real`` when none is.
 
-        The node agent labels its Node ``kube-local.cjob.dev/node-agent=true`` (and reports
-        a ``kubeletVersion`` naming it); any other Node runs a real kubelet."""
+        A node agent labels its Node ``kube-local.cjob.dev/node-agent=true`` (or reports a
+        ``kubeletVersion`` naming it); any other Node runs a real kubelet."""
         listed = self.core.list_node(_preload_content=False)
         nodes: list[Obj] = json.loads(listed.data)["items"]
         if not nodes:
@@ -142,23 +144,31 @@ class ContainerKiller(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class DockerKiller:
-    """The local Kubernetes runs containers on this Docker engine: ``docker kill``."""
+class ContainerdKiller:
+    """The local node's containerd (``ctr`` on its socket): SIGKILL the container's task."""
 
-    docker: str = "docker"
+    socket: pathlib.Path
 
     def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
-        statuses = (pod.get("status") or {}).get("containerStatuses") or []
-        ids = [s.get("containerID", "") for s in statuses if s.get("containerID")]
-        if not ids:
-            raise ScenarioError(f"pod {pod['metadata']['name']} has no running container")
-        container = ids[0].split("://", 1)[-1]
-        subprocess.run(
-            [self.docker, "kill", "--signal", "KILL", container],
-            check=True,
+        container = _container_id(pod).split("://", 1)[-1]
+        argv = ["ctr", "--address", str(self.socket), "--namespace", "k8s.io"]
+        done = subprocess.run(
+            [*argv, "tasks", "kill", "--signal", "SIGKILL", container],
             capture_output=True,
+            text=True,
             timeout=60,
+            check=False,
         )
+        if done.returncode != 0:
+            raise ScenarioError(f"ctr tasks kill {container}: {done.stderr.strip()}")
+
+
+def _container_id(pod: Mapping[str, Any]) -> str:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    ids = [str(s.get("containerID") or "") for s in statuses if s.get("containerID")]
+    if not ids:
+        raise ScenarioError(f"pod {pod['metadata']['name']} has no running container")
+    return ids[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,30 +194,17 @@ class ExecKiller:
 
 @dataclasses.dataclass(frozen=True)
 class AnyKiller:
-    """``docker kill`` for a container of the local Docker engine, else ``kubectl exec``."""
+    """The local node's containerd when ``containerd_socket`` is given (the local target),
+    else ``kubectl exec``."""
 
-    docker: DockerKiller = DockerKiller()
+    containerd_socket: pathlib.Path | None = None
     exec_: ExecKiller = ExecKiller()
 
     def kill(self, cluster: Cluster, pod: Mapping[str, Any]) -> None:
-        statuses = (pod.get("status") or {}).get("containerStatuses") or []
-        ids = [str(s.get("containerID") or "") for s in statuses]
-        if ids and ids[0].startswith("docker://") and self._local(ids[0]):
-            self.docker.kill(cluster, pod)
+        if self.containerd_socket is not None and _container_id(pod).startswith("containerd://"):
+            ContainerdKiller(self.containerd_socket).kill(cluster, pod)
         else:
             self.exec_.kill(cluster, pod)
-
-    def _local(self, container_id: str) -> bool:
-        try:
-            done = subprocess.run(
-                [self.docker.docker, "inspect", container_id.split("://", 1)[1]],
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return done.returncode == 0
 
 
 def names(items: Sequence[Obj]) -> list[str]:

@@ -6,10 +6,11 @@ Two targets, chosen by ``CJOB_E2E_TARGET`` (or pytest's ``--use-current-context`
     the Docker engine and the project's images (``scripts/docker-smoke.sh --build-only``);
     ``scripts/kube-local.sh up`` in a state directory of its own: etcd, kube-apiserver,
     kube-controller-manager and kube-scheduler built from the Go modules
-    (``scripts/kube-build.sh``) and a node that runs the bound pods as Docker containers
-    (pod addresses from ``CJOB_KUBE_LOCAL_POD_CIDR``, default ``127.2.0.0/16`` here);
-    an S3 server where a cluster would have MinIO: SeaweedFS on its own loopback address,
-    port 9000, named ``minio.minio.svc`` by ``devtools/kube_local/manifests/minio.yaml``.
+    (``scripts/kube-build.sh``) and a real node (the kubelet on containerd, kube-proxy,
+    CoreDNS) into which ``scripts/kube-local.sh load`` puts the images;
+    an S3 server where a cluster would have MinIO: SeaweedFS on the node's address,
+    port 9000, named ``minio.minio.svc`` by
+    ``devtools/kube_local/manifests/minio-on-node.yaml``.
     Where Docker cannot run, everything skips with one sentence (CI sets
     ``CJOB_REQUIRE_DOCKER=1``, which turns that into a failure).
 
@@ -54,16 +55,10 @@ import docker_harness  # noqa: E402
 import targets  # noqa: E402
 from cluster import Cluster, ScenarioError  # noqa: E402
 
-MINIO_SERVICE = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
 MINIO_ON_NODE = ROOT / "devtools" / "kube_local" / "manifests" / "minio-on-node.yaml"
 NODE_IP = "10.250.0.1"
 """The real node's default address (``CJOB_KUBE_LOCAL_NODE_IP``), as ``MINIO_ON_NODE``
 (shared with scripts/try-kubernetes.sh) writes it."""
-S3_HOST = "127.0.9.1"
-"""Beside the node agent: outside every pod range of the local plane (127.2.0.0/16 here),
-the S3 server's own address, which ``MINIO_SERVICE`` names ``minio.minio.svc`` (an
-ExternalName Service the node agent's hosts file resolves: the API server refuses
-loopback addresses in Endpoints and EndpointSlices)."""
 S3_PORT = 9000
 S3_ACCESS_KEY = "e2e-access"
 JOB_NAMESPACES = ("cjob-system", "streaming")
@@ -175,8 +170,7 @@ def kubeconfig(
     env = {
         **os.environ,
         "CJOB_KUBE_LOCAL_DIR": str(state),
-        "CJOB_KUBE_LOCAL_NODE": os.environ.get("CJOB_KUBE_LOCAL_NODE", "kubelet"),
-        "CJOB_KUBE_LOCAL_POD_CIDR": os.environ.get("CJOB_KUBE_LOCAL_POD_CIDR", "127.2.0.0/16"),
+        "CJOB_KUBE_LOCAL_NODE": "kubelet",
     }
     log = e2e_dir / "kube-local.log"
     _run(["bash", "scripts/kube-local.sh", "up"], env, log, 300)
@@ -200,8 +194,7 @@ def load_image(
     user_cluster: targets.UserCluster | None, kubeconfig: pathlib.Path, e2e_dir: pathlib.Path
 ) -> Callable[[str], None]:
     """Put an image built here where the cluster's node finds it: ``kube-local.sh load``
-    on the local target (a no-op beside the node agent), ``kind load docker-image`` and
-    the like on the user's cluster."""
+    on the local target, ``kind load docker-image`` and the like on the user's cluster."""
 
     def load(image: str) -> None:
         if user_cluster is None:
@@ -219,15 +212,9 @@ def load_image(
 
 @pytest.fixture(scope="session")
 def s3_host(user_cluster: targets.UserCluster | None, kubeconfig: pathlib.Path) -> str:
-    """Where the local target's S3 server listens: on a real node, the node's address
-    (bridge pods cannot reach the host's loopback); beside the node agent, an address
-    of its own on loopback."""
-    if user_cluster is not None:
-        return ""
-    node = (kubeconfig.parent / "node-kind").read_text().strip()
-    if node == "kubelet":
-        return os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP)
-    return S3_HOST
+    """Where the local target's S3 server listens: the node's address (bridge pods cannot
+    reach the host's loopback)."""
+    return "" if user_cluster is not None else os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP)
 
 
 @pytest.fixture(scope="session")
@@ -279,11 +266,8 @@ def cluster(
     cl = Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
     if target == targets.LOCAL:
         host = s3_server.host_endpoint.removeprefix("http://").rsplit(":", 1)[0]
-        if host == S3_HOST:
-            cl.kubectl_run("apply", "-f", str(MINIO_SERVICE))
-        else:
-            manifest = MINIO_ON_NODE.read_text().replace(NODE_IP, host)
-            cl.kubectl_run("apply", "-f", "-", stdin=manifest)
+        manifest = MINIO_ON_NODE.read_text().replace(NODE_IP, host)
+        cl.kubectl_run("apply", "-f", "-", stdin=manifest)
     taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
     if taken and target == targets.CURRENT_CONTEXT:
         pytest.skip(

@@ -1,46 +1,42 @@
-"""``python -m kube_local serve --state-dir DIR [--node none|kubelet|agent] ...`` and
-``python -m kube_local load --state-dir DIR IMAGE...``.
+"""``python -m kube_local serve --state-dir DIR [--node none|kubelet] ...``,
+``python -m kube_local load --state-dir DIR IMAGE...``, ``check`` and ``sweep``.
 
 ``serve`` starts the real control plane (:mod:`kube_local.control_plane`: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler; binaries from
 ``scripts/kube-build.sh``), creates the namespaces where the chart claims the
 ``restricted`` Pod Security Standard holds (``--restricted``, default ``cjob-system
-streaming``) with ``pod-security.kubernetes.io/enforce: restricted``, and runs a node:
-
-* ``--node kubelet``: a real kubelet on containerd (:mod:`kube_local.cri`), with
-  kube-proxy and CoreDNS, on the node address ``--node-ip`` (default
-  ``$CJOB_KUBE_LOCAL_NODE_IP`` or 10.250.0.1), where the API server then serves too; pod
-  addresses from ``--pod-cidr`` (default 10.244.0.0/24). Root only; one per machine.
-* ``--node agent``: the node agent (:mod:`kube_local.node`): pods as containers on the
-  local Docker engine, loopback pod addresses from ``--pod-cidr`` (default
-  ``$CJOB_KUBE_LOCAL_POD_CIDR`` or 127.1.0.0/16).
+streaming``) with ``pod-security.kubernetes.io/enforce: restricted``, and with
+``--node kubelet`` a real node (:mod:`kube_local.cri`): the kubelet on containerd, with
+kube-proxy and CoreDNS, on the node address ``--node-ip`` (default
+``$CJOB_KUBE_LOCAL_NODE_IP`` or 10.250.0.1), where the API server then serves too; pod
+addresses from ``--pod-cidr`` (default ``$CJOB_KUBE_LOCAL_POD_CIDR`` or 10.244.0.0/24).
+Root only; one per machine. Without a node the API server serves on 127.0.0.1 (what
+the operator tests use: envtest has no node either).
 
 Serves until SIGTERM/SIGINT. Once everything answers it writes ``DIR/kubeconfig`` (the
 admin's), ``DIR/node-kind`` and then ``DIR/ready`` containing the API server's URL;
 ``ready`` is removed on stop, after the node's pods and the control plane are gone.
 
-``load`` imports images from the Docker engine into the real node's containerd (what
-``kind load docker-image`` does for kind).
+``load`` imports images from the Docker engine into the node's containerd (what ``kind
+load docker-image`` does for kind); ``check`` says why a real node cannot run here;
+``sweep`` cleans up after a node whose serving process was killed.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
 import signal
+import threading
 import urllib.request
 from pathlib import Path
 
-from kube_local import certs, control_plane
+from kube_local import control_plane
 from kube_local.cri import configs, network
 from kube_local.cri import images as cri_images
 from kube_local.cri import node as cri_node
-from kube_local.node import api as api_mod
-from kube_local.node import kubelet as kubelet_mod
-from kube_local.node import status
 
 ROOT = Path(__file__).resolve().parents[3]
 RESTRICTED = "pod-security.kubernetes.io/enforce"
@@ -64,54 +60,25 @@ def _restricted(plane: control_plane.ControlPlane, names: list[str]) -> None:
         urllib.request.urlopen(request, context=plane.client_context(), timeout=30).close()
 
 
-def _api(plane: control_plane.ControlPlane, client: certs.Client) -> api_mod.Api:
-    plane.authority.client(client)
-    pki = plane.authority.path
-    return api_mod.Api(
-        plane.url, pki("ca.crt"), pki(f"{client.file}.crt"), pki(f"{client.file}.key")
-    )
-
-
-async def _serve(
-    plane: control_plane.ControlPlane, docker: str | None, cidr: str, node_kind: str
-) -> None:
-    agent = None
-    if docker is not None:
-        node = status.NODE
-        authority = plane.authority
-        agent = kubelet_mod.Kubelet(
-            _api(plane, certs.node_client(node)),
-            _api(plane, certs.KUBE_PROXY),
-            plane.state,
-            docker,
-            cidr,
-            node,
-            (authority.path("ca.crt"), *authority.kubelet_serving(node)),
-        )
-        await agent.start()
+def _serve_until_stopped(plane: control_plane.ControlPlane, node_kind: str) -> None:
+    """Announce readiness, then wait for SIGTERM/SIGINT."""
     (plane.state / "node-kind").write_text(node_kind + "\n")
     (plane.state / "ready").write_text(plane.url + "\n")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+    stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        if agent is not None:
-            await agent.stop()
+        signal.signal(sig, lambda *_: stopped.set())
+    stopped.wait()
 
 
 def _node_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--node",
-        choices=("none", "kubelet", "agent"),
+        choices=("none", "kubelet"),
         default="none",
-        help="kubelet: a real kubelet on containerd (root); agent: pods on the Docker engine",
+        help="kubelet: a real kubelet on containerd with kube-proxy and CoreDNS (root)",
     )
-    parser.add_argument("--docker", default="docker", help="the docker client")
     parser.add_argument("--node-ip", default=os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP))
-    parser.add_argument("--pod-cidr", help="default: 10.244.0.0/24 (kubelet) or the agent's")
+    parser.add_argument("--pod-cidr", default=os.environ.get("CJOB_KUBE_LOCAL_POD_CIDR", POD_CIDR))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -165,7 +132,7 @@ def _run_serve(args: argparse.Namespace) -> None:
     bin_dir = args.bin_dir or control_plane.build(ROOT)
     node = None
     if args.node == "kubelet":
-        node = cri_node.CriNode(state, bin_dir, args.node_ip, args.pod_cidr or POD_CIDR)
+        node = cri_node.CriNode(state, bin_dir, args.node_ip, args.pod_cidr)
     node_ip = args.node_ip if node is not None else None
     plane = control_plane.ControlPlane(state, bin_dir, node_ip=node_ip)
     # SIGTERM while starting: stop what started (ControlPlane.start cleans up on errors)
@@ -179,9 +146,7 @@ def _run_serve(args: argparse.Namespace) -> None:
         pids = [*plane.pids(), *(node.pids() if node else [])]
         (state / "components.pid").write_text(" ".join(map(str, pids)) + "\n")
         _restricted(plane, args.restricted.split())
-        docker = args.docker if args.node == "agent" else None
-        cidr = args.pod_cidr or kubelet_mod.pod_cidr()
-        asyncio.run(_serve(plane, docker, cidr, args.node))
+        _serve_until_stopped(plane, args.node)
     except KeyboardInterrupt:
         pass
     except (cri_node.NodeUnavailable, network.NetworkError) as exc:

@@ -56,8 +56,8 @@ ADMIN = Client("admin", "kube-admin", ("system:masters",))
 CONTROLLER_MANAGER = Client("controller-manager", "system:kube-controller-manager")
 SCHEDULER = Client("scheduler", "system:kube-scheduler")
 KUBE_PROXY = Client("kube-proxy", "system:kube-proxy")
-"""Bound to ``system:node-proxier`` by the API server's bootstrap policy: the node agent
-reads Services and EndpointSlices with it."""
+"""Bound to ``system:node-proxier`` by the API server's bootstrap policy: the real node's
+kube-proxy runs as it."""
 CLIENTS = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KUBE_PROXY)
 
 

@@ -1,5 +1,5 @@
-"""Fixtures: kube-local (the real control plane, optionally its node) as a subprocess
-(``python -m kube_local serve``), clients for it, and the real operator against it.
+"""Fixtures: kube-local (the real control plane) as a subprocess (``python -m kube_local
+serve``), clients for it, the real operator against it, and the images of the node.
 
 ``running_server``/``running_operator`` are used by other test packages too
 (``tests/integration/cjob_operator/test_operator_invalid_specs.py``).
@@ -27,9 +27,6 @@ from kube_local import control_plane
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
 ROOT = Path(__file__).resolve().parents[3]
-POD_CIDR = os.environ.get("CJOB_KUBE_LOCAL_TEST_POD_CIDR", "127.3.0.0/16")
-"""Pod addresses of the test node: not the default range of ``kube-local.sh up``, so a
-cluster a developer keeps running does not collide with the tests'."""
 
 
 @functools.cache
@@ -38,7 +35,6 @@ def bin_dir() -> Path:
     return control_plane.build(ROOT)
 
 
-BASE = "cjob-base:bookworm"
 RUNTIME = "cjob-runtime:dev"
 
 
@@ -50,7 +46,7 @@ def docker_ready() -> bool:
     docker_harness.require_docker()
     answers = subprocess.run(["docker", "info"], capture_output=True, check=False)
     present = subprocess.run(
-        ["docker", "image", "inspect", BASE, RUNTIME], capture_output=True, check=False
+        ["docker", "image", "inspect", RUNTIME], capture_output=True, check=False
     )
     if answers.returncode != 0 or present.returncode != 0:  # starts the engine, keeps it
         subprocess.run(
@@ -99,11 +95,9 @@ class Kube:
         return result
 
 
-def start_server(state: Path, node: bool = False) -> tuple[subprocess.Popen[bytes], str]:
-    """``python -m kube_local serve`` (with ``node``: the node agent too); its URL once
-    ``STATE/ready`` exists."""
+def start_server(state: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m kube_local serve`` without a node; its URL once ``STATE/ready`` exists."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
-    extra = ["--node", "agent", "--pod-cidr", POD_CIDR] if node else []
     state.mkdir(parents=True, exist_ok=True)
     with (state.parent / f"{state.name}.log").open("wb") as log:
         process = subprocess.Popen(
@@ -116,7 +110,6 @@ def start_server(state: Path, node: bool = False) -> tuple[subprocess.Popen[byte
                 str(state),
                 "--bin-dir",
                 str(bin_dir()),
-                *extra,
             ],
             env=env,
             stdout=log,
@@ -145,9 +138,9 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def running_server(state: Path, node: bool = False) -> Iterator[Kube]:
+def running_server(state: Path) -> Iterator[Kube]:
     """kube-local keeping its state in ``state``, stopped on exit."""
-    process, url = start_server(state, node)
+    process, url = start_server(state)
     try:
         yield Kube(state, url)
     finally:

@@ -65,10 +65,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     why = _requirements()
     if why:
         pytest.skip(why)
-    docker_ready()
+    started_engine = docker_ready()
     state = tmp_path_factory.mktemp("cri") / "kl"
     up = _script(state, "up")
     assert up.returncode == 0, up.stderr
+    assert up.stdout.strip() == f"export KUBECONFIG={state}/kubeconfig"
     kube = Kube(state, (state / "ready").read_text().strip())
     try:
         loaded = _script(state, "load", RUNTIME, timeout=600)
@@ -76,6 +77,14 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         yield kube
     finally:
         down = _script(state, "down")
+        if started_engine:
+            subprocess.run(
+                ["bash", "scripts/docker-smoke.sh", "--stop-engine"],
+                cwd=ROOT,
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
     assert down.returncode == 0, down.stderr
     _assert_nothing_left(state)
 

@@ -1,5 +1,7 @@
-"""scripts/kube-local.sh: up prints the export line, is idempotent, runs the real control
-plane and the node, status and down work, down leaves no process or container behind."""
+"""scripts/kube-local.sh without a node (CJOB_KUBE_LOCAL_NODE=none): up prints the export
+line and is idempotent, runs the real control plane with the restricted namespaces,
+status/env/down work and down leaves no process behind; wrong settings are refused with
+one sentence. The real node's own life cycle is tests/integration/kube_local/test_cri_node.py."""
 
 from __future__ import annotations
 
@@ -10,22 +12,17 @@ from typing import Any
 
 import kubernetes as _kubernetes
 import waiting
-from tests.integration.kube_local.conftest import POD_CIDR, ROOT, bin_dir, docker_ready
+from tests.integration.kube_local.conftest import ROOT
 
 kubernetes: Any = _kubernetes  # its partial annotations are not worth fighting in tests
 
 SCRIPT = ROOT / "scripts" / "kube-local.sh"
 
 
-def _run(state: Path, command: str) -> subprocess.CompletedProcess[str]:
-    env = dict(
-        os.environ,
-        CJOB_KUBE_LOCAL_DIR=str(state),
-        CJOB_KUBE_LOCAL_POD_CIDR=POD_CIDR,
-        CJOB_KUBE_LOCAL_NODE="agent",
-    )
+def _run(state: Path, *args: str, node: str = "none") -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CJOB_KUBE_LOCAL_DIR=str(state), CJOB_KUBE_LOCAL_NODE=node)
     return subprocess.run(
-        ["bash", str(SCRIPT), command],
+        ["bash", str(SCRIPT), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -34,18 +31,7 @@ def _run(state: Path, command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _containers(uid: str) -> list[str]:
-    listed = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label=io.kubernetes.pod.uid={uid}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listed.stdout.split()
-
-
 def test_up_status_env_down(tmp_path: Path) -> None:
-    docker_ready()
     state = tmp_path / "kl"
     try:
         up = _run(state, "up")
@@ -57,8 +43,15 @@ def test_up_status_env_down(tmp_path: Path) -> None:
         again = _run(state, "up")
         assert again.stdout == up.stdout
         assert (state / "kube-local.pid").read_text().strip() == pid
-        assert _run(state, "status").stdout.startswith("kube-local: running at https://")
+        status = _run(state, "status").stdout
+        assert status.startswith("kube-local: running at https://127.0.0.1:"), status
+        assert "node: none" in status
         assert _run(state, "env").stdout == up.stdout
+        load = _run(state, "load", "cjob-runtime:dev")
+        assert (load.returncode, load.stderr.strip()) == (
+            1,
+            "kube-local: no node to load images into",
+        )
         api = kubernetes.config.new_client_from_config(str(state / "kubeconfig"))
         core = kubernetes.client.CoreV1Api(api)
         spaces = {n.metadata.name: n.metadata.labels for n in core.list_namespace().items}
@@ -67,28 +60,16 @@ def test_up_status_env_down(tmp_path: Path) -> None:
         waiting.wait_until(
             lambda: core.read_namespaced_service_account("default", "default"), 30, "default SA"
         )
-        pod = core.create_namespaced_pod(
-            "default",
-            {
-                "metadata": {"name": "sleeper"},
-                "spec": {
-                    "containers": [
-                        {"name": "main", "image": "cjob-base:bookworm", "command": ["sleep", "300"]}
-                    ]
-                },
-            },
-        )
-        waiting.wait_until(lambda: _containers(pod.metadata.uid), 60, "the pod's container")
-        minio = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
-        kubectl = [str(bin_dir() / "kubectl"), "--kubeconfig", str(state / "kubeconfig")]
-        applied = subprocess.run(
-            [*kubectl, "apply", "-f", str(minio)], capture_output=True, text=True, check=False
-        )
-        assert applied.returncode == 0, applied.stderr  # no loopback Endpoints: refused
+        assert core.list_node().items == []
     finally:
         assert _run(state, "down").returncode == 0
     assert _run(state, "status").returncode == 1
     assert _run(state, "down").returncode == 0
     assert not (state / "kube-local.pid").exists()
-    assert _containers(pod.metadata.uid) == []
     assert not any(Path(f"/proc/{p}").exists() for p in components)
+
+
+def test_an_unknown_node_kind_is_refused_with_the_choices(tmp_path: Path) -> None:
+    up = _run(tmp_path / "kl", "up", node="docker")
+    assert up.returncode == 2
+    assert "CJOB_KUBE_LOCAL_NODE=docker: use kubelet, none or auto" in up.stderr

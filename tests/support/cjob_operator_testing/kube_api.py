@@ -3,8 +3,8 @@
 :class:`Credentials` is one identity: the plane's CA plus a client certificate (the
 admin, ``system:kube-scheduler``, ``system:node:<name>``) or a bearer token (a
 ServiceAccount's, from TokenRequest). :class:`Api` answers synchronously (urllib),
-for tests; :class:`AsyncApi` asynchronously (aiohttp), for the node agent on the
-harness's loop, with :meth:`AsyncApi.watch` following one collection.
+for tests; :class:`AsyncApi` asynchronously (aiohttp), for the harness's node and
+scheduler on its loop, with :meth:`AsyncApi.watch` following one collection.
 """
 
 from __future__ import annotations

@@ -7,6 +7,5 @@
 * :mod:`~kube_local.cri.network`: the node address and what the network leaves behind.
 
 Needs root, ``containerd`` and the CNI plugins (Debian: ``containerd``,
-``containernetworking-plugins``); where they are missing the node agent
-(:mod:`kube_local.node`) runs the pods instead.
+``containernetworking-plugins``); ``python -m kube_local check`` says what is missing.
 """

@@ -23,7 +23,7 @@ CNI_NETWORK = "cjob-kube-local"
 POD_BRIDGE = "cni-cjob0"
 NODE_LINK = "cjob0"
 KUBELET_PORT = 10350
-"""Not the usual 10250: the machine may run another kubelet (and a node agent's log port)."""
+"""Not the usual 10250, which a kubelet the machine runs already would hold."""
 CNI_BIN_DIRS = ("/usr/lib/cni", "/opt/cni/bin")
 
 
