@@ -44,7 +44,7 @@ def _script(state: Path, *args: str, timeout: float = 300) -> subprocess.Complet
 
 @pytest.mark.parametrize("name", ["kube_local.cri.configs", "kube_local.cri.images"])
 def test_docstring_examples(name: str) -> None:
-    result = doctest.testmod(importlib.import_module(name))
+    result = doctest.testmod(importlib.import_module(name), verbose=False)
     assert result.attempted > 0 and result.failed == 0
 
 
