@@ -1,12 +1,14 @@
-"""Fixtures shared by every test folder: one real S3 server (SeaweedFS) per session, and a
+"""Fixtures shared by every test folder: one real S3 server (SeaweedFS) per session, a real
+kube-apiserver per session, the local Kubernetes with its real node per session, and a
 real NATS JetStream server per module that asks for one."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
-from cjob_operator_testing import envtest
+from cjob_operator_testing import envtest, local_kube
 from hypothesis import HealthCheck, settings
 from kube_local import control_plane as control_plane_mod
 
@@ -40,6 +42,23 @@ def kube_api(
     their own."""
     with envtest.control_plane(tmp_path_factory.mktemp("kube-api")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def local_kubernetes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[local_kube.LocalKubernetes]:
+    """``scripts/kube-local.sh up`` with the real node, one per session (one real node per
+    machine); ``down`` at the end, checked to leave nothing behind. Where a real node
+    cannot run (not root, no containerd) the tests that need it skip with the reason,
+    or fail where CI requires them (``CJOB_REQUIRE_DOCKER=1``)."""
+    why = local_kube.missing_requirements()
+    if why:
+        if os.environ.get("CJOB_REQUIRE_DOCKER") == "1":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    with local_kube.started(tmp_path_factory.mktemp("kube-local") / "kl") as kube:
+        yield kube
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ Two targets, chosen by ``CJOB_E2E_TARGET`` (or pytest's ``--use-current-context`
 
 ``local`` (the default)
     the Docker engine and the project's images (``scripts/docker-smoke.sh --build-only``);
-    ``scripts/kube-local.sh up`` in a state directory of its own: etcd, kube-apiserver,
+    ``scripts/kube-local.sh up`` once per session (the root conftest's
+    ``local_kubernetes``, shared with the real node's own tests): etcd, kube-apiserver,
     kube-controller-manager and kube-scheduler built from the Go modules
     (``scripts/kube-build.sh``) and a real node (the kubelet on containerd, kube-proxy,
     CoreDNS) into which ``scripts/kube-local.sh load`` puts the images;
@@ -160,33 +161,18 @@ def engine_answers() -> bool:
 
 @pytest.fixture(scope="session")
 def kubeconfig(
-    user_cluster: targets.UserCluster | None, images: dict[str, str], e2e_dir: pathlib.Path
+    user_cluster: targets.UserCluster | None,
+    images: dict[str, str],
+    request: pytest.FixtureRequest,
 ) -> Iterator[pathlib.Path]:
-    """The kubeconfig of the cluster under test (the local plane runs for the session)."""
+    """The kubeconfig of the cluster under test: on the local target the session's local
+    Kubernetes (the root conftest's ``local_kubernetes``) with both images loaded."""
     if user_cluster is not None:
         yield user_cluster.kubeconfig
         return
-    state = e2e_dir / "kube-local"
-    env = {
-        **os.environ,
-        "CJOB_KUBE_LOCAL_DIR": str(state),
-        "CJOB_KUBE_LOCAL_NODE": "kubelet",
-    }
-    log = e2e_dir / "kube-local.log"
-    _run(["bash", "scripts/kube-local.sh", "up"], env, log, 300)
-    try:
-        images_of_pods = [images["operator"], images["runtime"]]
-        _run(["bash", "scripts/kube-local.sh", "load", *images_of_pods], env, log, 600)
-        yield state / "kubeconfig"
-    finally:
-        subprocess.run(
-            ["bash", "scripts/kube-local.sh", "down"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            timeout=180,
-            check=False,
-        )
+    kube = request.getfixturevalue("local_kubernetes")
+    kube.load(images["operator"], images["runtime"])
+    yield kube.kubeconfig
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """The real node (``scripts/kube-local.sh`` with ``CJOB_KUBE_LOCAL_NODE=kubelet``): a
 kubelet v1.37 on containerd, kube-proxy and CoreDNS, checked the way pods use a cluster.
 
-One cluster for the module (``up`` once, ``down`` at the end, and what ``down`` must leave
-behind: nothing). A pod of the runtime image, with its ServiceAccount token, reaches the
+The session's one local Kubernetes (the root conftest's ``local_kubernetes``, which also
+checks that ``down`` leaves nothing behind: no process, mount, link or chain). A pod of the runtime image, with its ServiceAccount token, reaches the
 API server through the ``kubernetes`` Service by its DNS name, another pod through a
 headless Service, and a host service through a selectorless Service; a container over its
 memory limit is OOMKilled; ``kubectl logs`` and ``exec`` reach the kubelet over TLS.
@@ -15,7 +15,6 @@ import doctest
 import http.server
 import importlib
 import json
-import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -23,23 +22,20 @@ from pathlib import Path
 
 import pytest
 import waiting
+from cjob_operator_testing import local_kube
 from tests.integration.kube_local.conftest import ROOT, RUNTIME, Kube, docker_ready
 
-SCRIPT = ROOT / "scripts" / "kube-local.sh"
 NODE_IP = "10.250.0.1"
 PODS_CIDR = "10.244.0."
-
-
-def _script(state: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, CJOB_KUBE_LOCAL_DIR=str(state), CJOB_KUBE_LOCAL_NODE="kubelet")
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+CREATED = [
+    ("pod", "web"),
+    ("pod", "client"),
+    ("pod", "hog"),
+    ("service", "web-headless"),
+    ("service", "host-service"),
+    ("endpointslice", "host-service"),
+]
+"""What the tests create in ``default`` of the shared cluster, deleted after them."""
 
 
 @pytest.mark.parametrize("name", ["kube_local.cri.configs", "kube_local.cri.images"])
@@ -48,35 +44,19 @@ def test_docstring_examples(name: str) -> None:
     assert result.attempted > 0 and result.failed == 0
 
 
-def _requirements() -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "devtools" / "kube_local"))
-    check = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "-m", "kube_local", "check"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return check.stderr.strip() if check.returncode else ""
-
-
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    why = _requirements()
-    if why:
-        pytest.skip(why)
+def node(local_kubernetes: local_kube.LocalKubernetes) -> Iterator[Kube]:
+    """The session's local Kubernetes (one real node per machine), with the runtime image;
+    its ``down`` and the check that nothing is left are the session fixture's."""
     started_engine = docker_ready()
-    state = tmp_path_factory.mktemp("cri") / "kl"
-    up = _script(state, "up")
-    assert up.returncode == 0, up.stderr
-    assert up.stdout.strip() == f"export KUBECONFIG={state}/kubeconfig"
-    kube = Kube(state, (state / "ready").read_text().strip())
     try:
-        loaded = _script(state, "load", RUNTIME, timeout=600)
-        assert loaded.returncode == 0, loaded.stderr
+        local_kubernetes.load(RUNTIME)
+        kube = Kube(local_kubernetes.state, local_kubernetes.url)
         yield kube
+        # the cluster is the session's: leave it as found
+        for kind, name in CREATED:
+            kube.kubectl("delete", kind, name, "--ignore-not-found", "--grace-period=1")
     finally:
-        down = _script(state, "down")
         if started_engine:
             subprocess.run(
                 ["bash", "scripts/docker-smoke.sh", "--stop-engine"],
@@ -85,27 +65,6 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
                 timeout=120,
                 check=False,
             )
-    assert down.returncode == 0, down.stderr
-    _assert_nothing_left(state)
-
-
-def _assert_nothing_left(state: Path) -> None:
-    node_dir = str(state / "node")
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            assert node_dir.encode() not in cmdline, cmdline
-    assert node_dir not in Path("/proc/mounts").read_text()
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
-    assert "cjob0" not in links
-    for table in ("filter", "nat"):
-        rules = subprocess.run(
-            ["iptables", "-t", table, "-S"], capture_output=True, text=True, check=True
-        ).stdout
-        assert "KUBE-" not in rules and "cjob-kube-local" not in rules, rules
 
 
 def _pod(kube: Kube, name: str, script: str, **spec: object) -> None:
@@ -228,7 +187,7 @@ def test_a_container_over_its_memory_limit_is_oom_killed(node: Kube) -> None:
 
 
 def test_a_second_real_node_on_the_machine_is_refused_clearly(node: Kube, tmp_path: Path) -> None:
-    second = _script(tmp_path / "second", "up", timeout=120)
+    second = local_kube.run_script(tmp_path / "second", "up", timeout=120)
     assert second.returncode != 0
     assert "another kube-local node runs on this machine" in (second.stderr + second.stdout)
     assert node.kubectl("get", "node", "kube-local").returncode == 0  # the first one unharmed
