@@ -18,4 +18,5 @@ echo "==> mypy (strict)"
 echo "==> pytest"
 # helm (and kubectl where none is installed) live in .venv/bin: scripts/get-helm.sh
 export PATH="$PWD/.venv/bin:$PATH"
-.venv/bin/python -m pytest -p no:cacheprovider "$@"
+# the 30 slowest tests and fixtures, so that the 60-minute budget of CI can be watched
+.venv/bin/python -m pytest -p no:cacheprovider --durations=30 "$@"
