@@ -176,13 +176,13 @@ class MinioServer(s3_server.LocalS3Server):
                 ],
                 self._environment(),
             )
-            problem = self._wait_ready(process, f"http://{self._host}:{api}", _HEALTH_PATH)
-            if problem is None:
+            outcome = self._wait_ready(process, f"http://{self._host}:{api}", _HEALTH_PATH)
+            if outcome is None:
                 self._ports = {"api": api, "console": console}
                 for bucket in self._buckets:
                     self.create_bucket(bucket)
                 return
-            log = self.log_tail()
+            problem, log = outcome, self.log_tail()
             resources.kill()
             if not any(sign in log for sign in s3_server.PORT_RACE_SIGNS):
                 break  # not a port race: retrying will not help
