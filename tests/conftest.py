@@ -1,5 +1,5 @@
-"""Fixtures shared by every test folder: one real S3 server (SeaweedFS) per session, a real
-kube-apiserver per session, the local Kubernetes with its real node per session, and a
+"""Fixtures shared by every test folder: two real S3 servers (SeaweedFS and MinIO) per
+session and the matrix of both, a real kube-apiserver per session, the local Kubernetes with its real node per session, and a
 real NATS JetStream server per module that asks for one."""
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from barrier_runtime_testing import minio_server as minio_mod
 from cjob_operator_testing import envtest, local_kube
 from hypothesis import HealthCheck, settings
 from kube_local import control_plane as control_plane_mod
 
 from barrier_runtime.connectors import embedded_nats
 from barrier_runtime.storage import embedded
+from barrier_runtime.storage import s3_server as s3_server_mod
 
 S3_BUCKET = "cjob-tests"
 
@@ -31,6 +33,30 @@ def s3_server() -> Iterator[embedded.EmbeddedS3Server]:
     """A real S3 server (SeaweedFS ``weed mini``) on loopback, stopped after the session."""
     with embedded.EmbeddedS3Server(buckets=[S3_BUCKET]) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def minio_server() -> Iterator[minio_mod.MinioServer]:
+    """A real MinIO server (``minio server``, built by ``scripts/minio-build.sh``) on loopback,
+    stopped after the session. Where MinIO is not built the tests that need it skip with
+    what to run, or fail where CI requires them (``CJOB_REQUIRE_DOCKER=1``)."""
+    try:
+        minio_mod.minio_binary()
+    except minio_mod.MinioNotBuiltError as exc:
+        if os.environ.get("CJOB_REQUIRE_DOCKER") == "1":
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(str(exc))
+    with minio_mod.MinioServer(buckets=[S3_BUCKET]) as server:
+        yield server
+
+
+@pytest.fixture(params=["seaweedfs", pytest.param("minio", marks=pytest.mark.minio)])
+def each_s3_server(request: pytest.FixtureRequest) -> s3_server_mod.LocalS3Server:
+    """The storage matrix: the test runs on SeaweedFS and on MinIO (ids ``[seaweedfs]``,
+    ``[minio]``), each the session's server with the bucket ``cjob-tests``."""
+    name = "s3_server" if request.param == "seaweedfs" else "minio_server"
+    server: s3_server_mod.LocalS3Server = request.getfixturevalue(name)
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The exactly-once job with everything on a real S3 server (SeaweedFS).
+"""The exactly-once job with everything on a real S3 server: SeaweedFS and MinIO (test ids
+``[seaweedfs]``, ``[minio]``).
 
 Checkpoints and the transactional file sink both live in the bucket; crashes
 hit processing, snapshot, upload, restore and commit. The published files
@@ -33,10 +34,10 @@ EVENTS = dict(keys=100, events_per_key=300, partitions=3, batch_size=100, rate_p
 
 
 @pytest.fixture
-def s3_env(s3_server, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
-    return s3_server
+def s3_env(each_s3_server, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", each_s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", each_s3_server.secret_key)
+    return each_s3_server
 
 
 def test_exactly_once_on_s3_with_crashes(s3_env) -> None:

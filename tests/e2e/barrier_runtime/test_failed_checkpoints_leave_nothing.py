@@ -32,7 +32,8 @@ JOB = "default/running-count"
 DEBRIS = f"{JOB}/checkpoints/chk-0000000040/channel-state/count-1.bin"
 """Where the killed writer was writing (a checkpoint this job never reaches)."""
 BIG = 12 * 1024 * 1024
-"""More than one 5 MiB part: an S3 put of it is a multipart upload."""
+"""More than one 5 MiB part: with the single-PUT limit scaled down from 5 GiB to 5 MiB
+(as for the writer of an object above 5 GiB), an S3 put of it is a multipart upload."""
 RECOVERS = (
     Crash(FaultPoint.UPLOAD, subtask=1, checkpoint_id=3),
     Crash(FaultPoint.SNAPSHOT, subtask=0, checkpoint_id=6, attempt=1),
@@ -71,7 +72,9 @@ class RefusingStore:
 _KILLED_WRITER = """
 import os, signal, sys
 import minio
-from barrier_runtime.storage import object_store
+from barrier_runtime.storage import object_store, s3
+
+s3._SINGLE_PUT_LIMIT = 5 * 1024 * 1024  # 5 GiB, scaled down: a put of more is multipart
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -1,7 +1,8 @@
 """The production storage path: the operator reads checkpoints from a real S3 server.
 
-SeaweedFS (``weed mini``) via the runtime's embedded server helper; the operator
-reads the credentials from the Secret named in ``spec.storage.credentialsSecret``.
+On both real servers, the session's SeaweedFS (``weed mini``) and MinIO (test ids
+``[seaweedfs]``, ``[minio]``); the operator reads the credentials from the Secret
+named in ``spec.storage.credentialsSecret``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import base64
 import hashlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from cjob_operator_testing.harness import OperatorHarness
 
 from barrier_runtime.core import metadata as md
 from barrier_runtime.core import types
-from barrier_runtime.storage import checkpoint_store, embedded
+from barrier_runtime.storage import checkpoint_store, s3_server
 from cjob_operator.act import catalog
 
 pytestmark = pytest.mark.s3
@@ -26,10 +27,10 @@ BUCKET = "cjob-operator-tests"
 FP = md.JobFingerprint((types.StepId("count"),), 128, 2)
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[embedded.EmbeddedS3Server]:
-    with embedded.EmbeddedS3Server(buckets=[BUCKET]) as server:
-        yield server
+@pytest.fixture
+def s3(each_s3_server: s3_server.LocalS3Server) -> s3_server.LocalS3Server:
+    each_s3_server.create_bucket(BUCKET)
+    return each_s3_server
 
 
 def commit(store: Any, cid: int, corrupt: bool = False, kind: str = "checkpoint") -> None:
@@ -57,7 +58,7 @@ def commit(store: Any, cid: int, corrupt: bool = False, kind: str = "checkpoint"
     store.put(f"{folder}/_metadata", b"{broken" if corrupt else meta.to_json())
 
 
-def test_s3_catalog_finds_the_newest_usable_snapshot(s3: embedded.EmbeddedS3Server) -> None:
+def test_s3_catalog_finds_the_newest_usable_snapshot(s3: s3_server.LocalS3Server) -> None:
     root = f"cjob/ns/job-{uuid.uuid4().hex[:8]}"
     store = s3.open_store(BUCKET, root)
     cat = catalog.open_catalog(s3.endpoint, BUCKET, root, s3.access_key, s3.secret_key)
@@ -81,7 +82,7 @@ def test_s3_catalog_finds_the_newest_usable_snapshot(s3: embedded.EmbeddedS3Serv
 
 
 def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
-    s3: embedded.EmbeddedS3Server,
+    s3: s3_server.LocalS3Server,
 ) -> None:
     """Issue 10 finding 4: checkpoint N's object has other bytes of the same size; the
     operator chooses N-1, exactly what the driver's store restores."""
@@ -100,7 +101,7 @@ def test_s3_catalog_and_driver_agree_on_a_corrupt_object_of_unchanged_size(
 
 
 def test_s3_discard_of_periodic_savepoints_deletes_only_those(
-    s3: embedded.EmbeddedS3Server,
+    s3: s3_server.LocalS3Server,
 ) -> None:
     """spec.savepoints.retained on S3: the runtime's delete_checkpoint('sp-N') removes the
     named savepoints (metadata first), never a checkpoint, and counts a missing one as gone."""
@@ -119,7 +120,7 @@ def test_s3_discard_of_periodic_savepoints_deletes_only_those(
 
 
 def test_wrong_credentials_make_the_store_unreadable_not_empty(
-    s3: embedded.EmbeddedS3Server,
+    s3: s3_server.LocalS3Server,
 ) -> None:
     cat = catalog.open_catalog(s3.endpoint, BUCKET, "cjob/ns/x", "nobody", "wrong-secret")
     view = asyncio.run(cat.view())
@@ -127,13 +128,15 @@ def test_wrong_credentials_make_the_store_unreadable_not_empty(
 
 
 def test_operator_restores_from_the_newest_usable_checkpoint_in_s3(
-    harness: OperatorHarness, s3: embedded.EmbeddedS3Server, manifest: Callable[..., dict[str, Any]]
+    harness: OperatorHarness, s3: s3_server.LocalS3Server, manifest: Callable[..., dict[str, Any]]
 ) -> None:
     h = harness
+    job = f"omega-{uuid.uuid4().hex[:6]}"  # one per server: the harness's namespace stays
+    creds = f"{job}-creds"
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "minio-creds"},
+        "metadata": {"name": creds},
         "data": {
             k: base64.b64encode(v.encode()).decode()
             for k, v in {
@@ -144,27 +147,25 @@ def test_operator_restores_from_the_newest_usable_checkpoint_in_s3(
     }
     status, body = h.http("POST", f"/api/v1/namespaces/{h.namespace}/secrets", secret)
     assert status == 201, body
-    store = s3.open_store(BUCKET, f"cjob/{h.namespace}/omega")
+    store = s3.open_store(BUCKET, f"cjob/{h.namespace}/{job}")
     commit(store, 11)
     commit(store, 12)
     commit(store, 13, corrupt=True)  # the newest is unusable: fall back, never start empty
     h.create_job(
         manifest(
-            "omega",
+            job,
             checkpointing={"interval": "1h"},
             storage={
                 "endpoint": s3.endpoint,
                 "bucket": BUCKET,
                 "prefix": "cjob",
-                "credentialsSecret": {"name": "minio-creds"},
+                "credentialsSecret": {"name": creds},
             },
         )
     )
-    pod = h.wait_for(lambda: h.pod("omega"), "driver pod restoring from S3")
+    pod = h.wait_for(lambda: h.pod(job), "driver pod restoring from S3")
     assert pod["spec"]["containers"][0]["args"][-2:] == ["--restore-from", "12"]
     h.wait_for(
-        lambda: (
-            h.job_status("omega").get("checkpoints", {}).get("lastCompleted", {}).get("id") == 12
-        ),
+        lambda: h.job_status(job).get("checkpoints", {}).get("lastCompleted", {}).get("id") == 12,
         "lastCompleted from the store",
     )

@@ -5,7 +5,9 @@ What belongs here: everything that touches bytes at rest — the
 :class:`S3ObjectStore` on the ``minio`` SDK), the :class:`CheckpointStore`
 that writes, commits, verifies, restores and retains checkpoints in the
 layout of docs/architecture.md, 'Checkpoint storage', the named storage errors, and
-:class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops).
+:class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops) on
+``s3_server.LocalS3Server``, what every S3 server started as a child process shares
+(the tests start MinIO on it too).
 Nothing here knows about barriers, operators or Spark.
 
 :class:`S3ObjectStore`, :class:`EmbeddedS3Server` and :func:`find_weed_binary`

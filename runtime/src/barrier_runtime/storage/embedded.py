@@ -13,7 +13,9 @@ then removes the temporary directory and the gRPC unix sockets weed creates at
 fixed ``/tmp/seaweedfs-*-grpc-<port>.sock`` paths; ``stop()`` also runs at
 interpreter exit, and on Linux the server is told to
 die with the process that started it (``PR_SET_PDEATHSIG`` — so start it from
-a thread that lives as long as the server should).
+a thread that lives as long as the server should). What every such server shares
+(the process, readiness, cleanup, ``open_store``) is in
+:mod:`~barrier_runtime.storage.s3_server`.
 
 >>> with EmbeddedS3Server() as server:                     # doctest: +SKIP
 ...     store = server.open_store("checkpoints", "team-a")
@@ -22,22 +24,16 @@ a thread that lives as long as the server should).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import pathlib
 import secrets
-import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import time
-import weakref
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 
 from barrier_runtime import processes
-from barrier_runtime.storage import errors, s3
+from barrier_runtime.storage import errors, s3_server
 
 _PORT_FLAGS = (
     "master.port",
@@ -61,8 +57,6 @@ _FIXED_FLAGS = (
 )
 _FOREIGN_ENV = ("S3_BUCKET", "S3_TABLE_BUCKET", "S3_EXTERNAL_URL")
 _START_ATTEMPTS = 3
-_PR_SET_PDEATHSIG = 1
-_GRACEFUL_STOP_SECONDS = 10.0
 
 
 def find_weed_binary() -> pathlib.Path:
@@ -76,13 +70,15 @@ def find_weed_binary() -> pathlib.Path:
     return found
 
 
-class EmbeddedS3Server:
+class EmbeddedS3Server(s3_server.LocalS3Server):
     """A throwaway SeaweedFS S3 server; use as a context manager or call start/stop.
 
     ``data_dir=None`` (the default) keeps data in a temporary directory that
     ``stop()`` deletes, and stopping is an immediate SIGKILL. With a
     ``data_dir`` the data is kept and the server gets a graceful SIGTERM first.
     """
+
+    server_name = "S3 server"
 
     def __init__(
         self,
@@ -98,142 +94,59 @@ class EmbeddedS3Server:
     ) -> None:
         """``s3_port``: the S3 gateway's port (default: a free one, as for every other
         listener); a fixed one lets a name like ``minio:9000`` reach it."""
-        self._access_key = access_key
-        self._secret_key = secret_key or secrets.token_urlsafe(24)
+        super().__init__(
+            access_key=access_key,
+            secret_key=secret_key,
+            startup_timeout=startup_timeout,
+            host=host,
+        )
         self._data_dir = data_dir
         self._buckets = tuple(buckets)
-        self._startup_timeout = startup_timeout
-        self._host = host
         self._weed = weed_binary
         self._s3_port = s3_port
-        self._resources: _Resources | None = None
-        self._finalizer: weakref.finalize[[], EmbeddedS3Server] | None = None
-        self._endpoint: str | None = None
         self._ports: dict[str, int] = {}
 
-    # -- lifecycle ----------------------------------------------------------
-
-    def __enter__(self) -> EmbeddedS3Server:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> EmbeddedS3Server:
-        """Start the server and wait until S3 answers; raises :class:`EmbeddedServerError`."""
-        if self._resources is not None:
-            return self
+    def _launch(self) -> None:
         weed = self._weed or find_weed_binary()
-        resources = _Resources(
-            pathlib.Path(tempfile.mkdtemp(prefix="cjob-weed-")), graceful=self._data_dir is not None
+        resources = self._own(
+            pathlib.Path(tempfile.mkdtemp(prefix="cjob-weed-")),
+            graceful=self._data_dir is not None,
+            log_name="weed.log",
         )
-        self._resources = resources
-        self._finalizer = weakref.finalize(self, resources.release)
         problem, log = "it did not start", ""
         for _ in range(_START_ATTEMPTS):
             ports = processes.free_ports(self._host, len(_PORT_FLAGS))
             if self._s3_port is not None:
                 ports[_PORT_FLAGS.index("s3.port")] = self._s3_port
-            resources.process = self._spawn(weed, resources.runtime_dir, ports)
+            process = self._spawn(weed, resources, ports)
             resources.stray_files = _grpc_socket_paths(ports)
             s3_port = ports[_PORT_FLAGS.index("s3.port")]
-            outcome = self._wait_ready(resources.process, f"http://{self._host}:{s3_port}")
+            outcome = self._wait_ready(process, f"http://{self._host}:{s3_port}")
             if outcome is None:
                 self._ports = dict(zip(_PORT_FLAGS, ports, strict=True))
-                return self
+                return
             problem, log = outcome, self.log_tail()
             resources.kill()
-            if "Port allocation failed" not in log and "address already in use" not in log:
+            if not any(sign in log for sign in s3_server.PORT_RACE_SIGNS):
                 break  # not a port race: retrying will not help
-        self.stop()
         raise errors.EmbeddedServerError(
             f"SeaweedFS 'weed mini' did not come up ({problem}); its last output: {log[-800:]!r}"
         )
 
     def stop(self) -> None:
         """Kill the server's process group and remove its temporary files (idempotent)."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._finalizer = None
-        self._resources = None
-        self._endpoint = None
+        super().stop()
         self._ports = {}
-
-    @property
-    def running(self) -> bool:
-        process = self._resources.process if self._resources else None
-        return process is not None and process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        process = self._resources.process if self._resources else None
-        return None if process is None else process.pid
-
-    # -- what clients need ----------------------------------------------------
-
-    @property
-    def endpoint(self) -> str:
-        """``http://127.0.0.1:<port>`` of the S3 gateway."""
-        if self._endpoint is None:
-            raise errors.EmbeddedServerError("the embedded S3 server is not running: call start()")
-        return self._endpoint
-
-    @property
-    def runtime_dir(self) -> pathlib.Path | None:
-        """The temporary directory with the server's log, sockets and (default) data."""
-        return self._resources.runtime_dir if self._resources else None
 
     @property
     def ports(self) -> Mapping[str, int]:
         """Every port the running server listens on, by ``weed mini`` flag name."""
         return dict(self._ports)
 
-    @property
-    def access_key(self) -> str:
-        return self._access_key
-
-    @property
-    def secret_key(self) -> str:
-        return self._secret_key
-
-    def url(self, bucket: str, prefix: str = "") -> str:
-        """``s3://bucket/prefix?endpoint=…`` for :func:`open_object_store`; creates the bucket."""
-        return self.open_store(bucket, prefix).url()
-
-    def open_store(self, bucket: str, prefix: str = "") -> s3.S3ObjectStore:
-        """An :class:`S3ObjectStore` on this server with its credentials; creates the bucket."""
-        return s3.S3ObjectStore(
-            self.endpoint,
-            bucket,
-            prefix,
-            access_key=self._access_key,
-            secret_key=self._secret_key,
-            create_bucket=True,
-        )
-
-    def create_bucket(self, bucket: str) -> None:
-        self.open_store(bucket)
-
-    def log_tail(self, limit: int = 4000) -> str:
-        """The end of the server's combined output (for failure messages)."""
-        if self._resources is None:
-            return ""
-        try:
-            data = (self._resources.runtime_dir / "weed.log").read_bytes()
-        except OSError:
-            return ""
-        return data[-limit:].decode(errors="replace")
-
-    # -- internals -----------------------------------------------------------
-
     def _spawn(
-        self, weed: pathlib.Path, runtime_dir: pathlib.Path, ports: list[int]
+        self, weed: pathlib.Path, resources: s3_server.ServerProcess, ports: list[int]
     ) -> subprocess.Popen[bytes]:
+        runtime_dir = resources.runtime_dir
         data_dir = self._data_dir or runtime_dir / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
         args = [
@@ -250,79 +163,12 @@ class EmbeddedS3Server:
         ]
         if self._buckets:
             args.append(f"-bucket={','.join(self._buckets)}")
-        env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
-        env["AWS_ACCESS_KEY_ID"] = self._access_key
-        env["AWS_SECRET_ACCESS_KEY"] = self._secret_key
-        with open(runtime_dir / "weed.log", "wb") as log:
-            return subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=runtime_dir,
-                env=env,
-                start_new_session=True,
-                preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
-            )
-
-    def _wait_ready(self, process: subprocess.Popen[bytes], endpoint: str) -> str | None:
-        """``None`` once S3 answers a signed request, else why it did not in time."""
-        probe = s3.S3ObjectStore(
-            endpoint,
-            "cjob-probe",
-            access_key=self._access_key,
-            secret_key=self._secret_key,
-            region="us-east-1",
-            connect_timeout=1.0,
-            read_timeout=5.0,
-            retries=0,
+        env = s3_server.child_environment(
+            _FOREIGN_ENV,
+            AWS_ACCESS_KEY_ID=self._access_key,
+            AWS_SECRET_ACCESS_KEY=self._secret_key,
         )
-        deadline = time.monotonic() + self._startup_timeout
-        last = f"S3 did not answer within {self._startup_timeout:g}s"
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                return f"it exited with status {process.returncode}"
-            try:
-                probe.stat("ready")
-            except errors.BucketNotFoundError:
-                pass  # a signed request was understood: S3 is serving
-            except errors.StorageError as exc:
-                last = f"S3 did not become ready within {self._startup_timeout:g}s: {exc}"
-                time.sleep(0.05)
-                continue
-            self._endpoint = endpoint
-            return None
-        return last
-
-
-class _Resources:
-    """What a running server holds; released exactly once (stop, GC or interpreter exit)."""
-
-    def __init__(self, runtime_dir: pathlib.Path, *, graceful: bool) -> None:
-        self.runtime_dir = runtime_dir
-        self.graceful = graceful
-        self.process: subprocess.Popen[bytes] | None = None
-        self.stray_files: list[pathlib.Path] = []
-
-    def kill(self) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        if self.graceful and process.poll() is None:
-            processes.signal_group(process, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=_GRACEFUL_STOP_SECONDS)
-        processes.signal_group(process, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        for path in self.stray_files:
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(path.lstat().st_mode):
-                    path.unlink()
-
-    def release(self) -> None:
-        self.kill()
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        return resources.spawn(args, env)
 
 
 def _grpc_socket_paths(ports: Sequence[int]) -> list[pathlib.Path]:

@@ -6,6 +6,14 @@ exists, which becomes ``False``. The SDK's ``put_object`` would turn extra
 headers into ``x-amz-meta-*`` metadata (no condition at all), so the request
 goes through the client's signed ``_execute`` call instead.
 
+One request per object. ``put`` sends an object of up to 5 GiB (S3's largest single
+PUT) as one ``PutObject``, never as a multipart upload: a writer killed halfway
+leaves nothing, on every server. A multipart upload killed halfway leaves parts
+that no listing shows, which ``delete_incomplete`` finds by listing the uploads
+under a prefix; MinIO lists uploads of one exact key only (it expires stale ones
+itself, after 24 h by default), so there the debris of a killed multipart writer
+would stay. Only objects above 5 GiB still go in parts.
+
 Retries. Transient failures (connection errors, 5xx, ``SlowDown``) are retried
 a bounded number of times with backoff by the HTTP pool. A conditional put is
 retried only when the connection could not be opened (the request was never
@@ -53,6 +61,8 @@ _ACCESS_CODES = frozenset(
 _BUSY_CODES = frozenset({"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout"})
 _MISSING_KEY_CODES = frozenset({"NoSuchKey", "NoSuchObject"})
 _RETRY_STATUS = (429, 500, 502, 503, 504)
+_SINGLE_PUT_LIMIT = 5 * 1024**3
+"""S3's largest object in one PutObject; larger ones are multipart uploads."""
 _MAX_UPLOAD_LISTINGS = 100
 """Pages of incomplete uploads aborted at most in one cleanup (1000 each)."""
 
@@ -171,7 +181,13 @@ class S3ObjectStore:
 
     def put(self, key: str, data: bytes) -> None:
         with self._translated("write", key):
-            self._client.put_object(self._bucket, self._full(key), io.BytesIO(data), len(data))
+            if len(data) > _SINGLE_PUT_LIMIT:
+                self._client.put_object(self._bucket, self._full(key), io.BytesIO(data), len(data))
+                return
+            headers: dict[str, str | list[str] | tuple[str]] = {
+                "Content-Type": "application/octet-stream"
+            }
+            self._client._put_object(self._bucket, self._full(key), data, headers)
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
         headers: dict[str, str | list[str] | tuple[str]] = {
@@ -233,8 +249,9 @@ class S3ObjectStore:
 
     def delete_incomplete(self, prefix: str) -> int:
         """Abort the multipart uploads under ``prefix`` that were never completed (a
-        ``put`` of more than one part whose writer was killed): S3 keeps their parts,
-        invisible to listings, until then."""
+        ``put`` above 5 GiB whose writer was killed): S3 keeps their parts, invisible
+        to listings, until then. MinIO lists uploads by exact key only: none are found
+        there (see the module's docstring)."""
         full = f"{self._prefix}/{prefix}" if self._prefix else prefix
         removed = 0
         with self._translated("clean up", prefix or "/"):

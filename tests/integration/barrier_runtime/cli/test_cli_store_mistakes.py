@@ -1,7 +1,8 @@
 """A store that cannot be used ends ``cjob`` in one sentence, exit 2, before Spark starts.
 
-Against the real S3 server (SeaweedFS) and a closed local port, through the
-real ``cjob`` executable: nothing but the two ``cjob:`` lines reaches stderr.
+Against the real S3 servers (SeaweedFS, and MinIO for wrong credentials and a missing
+bucket: ids ``[seaweedfs]``, ``[minio]``) and a closed local port, through the real
+``cjob`` executable: nothing but the two ``cjob:`` lines reaches stderr.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import uuid
 
 import pytest
 
-from barrier_runtime.storage import embedded
+from barrier_runtime.storage import s3_server as s3_server_mod
 
 pytestmark = pytest.mark.s3
 BUCKET = "cjob-tests"
@@ -26,12 +27,12 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _url(server: embedded.EmbeddedS3Server, bucket: str = BUCKET) -> str:
+def _url(server: s3_server_mod.LocalS3Server, bucket: str = BUCKET) -> str:
     """A fresh prefix (``server.url`` would create a missing bucket)."""
     return f"s3://{bucket}/cli-{uuid.uuid4().hex[:8]}?endpoint={server.endpoint}"
 
 
-def _keys(server: embedded.EmbeddedS3Server) -> dict[str, str]:
+def _keys(server: s3_server_mod.LocalS3Server) -> dict[str, str]:
     return {"AWS_ACCESS_KEY_ID": server.access_key, "AWS_SECRET_ACCESS_KEY": server.secret_key}
 
 
@@ -57,12 +58,12 @@ def test_checkpoints_list_against_an_unreachable_endpoint(cjob) -> None:
 
 
 @pytest.mark.parametrize("which", ["access key", "secret"])
-def test_run_with_wrong_credentials(cjob, ok_pipeline, s3_server, which) -> None:
-    wrong = {**_keys(s3_server)}
+def test_run_with_wrong_credentials(cjob, ok_pipeline, each_s3_server, which) -> None:
+    wrong = {**_keys(each_s3_server)}
     wrong["AWS_ACCESS_KEY_ID" if which == "access key" else "AWS_SECRET_ACCESS_KEY"] = "wrong-x1"
-    result = cjob("run", "--store", _url(s3_server), ok_pipeline, env=wrong)
+    result = cjob("run", "--store", _url(each_s3_server), ok_pipeline, env=wrong)
     result.assert_mistake(
-        f"S3 rejected the credentials for s3://{BUCKET} at {s3_server.endpoint}",
+        f"S3 rejected the credentials for s3://{BUCKET} at {each_s3_server.endpoint}",
         "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
         code=75,  # a Secret can be fixed while the job waits
     )
@@ -70,19 +71,23 @@ def test_run_with_wrong_credentials(cjob, ok_pipeline, s3_server, which) -> None
     assert "wrong-x1" not in result.err + result.log.read_text()
 
 
-def test_checkpoints_list_with_wrong_credentials(cjob, s3_server) -> None:
-    env = {**_keys(s3_server), "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
-    result = cjob("checkpoints", "list", "--store", _url(s3_server), "--job", JOB, env=env)
+def test_checkpoints_list_with_wrong_credentials(cjob, each_s3_server) -> None:
+    env = {**_keys(each_s3_server), "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
+    result = cjob("checkpoints", "list", "--store", _url(each_s3_server), "--job", JOB, env=env)
     result.assert_mistake("S3 rejected the credentials", code=75)
 
 
-def test_run_with_a_bucket_that_does_not_exist(cjob, ok_pipeline, s3_server) -> None:
+def test_run_with_a_bucket_that_does_not_exist(cjob, ok_pipeline, each_s3_server) -> None:
     result = cjob(
-        "run", "--store", _url(s3_server, "cjob-no-such-bucket"), ok_pipeline, env=_keys(s3_server)
+        "run",
+        "--store",
+        _url(each_s3_server, "cjob-no-such-bucket"),
+        ok_pipeline,
+        env=_keys(each_s3_server),
     )
     sentence = result.assert_mistake()
     assert sentence == (
-        f"bucket cjob-no-such-bucket does not exist at {s3_server.endpoint}: check the bucket "
+        f"bucket cjob-no-such-bucket does not exist at {each_s3_server.endpoint}: check the bucket "
         "name, or create it (create_bucket=true in the store URL does)"
     )
     assert "starting Spark" not in result.out and result.seconds < SPARK_START

@@ -1,4 +1,5 @@
-"""Fixtures: one real SeaweedFS S3 server per session, and every store test run on both stores."""
+"""Fixtures: every store test runs on a local directory and on both real S3 servers
+(SeaweedFS and MinIO, one of each per session): ids ``[local]``, ``[seaweedfs]``, ``[minio]``."""
 
 from __future__ import annotations
 
@@ -9,18 +10,25 @@ from pathlib import Path
 import pytest
 
 from barrier_runtime.core import metadata, types
-from barrier_runtime.storage import checkpoint_store, embedded, local, object_store
+from barrier_runtime.storage import checkpoint_store, local, object_store, s3_server
 
 BUCKET = "cjob-tests"
 FINGERPRINT = metadata.JobFingerprint((types.StepId("count"),), 128, 2)
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("seaweedfs", marks=pytest.mark.s3),
+        pytest.param("minio", marks=[pytest.mark.s3, pytest.mark.minio]),
+    ]
+)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> object_store.ObjectStore:
-    """An empty object store: a local directory, or a fresh prefix on the S3 server."""
+    """An empty object store: a local directory, or a fresh prefix on an S3 server."""
     if request.param == "local":
         return local.LocalObjectStore(tmp_path / "store")
-    server: embedded.EmbeddedS3Server = request.getfixturevalue("s3_server")
+    name = "s3_server" if request.param == "seaweedfs" else "minio_server"
+    server: s3_server.LocalS3Server = request.getfixturevalue(name)
     return server.open_store(BUCKET, f"test-{uuid.uuid4().hex[:12]}")
 
 

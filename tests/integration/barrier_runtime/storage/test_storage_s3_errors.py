@@ -1,4 +1,5 @@
-"""S3 specifics: conditional create on the wire, and one clear named error per failure."""
+"""S3 specifics: conditional create on the wire, and one clear named error per failure, on
+both real servers (SeaweedFS and MinIO: ids ``[seaweedfs]``, ``[minio]``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import minio
 import minio.error
 import pytest
 
-from barrier_runtime.storage import checkpoint_store, embedded, errors, object_store, s3
+from barrier_runtime.storage import checkpoint_store, errors, object_store, s3
+from barrier_runtime.storage import s3_server as s3_server_mod
 
 pytestmark = pytest.mark.s3
 BUCKET = "cjob-tests"
@@ -65,18 +67,18 @@ def test_put_if_absent_sends_a_real_if_none_match_header(recording_endpoint: str
     assert "if-none-match" in headers["authorization"].lower()  # signed, not just sent
 
 
-def test_seaweedfs_answers_412_to_the_second_conditional_writer(
-    s3_server: embedded.EmbeddedS3Server,
+def test_the_server_answers_412_to_the_second_conditional_writer(
+    each_s3_server: s3_server_mod.LocalS3Server,
 ) -> None:
-    store = s3_server.open_store(BUCKET, "conditional")
+    store = each_s3_server.open_store(BUCKET, "conditional")
     store.delete("once")
     assert store.put_if_absent("once", b"a") is True
     assert store.put_if_absent("once", b"b") is False
     assert store.get("once") == b"a"
     raw = minio.Minio(
-        s3_server.endpoint.removeprefix("http://"),
-        access_key=s3_server.access_key,
-        secret_key=s3_server.secret_key,
+        each_s3_server.endpoint.removeprefix("http://"),
+        access_key=each_s3_server.access_key,
+        secret_key=each_s3_server.secret_key,
         secure=False,
     )
     with pytest.raises(minio.error.S3Error) as refused:
@@ -86,12 +88,12 @@ def test_seaweedfs_answers_412_to_the_second_conditional_writer(
 
 @pytest.mark.parametrize("which", ["secret", "access key"])
 def test_wrong_credentials_give_one_clear_access_denied_sentence(
-    s3_server: embedded.EmbeddedS3Server, which: str, caplog: pytest.LogCaptureFixture
+    each_s3_server: s3_server_mod.LocalS3Server, which: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    secret = "wrong-secret-value" if which == "secret" else s3_server.secret_key
-    access = s3_server.access_key if which == "secret" else "nobody"
+    secret = "wrong-secret-value" if which == "secret" else each_s3_server.secret_key
+    access = each_s3_server.access_key if which == "secret" else "nobody"
     store = s3.S3ObjectStore(
-        s3_server.endpoint, BUCKET, "creds", access_key=access, secret_key=secret
+        each_s3_server.endpoint, BUCKET, "creds", access_key=access, secret_key=secret
     )
     checkpoints = checkpoint_store.CheckpointStore(store, "default/job")
     with caplog.at_level(logging.DEBUG):
@@ -105,7 +107,7 @@ def test_wrong_credentials_give_one_clear_access_denied_sentence(
                 action()
             message = str(failure.value)
             assert message.startswith(f"S3 rejected the credentials for s3://{BUCKET} at ")
-            assert s3_server.endpoint in message and "AWS_ACCESS_KEY_ID" in message
+            assert each_s3_server.endpoint in message and "AWS_ACCESS_KEY_ID" in message
             assert "\n" not in message and secret not in message
     assert secret not in caplog.text
 
@@ -132,28 +134,30 @@ def test_unknown_host_is_storage_unavailable() -> None:
         store.stat("x")
 
 
-def test_missing_bucket_is_named_and_can_be_created(s3_server: embedded.EmbeddedS3Server) -> None:
+def test_missing_bucket_is_named_and_can_be_created(
+    each_s3_server: s3_server_mod.LocalS3Server,
+) -> None:
     store = s3.S3ObjectStore(
-        s3_server.endpoint,
+        each_s3_server.endpoint,
         "cjob-missing-bucket",
-        access_key=s3_server.access_key,
-        secret_key=s3_server.secret_key,
+        access_key=each_s3_server.access_key,
+        secret_key=each_s3_server.secret_key,
     )
     with pytest.raises(errors.BucketNotFoundError, match="cjob-missing-bucket does not exist"):
         list(store.list(""))
     url = f"{store.url()}&create_bucket=true"
     created = object_store.open_object_store(
-        url, access_key=s3_server.access_key, secret_key=s3_server.secret_key
+        url, access_key=each_s3_server.access_key, secret_key=each_s3_server.secret_key
     )
     assert list(created.list("")) == []
 
 
 def test_credentials_come_from_the_environment(
-    s3_server: embedded.EmbeddedS3Server, monkeypatch: pytest.MonkeyPatch
+    each_s3_server: s3_server_mod.LocalS3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
-    store = object_store.open_object_store(s3_server.url(BUCKET, "from-env"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", each_s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", each_s3_server.secret_key)
+    store = object_store.open_object_store(each_s3_server.url(BUCKET, "from-env"))
     store.put("k", b"v")
     assert store.get("k") == b"v"
-    assert s3_server.secret_key not in store.describe()
+    assert each_s3_server.secret_key not in store.describe()
