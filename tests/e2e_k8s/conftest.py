@@ -128,9 +128,9 @@ def images(
     _run(["bash", "scripts/docker-smoke.sh", "--build-only"], env, e2e_dir / "build.log", 1800)
     built = {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
     try:
-        if user_cluster is None:
+        if user_cluster is None:  # the local cluster's object store
             built["minio"] = _minio_image(env, e2e_dir / "build.log")
-        if user_cluster is not None:
+        else:
             for image in built.values():
                 argv = targets.load_image_command(user_cluster.context, image)
                 if argv is None:
