@@ -15,7 +15,8 @@
 #      (installed by scripts/install-test-tools.sh) with kube-proxy and CoreDNS, both
 #      images loaded into its containerd;
 #   4. the object store: MinIO (cjob-minio:<release>, scripts/minio-image.sh, from the
-#      binary scripts/minio-build.sh builds and caches) loaded into the node and run in
+#      binary scripts/minio-build.sh builds from MinIO's Go module and caches: minutes
+#      the first time, Go itself fetched from the module proxy when missing) loaded into the node and run in
 #      namespace minio by devtools/kube_local/manifests/minio.yaml (the pods reach it as
 #      minio.minio.svc:9000), its Secret `minio` with a random password, the bucket
 #      `checkpoints` created from here through the Service's ClusterIP;
