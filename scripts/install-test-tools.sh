@@ -79,3 +79,9 @@ fi
 if [ "$(id -u)" = "0" ]; then
     bash scripts/kube-build.sh kube-proxy coredns pause >/dev/null
 fi
+
+# MinIO, the object store of the local Kubernetes (scripts/minio-image.sh puts it in an
+# image that runs in namespace minio): the server built from its Go module once per
+# machine (minutes on an empty cache; seconds after).
+echo "==> MinIO (scripts/minio-build.sh)"
+bash scripts/minio-build.sh >/dev/null

@@ -14,14 +14,17 @@
 #      (scripts/kube-build.sh, cached), and a real node: kubelet v1.37.2 on containerd
 #      (installed by scripts/install-test-tools.sh) with kube-proxy and CoreDNS, both
 #      images loaded into its containerd;
-#   4. an S3 server where a cluster would have MinIO: SeaweedFS on the node address
-#      10.250.0.1:9000, named minio.minio.svc by
-#      devtools/kube_local/manifests/minio-on-node.yaml;
+#   4. the object store: MinIO (cjob-minio:<release>, scripts/minio-image.sh, from the
+#      binary scripts/minio-build.sh builds from MinIO's Go module and caches: minutes
+#      the first time, Go itself fetched from the module proxy when missing) loaded into the node and run in
+#      namespace minio by devtools/kube_local/manifests/minio.yaml (the pods reach it as
+#      minio.minio.svc:9000), its Secret `minio` with a random password, the bucket
+#      `checkpoints` created from here through the Service's ClusterIP;
 #   5. the README's install: namespaces cjob-system and streaming, the storage Secret,
 #      `helm install cjob charts/checkpointed-operator --set 'driver.namespaces={streaming}'`;
 #   6. `kubectl apply -f examples/manifests/minimal.yaml` with the image set to
 #      cjob-runtime:dev, then waits for phase Running and a completed checkpoint.
-# `down` stops the S3 server and the local control plane with every container it ran.
+# `down` stops the local control plane with every container it ran (MinIO's too).
 #
 # With --use-current-context the cluster of the current kubeconfig (kind, k3d, minikube,
 # any other) is used instead of steps 3 and 4:
@@ -43,9 +46,6 @@ cd "$(dirname "$0")/.."
 state=${CJOB_KUBE_LOCAL_DIR:-build/kube-local}
 export CJOB_KUBE_LOCAL_DIR=$state
 python=.venv/bin/python
-s3_pidfile="$state/s3.pid"
-S3_HOST=${CJOB_KUBE_LOCAL_NODE_IP:-10.250.0.1} # the node's address: bridge pods reach it
-S3_PORT=9000
 RELEASE=cjob
 JOB=running-count
 TAG=${CJOB_IMAGE_TAG:-dev} # of the images built here (scripts/docker-smoke.sh)
@@ -54,32 +54,38 @@ export CJOB_IMAGE_TAG=$TAG
 say() { echo "==> $*" >&2; }
 die() { echo "try-kubernetes: error: $*" >&2; exit 1; }
 
-s3_running() { [ -f "$s3_pidfile" ] && kill -0 "$(cat "$s3_pidfile")" 2>/dev/null; }
-
-s3_up() {
-    if s3_running && [ -f "$state/s3.ready" ]; then return 0; fi
-    say "starting SeaweedFS S3 at $S3_HOST:$S3_PORT (data in $state/s3-data)"
-    rm -f "$state/s3.ready"
-    nohup "$python" -m barrier_runtime.storage.embedded --host "$S3_HOST" \
-        --s3-port "$S3_PORT" --data-dir "$state/s3-data" --access-key cjob \
-        --secret-key-file "$state/s3-secret-key" --bucket checkpoints \
-        --ready-file "$state/s3.ready" >"$state/s3.log" 2>&1 &
-    echo $! >"$s3_pidfile"
-    for _ in $(seq 120); do
-        [ -f "$state/s3.ready" ] && return 0
-        s3_running || break
-        sleep 0.5
-    done
-    tail -5 "$state/s3.log" >&2
-    die "the S3 server did not start; see $state/s3.log"
-}
-
-s3_down() {
-    if s3_running; then
-        kill "$(cat "$s3_pidfile")" 2>/dev/null || true
-        say "stopped the S3 server"
+# MinIO in namespace minio, ready; sets S3_ACCESS_KEY and S3_SECRET_KEY.
+minio_up() { # IMAGE
+    S3_ACCESS_KEY=cjob
+    kubectl apply -f - >/dev/null <<<"$(sed -n '1,/^---$/p' devtools/kube_local/manifests/minio.yaml)"
+    S3_SECRET_KEY=$(kubectl -n minio get secret minio \
+        -o 'jsonpath={.data.MINIO_ROOT_PASSWORD}' 2>/dev/null | base64 -d || true)
+    if [ -z "$S3_SECRET_KEY" ]; then
+        S3_SECRET_KEY=$("$python" -c 'import secrets; print(secrets.token_urlsafe(24))')
+        kubectl -n minio create secret generic minio --from-literal=MINIO_ROOT_USER=$S3_ACCESS_KEY \
+            --from-literal="MINIO_ROOT_PASSWORD=$S3_SECRET_KEY" >/dev/null
     fi
-    rm -f "$s3_pidfile" "$state/s3.ready"
+    say "MinIO ($1) in namespace minio"
+    sed "s#image: cjob-minio:.*#image: $1#" devtools/kube_local/manifests/minio.yaml |
+        kubectl apply -f - >/dev/null
+    kubectl -n minio rollout status deployment/minio --timeout=180s >&2
+    local endpoint
+    endpoint="http://$(kubectl -n minio get service minio -o 'jsonpath={.spec.clusterIP}'):9000"
+    say "creating the bucket checkpoints ($endpoint from here, minio.minio.svc:9000 in pods)"
+    S3_ACCESS_KEY=$S3_ACCESS_KEY S3_SECRET_KEY=$S3_SECRET_KEY "$python" - "$endpoint" <<'PY'
+import os, sys, time
+from barrier_runtime.storage import s3
+deadline = time.monotonic() + 60  # kube-proxy's rule for a new Service may lag a little
+while True:
+    try:
+        s3.S3ObjectStore(sys.argv[1], "checkpoints", access_key=os.environ["S3_ACCESS_KEY"],
+                         secret_key=os.environ["S3_SECRET_KEY"], create_bucket=True)
+        break
+    except Exception as exc:
+        if time.monotonic() > deadline:
+            sys.exit(f"try-kubernetes: error: MinIO at {sys.argv[1]} did not answer: {exc}")
+        time.sleep(1)
+PY
 }
 
 tools() {
@@ -178,13 +184,13 @@ up_local() {
         grep '^export KUBECONFIG=')
     export KUBECONFIG=${line#export KUBECONFIG=}
     OPERATOR_IMAGE=cjob-operator:$TAG RUNTIME_IMAGE=cjob-runtime:$TAG PULL=Never
+    local minio_image
+    minio_image=$(bash scripts/minio-image.sh)
     say "loading the images into the node's containerd (kube-local.sh load)"
-    bash scripts/kube-local.sh load "$OPERATOR_IMAGE" "$RUNTIME_IMAGE"
-    s3_up
-    sed "s/10\.250\.0\.1/$S3_HOST/" devtools/kube_local/manifests/minio-on-node.yaml |
-        kubectl apply -f - >/dev/null
+    bash scripts/kube-local.sh load "$OPERATOR_IMAGE" "$RUNTIME_IMAGE" "$minio_image"
+    minio_up "$minio_image"
     namespaces
-    storage_secret cjob "$(cat "$state/s3-secret-key")"
+    storage_secret "$S3_ACCESS_KEY" "$S3_SECRET_KEY"
     helm_install
     apply_job http://minio.minio.svc:9000
     wait_running ""
@@ -219,7 +225,6 @@ up_current_context() {
 }
 
 down_local() {
-    s3_down
     bash scripts/kube-local.sh down
 }
 

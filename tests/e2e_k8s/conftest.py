@@ -9,9 +9,10 @@ Two targets, chosen by ``CJOB_E2E_TARGET`` (or pytest's ``--use-current-context`
     kube-controller-manager and kube-scheduler built from the Go modules
     (``scripts/kube-build.sh``) and a real node (the kubelet on containerd, kube-proxy,
     CoreDNS) into which ``scripts/kube-local.sh load`` puts the images;
-    an S3 server where a cluster would have MinIO: SeaweedFS on the node's address,
-    port 9000, named ``minio.minio.svc`` by
-    ``devtools/kube_local/manifests/minio-on-node.yaml``.
+    the object store: MinIO in namespace ``minio`` (``minio.minio.svc:9000``), the image
+    ``scripts/minio-image.sh`` builds from ``scripts/minio-build.sh``'s binary, run by
+    ``devtools/kube_local/manifests/minio.yaml`` (:mod:`object_store`); this process
+    reaches it at its Service's ClusterIP.
     Where Docker cannot run, everything skips with one sentence (CI sets
     ``CJOB_REQUIRE_DOCKER=1``, which turns that into a failure).
 
@@ -37,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import secrets
 import shutil
 import subprocess
 import sys
@@ -53,15 +53,10 @@ for folder in (HERE, ROOT / "tests" / "docker"):
         sys.path.insert(0, str(folder))
 
 import docker_harness  # noqa: E402
+import object_store  # noqa: E402
 import targets  # noqa: E402
 from cluster import Cluster, ScenarioError  # noqa: E402
 
-MINIO_ON_NODE = ROOT / "devtools" / "kube_local" / "manifests" / "minio-on-node.yaml"
-NODE_IP = "10.250.0.1"
-"""The real node's default address (``CJOB_KUBE_LOCAL_NODE_IP``), as ``MINIO_ON_NODE``
-(shared with scripts/try-kubernetes.sh) writes it."""
-S3_PORT = 9000
-S3_ACCESS_KEY = "e2e-access"
 JOB_NAMESPACES = ("cjob-system", "streaming")
 
 
@@ -120,7 +115,8 @@ def user_cluster(target: str, e2e_dir: pathlib.Path) -> targets.UserCluster | No
 def images(
     target: str, user_cluster: targets.UserCluster | None, e2e_dir: pathlib.Path
 ) -> Iterator[dict[str, str]]:
-    """The operator and runtime images the cluster runs."""
+    """The operator and runtime images the cluster runs (and on the local target its
+    MinIO's, ``minio``)."""
     given = targets.given_images(os.environ)
     if user_cluster is not None and given is not None:
         yield {**given, "pull_policy": "IfNotPresent"}  # the cluster pulls them
@@ -132,7 +128,9 @@ def images(
     _run(["bash", "scripts/docker-smoke.sh", "--build-only"], env, e2e_dir / "build.log", 1800)
     built = {"operator": f"cjob-operator:{tag}", "runtime": f"cjob-runtime:{tag}"}
     try:
-        if user_cluster is not None:
+        if user_cluster is None:  # the local cluster's object store
+            built["minio"] = _minio_image(env, e2e_dir / "build.log")
+        else:
             for image in built.values():
                 argv = targets.load_image_command(user_cluster.context, image)
                 if argv is None:
@@ -155,6 +153,25 @@ def images(
             )
 
 
+def _minio_image(env: dict[str, str], log: pathlib.Path) -> str:
+    """``scripts/minio-image.sh``: the tag of the local cluster's MinIO image."""
+    with log.open("a") as err:
+        done = subprocess.run(
+            ["bash", "scripts/minio-image.sh"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
+        pytest.fail(f"scripts/minio-image.sh failed ({done.returncode}):\n{tail}", pytrace=False)
+    return done.stdout.strip().splitlines()[-1]
+
+
 def engine_answers() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
 
@@ -166,12 +183,12 @@ def kubeconfig(
     request: pytest.FixtureRequest,
 ) -> Iterator[pathlib.Path]:
     """The kubeconfig of the cluster under test: on the local target the session's local
-    Kubernetes (the root conftest's ``local_kubernetes``) with both images loaded."""
+    Kubernetes (the root conftest's ``local_kubernetes``) with the images loaded."""
     if user_cluster is not None:
         yield user_cluster.kubeconfig
         return
     kube = request.getfixturevalue("local_kubernetes")
-    kube.load(images["operator"], images["runtime"])
+    kube.load(images["operator"], images["runtime"], images["minio"])
     yield kube.kubeconfig
 
 
@@ -197,33 +214,32 @@ def load_image(
 
 
 @pytest.fixture(scope="session")
-def s3_host(user_cluster: targets.UserCluster | None, kubeconfig: pathlib.Path) -> str:
-    """Where the local target's S3 server listens: the node's address (bridge pods cannot
-    reach the host's loopback)."""
-    return "" if user_cluster is not None else os.environ.get("CJOB_KUBE_LOCAL_NODE_IP", NODE_IP)
+def tools(kubeconfig: pathlib.Path, target: str) -> Cluster:
+    """kubectl and helm on the cluster under test (nothing created yet)."""
+    if target == targets.LOCAL:  # the kubectl of the same release as the local API server
+        kubectl = str(envtest.binaries() / "kubectl")
+    elif shutil.which("kubectl") is None:
+        pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh", pytrace=False)
+    else:
+        kubectl = "kubectl"
+    return Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
 
 
 @pytest.fixture(scope="session")
-def s3_server(user_cluster: targets.UserCluster | None, s3_host: str) -> Iterator[targets.S3Access]:
-    """The S3 server of the jobs: ``create_bucket``, ``open_store``, keys, both endpoints."""
+def s3_server(
+    user_cluster: targets.UserCluster | None, tools: Cluster, images: dict[str, str]
+) -> targets.S3Access:
+    """The S3 server of the jobs: ``create_bucket``, ``open_store``, keys, both endpoints.
+    On the local target, MinIO in namespace ``minio`` (:mod:`object_store`)."""
     if user_cluster is not None:
-        yield user_cluster.s3
-        return
-    from barrier_runtime.storage import embedded
+        return user_cluster.s3
+    return object_store.deploy_minio(tools, images["minio"])
 
-    server = embedded.EmbeddedS3Server(
-        host=s3_host,
-        s3_port=S3_PORT,
-        access_key=S3_ACCESS_KEY,
-        secret_key=secrets.token_urlsafe(18),
-    )
-    with server:
-        yield targets.S3Access(
-            host_endpoint=f"http://{s3_host}:{S3_PORT}",
-            cluster_endpoint=targets.CLUSTER_S3_ENDPOINT,
-            access_key=server.access_key,
-            secret_key=server.secret_key,
-        )
+
+@pytest.fixture(scope="session")
+def s3_identity(s3_server: targets.S3Access) -> object_store.ServerIdentity:
+    """What the jobs' S3 server says it is (``Server`` header, release)."""
+    return object_store.server_identity(s3_server)
 
 
 @pytest.fixture(scope="session")
@@ -240,20 +256,8 @@ def _helm() -> str:
 
 
 @pytest.fixture(scope="session")
-def cluster(
-    kubeconfig: pathlib.Path, target: str, s3_server: targets.S3Access, images: dict[str, str]
-) -> Iterator[Cluster]:
-    if target == targets.LOCAL:  # the kubectl of the same release as the local API server
-        kubectl = str(envtest.binaries() / "kubectl")
-    elif shutil.which("kubectl") is None:
-        pytest.fail("kubectl is not installed: run scripts/install-test-tools.sh", pytrace=False)
-    else:
-        kubectl = "kubectl"
-    cl = Cluster(kubeconfig=kubeconfig, helm=_helm(), kubectl=kubectl)
-    if target == targets.LOCAL:
-        host = s3_server.host_endpoint.removeprefix("http://").rsplit(":", 1)[0]
-        manifest = MINIO_ON_NODE.read_text().replace(NODE_IP, host)
-        cl.kubectl_run("apply", "-f", "-", stdin=manifest)
+def cluster(tools: Cluster, target: str, s3_server: targets.S3Access) -> Iterator[Cluster]:
+    cl = tools
     taken = [ns for ns in JOB_NAMESPACES if cl.namespace_exists(ns)]
     if taken and target == targets.CURRENT_CONTEXT:
         pytest.skip(

@@ -5,7 +5,9 @@ executor container kills and one driver container kill, a suspend and resume and
 rolled-back spec change, then reads the job's output back from S3 and counts lost,
 duplicated and out-of-order records against the crash-free output. It prints one line
 ``E2E_K8S_SUMMARY {json}`` (also written to ``build/e2e_k8s/summary.json``) that says
-which API server (``/version``) and which kind of node ran it.
+which API server (``/version``), which kind of node and which S3 server ran it (on the
+local target MinIO of the release ``scripts/minio-build.sh`` builds, in namespace
+``minio``: its ``Server`` header and the release its admin info API reports).
 
 It runs on the local control plane by default and on the cluster of the current
 kubeconfig with ``CJOB_E2E_TARGET=current-context`` (see conftest.py).
@@ -17,6 +19,7 @@ import json
 import pathlib
 import time
 
+import object_store
 import pytest
 from cluster import AnyKiller
 from installed import chart_values
@@ -28,7 +31,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.mark.timeout(1800)
 def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
-    cluster, images, s3_server, host_s3_endpoint, target, kubeconfig, monkeypatch, capsys
+    cluster,
+    images,
+    s3_server,
+    s3_identity,
+    host_s3_endpoint,
+    target,
+    kubeconfig,
+    monkeypatch,
+    capsys,
 ) -> None:
     settings = Settings(
         runtime_image=images["runtime"],
@@ -47,6 +58,7 @@ def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
     )
     summary["seconds"] = round(time.monotonic() - started, 1)
     summary["target"] = target
+    summary["s3_server"] = s3_identity.describe()
 
     # The checker: the sink's committed output against the crash-free output.
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
@@ -61,6 +73,9 @@ def test_the_user_path_survives_executor_and_driver_crashes_exactly_once(
 
     assert summary["control_plane"].startswith("kube-apiserver v1."), summary
     assert summary["kubelet"] in ("real", "node-agent"), summary
+    if target == "local":  # the local cluster's object store: the MinIO pod built here
+        release = object_store.image_release(images["minio"])
+        assert summary["s3_server"] == f"MinIO {release}", summary
     assert summary["executor_pods_created"] >= settings.parallelism + settings.executor_kills
     assert summary["executor_kills"] >= 2 and summary["driver_kills"] >= 1
     assert summary["operator_restarts"] >= 1

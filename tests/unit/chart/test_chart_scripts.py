@@ -10,6 +10,7 @@ import pytest
 SCRIPTS = [
     chartkit.ROOT / "scripts" / "get-helm.sh",
     chartkit.ROOT / "scripts" / "install-test-tools.sh",
+    chartkit.ROOT / "scripts" / "minio-image.sh",
     chartkit.ROOT / "scripts" / "try-kubernetes.sh",
 ]
 
