@@ -41,7 +41,8 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 
 # MinIO, the second real S3 server of the storage tests (every storage test runs on SeaweedFS
-# and on MinIO), built from its Go module once per machine (a few minutes on an empty cache;
+# and on MinIO) and the object store of the local Kubernetes (scripts/minio-image.sh puts it in
+# an image that runs in namespace minio), built from its Go module once per machine (a few minutes on an empty cache;
 # instant after). Without it the MinIO tests skip, or fail under CJOB_REQUIRE_DOCKER=1 (CI).
 echo "==> MinIO server (scripts/minio-build.sh)"
 bash scripts/minio-build.sh >/dev/null
@@ -79,9 +80,3 @@ fi
 if [ "$(id -u)" = "0" ]; then
     bash scripts/kube-build.sh kube-proxy coredns pause >/dev/null
 fi
-
-# MinIO, the object store of the local Kubernetes (scripts/minio-image.sh puts it in an
-# image that runs in namespace minio): the server built from its Go module once per
-# machine (minutes on an empty cache; seconds after).
-echo "==> MinIO (scripts/minio-build.sh)"
-bash scripts/minio-build.sh >/dev/null
