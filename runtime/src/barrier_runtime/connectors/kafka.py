@@ -23,6 +23,7 @@ transaction).
    if it says this writer (``{step}/{subtask}``) has committed this
    checkpoint or a later one, the transaction is already published: done;
 2. start a producer with ``transactional.id = {prefix}-{step}-{subtask}``
+   (the prefix is ``cjob-{topic}`` unless ``transactional_id_prefix`` says otherwise)
    (``init_transactions`` fences a crashed predecessor and aborts its open
    transaction);
 3. in one Kafka transaction, produce every message (header ``cjob-msg-id``

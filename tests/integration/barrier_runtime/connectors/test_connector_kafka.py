@@ -172,7 +172,7 @@ def test_a_zombie_producer_is_fenced_by_the_restored_commit(kafka_broker, record
     txn = writer.pre_commit(1)
 
     zombie = confluent_kafka.Producer(
-        {"bootstrap.servers": servers, "transactional.id": "cjob-out-0"}
+        {"bootstrap.servers": servers, "transactional.id": sink.transactional_id("out", 0)}
     )
     zombie.init_transactions(10)
     zombie.begin_transaction()
