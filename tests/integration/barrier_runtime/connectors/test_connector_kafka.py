@@ -13,6 +13,7 @@ parallelism. Exactly-once on real Spark with SIGKILLed workers and drivers is in
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 
@@ -22,10 +23,14 @@ import pytest
 pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")
 
 import confluent_kafka
+from prometheus_client import generate_latest
+from waiting import wait_until
 
 from barrier_runtime.api import Dataflow
+from barrier_runtime.connectors import DiscardSink
 from barrier_runtime.connectors import kafka as kafka_conn
 from barrier_runtime.connectors.errors import ConnectorError, MalformedRecordError
+from barrier_runtime.control.metrics import JobMetrics
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -284,3 +289,63 @@ def test_partitions_and_parallelism_may_differ(
     report = check_exactly_once(expected_counts(keys, per_key), read_topic(servers, out_topic))
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), report
     assert injector.fired and result.restarts == 1, result.failures
+
+
+def high_watermark(servers: str, topic: str, partition: int) -> int:
+    """The partition's high watermark, asked of the broker by a client of its own."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": servers, "group.id": "probe", "isolation.level": "read_uncommitted"}
+    )
+    try:
+        _, high = consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, partition), timeout=10, cached=False
+        )
+    finally:
+        consumer.close()
+    return int(high)
+
+
+def test_consumer_lag_is_a_metric_per_partition(kafka_broker, tmp_path, record_property) -> None:
+    """``cjob_source_lag_records{step, partition}`` = the broker's high watermark minus the
+    job's position. The job holds its first batch (a step that waits for the test), so
+    its position stays where that batch ended while the metric is read."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    record_property("kafka_version", kafka_broker.version)
+    kafka_broker.create_topic(topic, partitions=1)
+    produce(servers, topic, [(0, json.dumps({"i": i}).encode()) for i in range(1000)])
+    high = high_watermark(servers, topic, 0)
+    release, held_rows = threading.Event(), []
+
+    def hold(batch: pa.RecordBatch) -> pa.RecordBatch:
+        held_rows.append(batch.num_rows)
+        release.wait(60)
+        return batch
+
+    flow = Dataflow("kafka-lag")
+    source = kafka_conn.KafkaSource(servers, topic, bounded=True, batch_size=100)
+    flow.source("events", source).map_batches("hold", hold).sink("out", DiscardSink())
+    executor = LocalExecutor(
+        flow,
+        parallelism=1,
+        store=CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/kafka-lag"),
+        config=CheckpointConfig(interval=1e9),
+    )
+    metrics = JobMetrics(executor)
+    job = threading.Thread(target=executor.run)
+    job.start()
+    try:
+        wait_until(lambda: held_rows, 30, "the job's first batch")
+        expected = f'partition="{topic}-0",step="events"}} {float(high - held_rows[0])}'
+
+        def lag_line() -> str | None:
+            text = generate_latest(metrics.registry).decode()
+            lines = [line for line in text.splitlines() if f'partition="{topic}-0"' in line]
+            return next((line for line in lines if line.endswith(expected)), None)
+
+        line = wait_until(lag_line, 30, f"cjob_source_lag_records ending {expected}")
+        assert line.startswith("cjob_source_lag_records{"), line
+        assert high == 1000 and 0 < held_rows[0] <= 100, (high, held_rows)
+    finally:
+        release.set()
+        job.join(60)
+    assert not job.is_alive()
