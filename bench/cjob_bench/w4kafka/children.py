@@ -7,6 +7,7 @@ stopped (terminated, then killed) on :meth:`Child.close`, so none outlives a run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -92,10 +93,8 @@ class Child:
 
     def close(self, timeout: float = 30.0) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -109,7 +108,5 @@ class Child:
         self._err.close()
 
     def _signal_group(self, sig: signal.Signals) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass

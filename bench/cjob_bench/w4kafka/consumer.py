@@ -50,6 +50,10 @@ def consume(bootstrap: str, topic: str, count: int, warmup: int, deadline: float
     consumer.consume(1, 0.5)  # joins the partitions' fetchers before the producer starts
     print(json.dumps({"ready": True}), flush=True)
     latency_us = np.full(count, -1, dtype=np.int64)
+    # where the time goes: the output record's CreateTime (when the system's producer made it)
+    # and, in probe runs of ours, when the map step ran (``t_map``), both minus the input's ts
+    created_us = np.full(count, -1, dtype=np.int64)
+    mapped_us = np.full(count, -1, dtype=np.int64)
     seen = 0
     duplicates = 0
     foreign = 0
@@ -67,25 +71,58 @@ def consume(bootstrap: str, topic: str, count: int, warmup: int, deadline: float
                     if error.code() == KafkaError._PARTITION_EOF:
                         continue
                     raise RuntimeError(f"consuming {topic}: {error.str()}")
-                body = json.loads(msg.value())
+                body = json.loads(msg.value() or b"{}")
                 i = int(body["i"])
                 if not 0 <= i < count:
                     foreign += 1
                 elif latency_us[i] >= 0:
                     duplicates += 1
                 else:
-                    latency_us[i] = now_us - int(body["ts"])
+                    ts = int(body["ts"])
+                    latency_us[i] = now_us - ts
+                    created_us[i] = msg.timestamp()[1] * 1000 - ts
+                    if "t_map" in body:
+                        mapped_us[i] = int(body["t_map"]) - ts
                     seen += 1
             last_receive = now_us / 1e6
             if first_receive is None:
                 first_receive = last_receive
     finally:
         consumer.close()
-    return summarise(latency_us, warmup, duplicates, foreign, first_receive, last_receive)
+    out = summarise(latency_us, warmup, duplicates, foreign, first_receive, last_receive)
+    out["breakdown_ms"] = breakdown(latency_us, created_us, mapped_us, warmup)
+    return out
+
+
+def breakdown(
+    latency_us: np.ndarray,
+    created_us: np.ndarray,
+    mapped_us: np.ndarray,
+    warmup: int,
+) -> dict[str, dict[str, float | None]]:
+    """Quantiles of each leg of a measured record's way (ms; CreateTime has ms resolution).
+
+    ``input_to_output_create``: producer stamp -> the output record made (ours: the sink's
+    transaction produced it at commit); ``output_create_to_receive``: -> the consumer got it
+    (ours: the transaction's commit and the consumer's fetch); with a probe,
+    ``input_to_map`` (source poll and hand-over) and ``map_to_output_create`` (waiting for the
+    checkpoint, its completion and the commit's start).
+    """
+    ok = latency_us[warmup:] >= 0
+    lat, created = latency_us[warmup:][ok], created_us[warmup:][ok]
+    out = {
+        "input_to_output_create": quantiles(created / 1000.0),
+        "output_create_to_receive": quantiles((lat - created) / 1000.0),
+    }
+    mapped = mapped_us[warmup:][ok]
+    if len(mapped) and (mapped >= 0).all():
+        out["input_to_map"] = quantiles(mapped / 1000.0)
+        out["map_to_output_create"] = quantiles((created - mapped) / 1000.0)
+    return out
 
 
 def summarise(
-    latency_us: np.ndarray,  # type: ignore[type-arg]
+    latency_us: np.ndarray,
     warmup: int,
     duplicates: int,
     foreign: int,
@@ -120,7 +157,7 @@ def summarise(
     return out
 
 
-def quantiles(values: np.ndarray) -> dict[str, float | None]:  # type: ignore[type-arg]
+def quantiles(values: np.ndarray) -> dict[str, float | None]:
     """p50, p99, p99.9 and max of ``values`` (ms), or ``None`` each when there are none.
 
     >>> quantiles(np.arange(1, 1001, dtype=float))["p50"]

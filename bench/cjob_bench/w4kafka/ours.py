@@ -74,13 +74,21 @@ class OursRunner:
         self.parallelism, self.interval = parallelism, interval
 
     def start(
-        self, mode: str, bootstrap: str, in_topic: str, out_topic: str, timeout: float = 120.0
+        self,
+        mode: str,
+        bootstrap: str,
+        in_topic: str,
+        out_topic: str,
+        *,
+        probe: bool = False,
+        timeout: float = 120.0,
     ) -> RunningJob:
+        """Submit the job; ``probe`` stamps ``t_map`` on every record (profile runs)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
         run_id = uuid.uuid4().hex[:8]
         args = ["--bootstrap", bootstrap, "--in-topic", in_topic, "--out-topic", out_topic]
-        args += ["--txn-prefix", f"w4k-{run_id}"]
+        args += ["--txn-prefix", f"w4k-{run_id}", *(["--probe"] if probe else [])]
         spec = driver.SparkJobSpec(
             pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
             parallelism=self.parallelism,

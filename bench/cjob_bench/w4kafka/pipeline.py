@@ -12,6 +12,7 @@ nothing from the benchmark package.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,11 @@ def transform(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def transform_probed(record: dict[str, Any]) -> dict[str, Any]:
+    """:func:`transform` plus ``t_map``, the wall clock (µs) when it ran (profile runs only)."""
+    return {**transform(record), "t_map": time.time_ns() // 1000}
+
+
 def build_flow(args: Sequence[str]) -> Dataflow:
     parser = argparse.ArgumentParser(prog="w4kafka-pipeline")
     parser.add_argument("--bootstrap", required=True)
@@ -42,6 +48,7 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--txn-prefix", required=True, help="transactional.id prefix (per run)")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--poll-timeout", type=float, default=0.05)
+    parser.add_argument("--probe", action="store_true", help="stamp t_map (profile runs)")
     ns = parser.parse_args(list(args))
     source = KafkaSource(
         ns.bootstrap, ns.in_topic, batch_size=ns.batch_size, poll_timeout=ns.poll_timeout
@@ -50,5 +57,6 @@ def build_flow(args: Sequence[str]) -> Dataflow:
         ns.bootstrap, ns.out_topic, key_field="key", transactional_id_prefix=ns.txn_prefix
     )
     flow = Dataflow("w4-kafka")
-    flow.source("in", source).map("transform", transform).sink("out", sink)
+    fn = transform_probed if ns.probe else transform
+    flow.source("in", source).map("transform", fn).sink("out", sink)
     return flow

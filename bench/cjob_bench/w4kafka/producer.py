@@ -28,9 +28,7 @@ def produce(
 ) -> dict[str, Any]:
     from confluent_kafka import Producer  # noqa: PLC0415 (only the producer process needs it)
 
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "acks": "all"}
-    )
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "acks": "all"})
     start = time.monotonic()
     first_wall = time.time()
     behind = 0.0

@@ -13,8 +13,6 @@ fixed payload. It goes to partition ``i mod P``. The transform keeps ``i``, ``ke
 
 from __future__ import annotations
 
-import json
-
 from cjob_bench.w4kafka.pipeline import transform
 
 __all__ = ["PAYLOAD", "encode", "key_of", "transform"]
@@ -32,5 +30,3 @@ def encode(i: int, *, keys: int, ts_us: int) -> bytes:
     return (
         f'{{"i":{i},"key":"k{i % keys}","seq":{i // keys},"ts":{ts_us},"payload":"{PAYLOAD}"}}'
     ).encode()
-
-

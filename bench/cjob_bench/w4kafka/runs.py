@@ -20,9 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cjob_bench.w4kafka import children, ours
-
 from barrier_runtime.connectors.kafka import create_topic
+from cjob_bench.w4kafka import children, ours
 
 SYSTEMS = ("ours-aligned", "ours-unaligned", "spark-real-time", "spark-micro-batch")
 
@@ -64,22 +63,26 @@ class SparkPeer:
 
 
 def start_system(
-    system: str, s: Settings, broker: Broker, runner: ours.OursRunner | None, topics: tuple[str, str]
+    system: str,
+    s: Settings,
+    broker: Broker,
+    runner: ours.OursRunner | None,
+    topics: tuple[str, str],
+    probe: bool = False,
 ) -> Stoppable:
     in_topic, out_topic = topics
     if system.startswith("ours-"):
         if runner is None:
             raise ValueError("our systems need an OursRunner")
-        return runner.start(system.removeprefix("ours-"), broker.bootstrap_servers, *topics)
+        mode = system.removeprefix("ours-")
+        return runner.start(mode, broker.bootstrap_servers, *topics, probe=probe)
     trigger = system.removeprefix("spark-")
     args = ["--bootstrap", broker.bootstrap_servers, "--in-topic", in_topic]
     args += ["--out-topic", out_topic, "--trigger", trigger, "--jars", str(s.spark_libs)]
     args += ["--checkpoint", str(s.work / f"spark-chk-{in_topic}")]
     args += ["--cores", str(s.partitions), "--partitions", str(s.partitions)]
     args += ["--batch-duration", s.rtm_batch_duration]
-    child = children.Child(
-        "cjob_bench.w4kafka.spark_peer", args, s.work / f"spark-{in_topic}.log"
-    )
+    child = children.Child("cjob_bench.w4kafka.spark_peer", args, s.work / f"spark-{in_topic}.log")
     try:
         child.answer(240.0)  # {"ready": true}
     except BaseException:
@@ -94,8 +97,12 @@ def run(
     s: Settings,
     broker: Broker,
     runner: ours.OursRunner | None,
+    *,
+    probe: bool = False,
 ) -> dict[str, Any]:
-    """Steps 1-6 of the module docstring; the run's figures as one JSON-able dict."""
+    """Steps 1-6 of the module docstring; the run's figures as one JSON-able dict.
+
+    ``probe``: our job stamps when its map step ran (profile runs; not for comparisons)."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose from {SYSTEMS}")
     count = int(rate * s.seconds)
@@ -104,23 +111,44 @@ def run(
     for topic in topics:  # Step 1
         create_topic(broker.bootstrap_servers, topic, s.partitions)
     started = time.time()
-    system_run = start_system(system, s, broker, runner, topics)  # Step 2
+    system_run = start_system(system, s, broker, runner, topics, probe)  # Step 2
     startup = time.time() - started
     consumer = producer = None
     try:
         deadline = time.time() + s.seconds * 2 + s.drain + 10
         consumer = children.Child(  # Step 3
             "cjob_bench.w4kafka.consumer",
-            ["--bootstrap", broker.bootstrap_servers, "--topic", topics[1], "--count", str(count)]
-            + ["--warmup-records", str(int(rate * s.warmup)), "--deadline", str(deadline)],
+            [
+                "--bootstrap",
+                broker.bootstrap_servers,
+                "--topic",
+                topics[1],
+                "--count",
+                str(count),
+                "--warmup-records",
+                str(int(rate * s.warmup)),
+                "--deadline",
+                str(deadline),
+            ],
             s.work / f"consumer-{name}.log",
         )
         consumer.answer(60.0)
         producer = children.Child(  # Step 4
             "cjob_bench.w4kafka.producer",
-            ["--bootstrap", broker.bootstrap_servers, "--topic", topics[0]]
-            + ["--partitions", str(s.partitions), "--rate", str(rate), "--count", str(count)]
-            + ["--keys", str(s.keys)],
+            [
+                "--bootstrap",
+                broker.bootstrap_servers,
+                "--topic",
+                topics[0],
+                "--partitions",
+                str(s.partitions),
+                "--rate",
+                str(rate),
+                "--count",
+                str(count),
+                "--keys",
+                str(s.keys),
+            ],
             s.work / f"producer-{name}.log",
         )
         produced = producer.answer(s.seconds * 3 + 60)  # Step 5
@@ -134,6 +162,7 @@ def run(
         "system": system,
         "rate": rate,
         "seconds": s.seconds,
+        "probe": probe,
         "startup_seconds": round(startup, 2),
         "producer": produced,
         **received,

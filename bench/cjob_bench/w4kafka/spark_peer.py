@@ -29,7 +29,7 @@ from typing import Any
 from barrier_runtime.spark import session as session_mod
 
 TRIGGERS = ("real-time", "micro-batch")
-PYSPARK_JARS = pathlib.Path(__import__("pyspark").__file__).parent / "jars"
+PYSPARK_JARS = pathlib.Path(str(__import__("pyspark").__file__)).parent / "jars"
 
 
 def extra_jars(libs: pathlib.Path) -> list[pathlib.Path]:
