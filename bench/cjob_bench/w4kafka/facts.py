@@ -54,6 +54,6 @@ def versions(broker_version: str | None, libs: pathlib.Path) -> dict[str, Any]:
         "spark": pyspark.__version__,
         "spark_kafka_connector": connector[0].removesuffix(".jar") if connector else None,
         "ours": importlib.metadata.version("checkpointed-jobs"),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": importlib.metadata.version("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
     }

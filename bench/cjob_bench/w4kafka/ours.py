@@ -9,7 +9,10 @@ once its subtasks run; :meth:`RunningJob.stop` stops it with a savepoint and ret
 
 from __future__ import annotations
 
+import json
 import pathlib
+import shutil
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -35,6 +38,7 @@ class RunningJob:
     job: driver.SparkDriver
     thread: threading.Thread
     mode: str
+    probe_dir: pathlib.Path | None = None
     errors: list[BaseException] = field(default_factory=list)
 
     def stop(self, timeout: float = 120.0) -> dict[str, Any]:
@@ -46,7 +50,9 @@ class RunningJob:
             raise RuntimeError(f"our job failed: {self.errors[0]}") from self.errors[0]
         stats = self.job.job.checkpoint_stats()
         metrics = self.job.job.runtime_metrics()
+        probe = {} if self.probe_dir is None else {"sink_commits": _commits(self.probe_dir)}
         return {
+            **probe,
             "checkpoints_completed": stats.counts.completed,
             "checkpoints_failed": stats.counts.failed,
             "checkpoint_ms": _spread_ms([e.duration for e in stats.history]),
@@ -88,7 +94,10 @@ class OursRunner:
             raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
         run_id = uuid.uuid4().hex[:8]
         args = ["--bootstrap", bootstrap, "--in-topic", in_topic, "--out-topic", out_topic]
-        args += ["--txn-prefix", f"w4k-{run_id}", *(["--probe"] if probe else [])]
+        args += ["--txn-prefix", f"w4k-{run_id}"]
+        probe_dir = pathlib.Path(tempfile.mkdtemp(prefix="w4k-probe-")) if probe else None
+        if probe_dir is not None:
+            args += ["--probe-dir", str(probe_dir)]
         spec = driver.SparkJobSpec(
             pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
             parallelism=self.parallelism,
@@ -101,7 +110,7 @@ class OursRunner:
             ),
         )
         job = driver.SparkDriver(spec, session=self.spark)
-        running = RunningJob(job, threading.Thread(daemon=True), mode)
+        running = RunningJob(job, threading.Thread(daemon=True), mode, probe_dir)
 
         def run() -> None:
             try:
@@ -114,6 +123,23 @@ class OursRunner:
         if not job.job.wait_running(timeout):
             raise TimeoutError(f"our job was not running within {timeout:g}s: {running.errors}")
         return running
+
+
+def _commits(probe_dir: pathlib.Path) -> dict[str, Any]:
+    """The sink's commit durations logged by a probe run (then its directory goes)."""
+    lines = [
+        json.loads(line)
+        for path in probe_dir.glob("commits-*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    shutil.rmtree(probe_dir, ignore_errors=True)
+    return {
+        "commits": len(lines),
+        "commit_ms": _spread_ms([c["end"] - c["start"] for c in lines]),
+        "records_per_commit_median": (
+            float(np.median([c["records"] for c in lines])) if lines else None
+        ),
+    }
 
 
 def _spread_ms(values: list[float | None]) -> dict[str, float] | None:

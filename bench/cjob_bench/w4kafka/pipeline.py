@@ -12,6 +12,9 @@ nothing from the benchmark package.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import pathlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +43,34 @@ def transform_probed(record: dict[str, Any]) -> dict[str, Any]:
     return {**transform(record), "t_map": time.time_ns() // 1000}
 
 
+class ProbedKafkaSink(KafkaSink):
+    """A :class:`KafkaSink` that logs how long each commit took (profile runs only).
+
+    One JSON line per commit into ``{probe_dir}/commits-{pid}.jsonl``: the checkpoint, the
+    writer, the wall-clock start and end of :meth:`KafkaSink.commit` (already-published
+    check, transactional producer, produce, commit) and the records it published.
+    """
+
+    def __init__(self, *args: Any, probe_dir: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.probe_dir = probe_dir
+
+    def commit(self, transaction: Any) -> None:
+        start = time.time()
+        super().commit(transaction)
+        end = time.time()
+        line = {
+            "checkpoint": transaction["checkpoint"],
+            "subtask": transaction["subtask"],
+            "start": start,
+            "end": end,
+            "records": len(transaction.get("records", ())),
+        }
+        path = pathlib.Path(self.probe_dir) / f"commits-{os.getpid()}.jsonl"
+        with path.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
 def build_flow(args: Sequence[str]) -> Dataflow:
     parser = argparse.ArgumentParser(prog="w4kafka-pipeline")
     parser.add_argument("--bootstrap", required=True)
@@ -48,15 +79,18 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--txn-prefix", required=True, help="transactional.id prefix (per run)")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--poll-timeout", type=float, default=0.05)
-    parser.add_argument("--probe", action="store_true", help="stamp t_map (profile runs)")
+    parser.add_argument("--probe-dir", default=None, help="profile run: stamp t_map, log commits")
     ns = parser.parse_args(list(args))
     source = KafkaSource(
         ns.bootstrap, ns.in_topic, batch_size=ns.batch_size, poll_timeout=ns.poll_timeout
     )
-    sink = KafkaSink(
-        ns.bootstrap, ns.out_topic, key_field="key", transactional_id_prefix=ns.txn_prefix
+    sink_args = {"key_field": "key", "transactional_id_prefix": ns.txn_prefix}
+    sink = (
+        KafkaSink(ns.bootstrap, ns.out_topic, **sink_args)
+        if ns.probe_dir is None
+        else ProbedKafkaSink(ns.bootstrap, ns.out_topic, probe_dir=ns.probe_dir, **sink_args)
     )
     flow = Dataflow("w4-kafka")
-    fn = transform_probed if ns.probe else transform
+    fn = transform if ns.probe_dir is None else transform_probed
     flow.source("in", source).map("transform", fn).sink("out", sink)
     return flow
