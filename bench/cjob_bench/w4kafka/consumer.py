@@ -12,10 +12,12 @@ with ``i < W`` (the first warm-up seconds of input) are counted but not measured
 all ``N`` indexes were seen or at ``--deadline``. Prints ``{"ready": true}`` once its
 partitions are assigned (start the producer after it), then one JSON line of results.
 
-Whether a system *kept up* with the rate is decided here, by a rule fixed before any figure
-was seen: every record arrived before the deadline, and the median latency of the last fifth
-of the measured records (by index) is at most 1.5 times the median of the first fifth plus
-500 ms (a backlog that grows makes latency grow with the index).
+Whether a system *kept up* with the rate is decided here: every record arrived before the
+deadline, the median latency of the last fifth of the measured records (by index) is at most
+1.5 times the median of the first fifth plus 500 ms (a backlog that grows makes latency grow
+with the index), and at most :data:`KEPT_UP_BOUND_MS` (the first full run, on 2026-11-28,
+showed Spark runs whose start-up backlog of 10-20 s was shrinking but not gone by the end
+of the run, which the first two conditions alone called kept up).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 import numpy as np
 
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99_9": 0.999}
+KEPT_UP_BOUND_MS = 5000.0
+"""The median latency of the last fifth of a run above which it did not keep up."""
 
 
 def consume(bootstrap: str, topic: str, count: int, warmup: int, deadline: float) -> dict[str, Any]:
@@ -151,7 +155,9 @@ def summarise(
         late = float(np.median(measured[-fifth:]))
         out["median_ms_first_fifth"] = round(early, 2)
         out["median_ms_last_fifth"] = round(late, 2)
-        out["kept_up"] = out["lost"] == 0 and late <= 1.5 * early + 500.0
+        out["kept_up"] = (
+            out["lost"] == 0 and late <= 1.5 * early + 500.0 and late <= KEPT_UP_BOUND_MS
+        )
     else:
         out["kept_up"] = False
     return out

@@ -2,8 +2,9 @@
 
 :class:`OursRunner` holds one warm SparkSession (``local[P]``) and the embedded S3 server the
 checkpoints go to. :meth:`OursRunner.start` submits :mod:`.pipeline` with exactly-once
-checkpoints every ``interval`` seconds (aligned or unaligned) in a background thread and returns
-once its subtasks run; :meth:`RunningJob.stop` stops it with a savepoint and returns its figures
+checkpoints every ``interval`` seconds (aligned or unaligned) in a background thread and
+returns once its subtasks run; the sink stages transactions larger than its inline limit
+(10,000 records a writer a checkpoint, 5,000 events/s per subtask) in the same S3 server; :meth:`RunningJob.stop` stops it with a savepoint and returns its figures
 (checkpoint durations, the runtime's own latency metrics).
 """
 
@@ -42,6 +43,8 @@ class RunningJob:
     errors: list[BaseException] = field(default_factory=list)
 
     def stop(self, timeout: float = 120.0) -> dict[str, Any]:
+        if self.errors:
+            raise RuntimeError(f"our job failed: {self.errors[0]}") from self.errors[0]
         self.job.job.stop_with_savepoint(timeout)
         self.thread.join(timeout)
         if self.thread.is_alive():
@@ -95,6 +98,7 @@ class OursRunner:
         run_id = uuid.uuid4().hex[:8]
         args = ["--bootstrap", bootstrap, "--in-topic", in_topic, "--out-topic", out_topic]
         args += ["--txn-prefix", f"w4k-{run_id}"]
+        args += ["--staging-url", self.s3.url(BUCKET, f"w4kafka-staging/{run_id}")]
         probe_dir = pathlib.Path(tempfile.mkdtemp(prefix="w4k-probe-")) if probe else None
         if probe_dir is not None:
             args += ["--probe-dir", str(probe_dir)]

@@ -77,6 +77,7 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--in-topic", required=True)
     parser.add_argument("--out-topic", required=True)
     parser.add_argument("--txn-prefix", required=True, help="transactional.id prefix (per run)")
+    parser.add_argument("--staging-url", default=None, help="the sink's staging_url")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--poll-timeout", type=float, default=0.05)
     parser.add_argument("--probe-dir", default=None, help="profile run: stamp t_map, log commits")
@@ -84,12 +85,24 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     source = KafkaSource(
         ns.bootstrap, ns.in_topic, batch_size=ns.batch_size, poll_timeout=ns.poll_timeout
     )
-    sink_args = {"key_field": "key", "transactional_id_prefix": ns.txn_prefix}
-    sink = (
-        KafkaSink(ns.bootstrap, ns.out_topic, **sink_args)
-        if ns.probe_dir is None
-        else ProbedKafkaSink(ns.bootstrap, ns.out_topic, probe_dir=ns.probe_dir, **sink_args)
-    )
+    sink: KafkaSink
+    if ns.probe_dir is None:
+        sink = KafkaSink(
+            ns.bootstrap,
+            ns.out_topic,
+            key_field="key",
+            transactional_id_prefix=ns.txn_prefix,
+            staging_url=ns.staging_url,
+        )
+    else:
+        sink = ProbedKafkaSink(
+            ns.bootstrap,
+            ns.out_topic,
+            key_field="key",
+            transactional_id_prefix=ns.txn_prefix,
+            staging_url=ns.staging_url,
+            probe_dir=ns.probe_dir,
+        )
     flow = Dataflow("w4-kafka")
     fn = transform if ns.probe_dir is None else transform_probed
     flow.source("in", source).map("transform", fn).sink("out", sink)

@@ -4,7 +4,7 @@ A run of ``system`` at ``rate`` events/s for ``seconds``:
 
 1. create the input and output topics (P partitions each, names unique to the run);
 2. start the system and wait until it runs (our job's subtasks run; Spark's query made
-   progress once);
+   progress once, after a warm-up query over its own topic of ``spark_warmup_records``);
 3. start the latency consumer (:mod:`.consumer`) and wait until its partitions are assigned;
 4. start the producer (:mod:`.producer`): ``rate * seconds`` records, live;
 5. wait for the producer, then for the consumer (every record seen, or ``drain`` seconds
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from barrier_runtime.connectors.kafka import create_topic
-from cjob_bench.w4kafka import children, ours
+from cjob_bench.w4kafka import children, ours, records
 
 SYSTEMS = ("ours-aligned", "ours-unaligned", "spark-real-time", "spark-micro-batch")
 
@@ -42,6 +42,8 @@ class Settings:
     spark_libs: pathlib.Path
     work: pathlib.Path
     rtm_batch_duration: str = "5 minutes"
+    spark_warmup_records: int = 20_000
+    """Records of the Spark peer's warm-up query (0: none)."""
 
 
 class Stoppable(Protocol):
@@ -82,6 +84,12 @@ def start_system(
     args += ["--checkpoint", str(s.work / f"spark-chk-{in_topic}")]
     args += ["--cores", str(s.partitions), "--partitions", str(s.partitions)]
     args += ["--batch-duration", s.rtm_batch_duration]
+    if s.spark_warmup_records:
+        warm = (f"{in_topic}-warm", f"{out_topic}-warm")
+        for topic in warm:
+            create_topic(broker.bootstrap_servers, topic, s.partitions)
+        fill(broker.bootstrap_servers, warm[0], s.spark_warmup_records, s.partitions, s.keys)
+        args += ["--warmup-in-topic", warm[0], "--warmup-out-topic", warm[1]]
     child = children.Child("cjob_bench.w4kafka.spark_peer", args, s.work / f"spark-{in_topic}.log")
     try:
         child.answer(240.0)  # {"ready": true}
@@ -89,6 +97,24 @@ def start_system(
         child.close(5)
         raise
     return SparkPeer(child)
+
+
+def fill(bootstrap: str, topic: str, count: int, partitions: int, keys: int) -> None:
+    """``count`` benchmark records into ``topic`` at once (the Spark peer's warm-up input)."""
+    from confluent_kafka import Producer  # noqa: PLC0415
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    now_us = time.time_ns() // 1000
+    for i in range(count):
+        value = records.encode(i, keys=keys, ts_us=now_us)
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(60):
+        raise RuntimeError(f"could not write the warm-up records to {topic}")
 
 
 def run(

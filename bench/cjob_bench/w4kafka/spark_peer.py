@@ -9,6 +9,10 @@ JSON value with ``from_json``, keeps ``i``, ``key``, ``seq``, ``ts``, replaces t
 its length and writes JSON to the output topic, keyed by ``key`` — the same work as
 :func:`cjob_bench.w4kafka.pipeline.transform`. Spark's Kafka sink is **at-least-once**.
 
+With ``--warmup-in-topic`` the same query first runs once (``availableNow``) over that topic
+into ``--warmup-out-topic``, so that the measured query starts in a warm JVM, as ours does
+(the sweep warms our SparkSession once; every Spark peer run is a fresh process).
+
 Triggers: ``real-time`` is ``trigger(realTime=...)`` in update output mode (Spark 4.x
 real-time mode: long-running batches of ``--batch-duration``, records flow through as they
 arrive); ``micro-batch`` is ``trigger(processingTime='1 second')``. Prints ``{"ready": true}``
@@ -50,7 +54,9 @@ def _artifact(name: str) -> str:
     return "-".join(parts)
 
 
-def start_query(spark: Any, ns: argparse.Namespace) -> Any:
+def start_query(
+    spark: Any, ns: argparse.Namespace, in_topic: str, out_topic: str, trigger: str
+) -> Any:
     from pyspark.sql import functions as F  # noqa: N812, PLC0415
     from pyspark.sql import types as T  # noqa: N812, PLC0415
 
@@ -66,7 +72,7 @@ def start_query(spark: Any, ns: argparse.Namespace) -> Any:
     source = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", ns.bootstrap)
-        .option("subscribe", ns.in_topic)
+        .option("subscribe", in_topic)
         .option("startingOffsets", "earliest")
         .option("kafka.fetch.max.wait.ms", "5")
         .load()
@@ -87,15 +93,28 @@ def start_query(spark: Any, ns: argparse.Namespace) -> Any:
     writer = (
         out.writeStream.format("kafka")
         .option("kafka.bootstrap.servers", ns.bootstrap)
-        .option("topic", ns.out_topic)
+        .option("topic", out_topic)
         .option("kafka.linger.ms", "5")
-        .option("checkpointLocation", ns.checkpoint)
+        .option("checkpointLocation", f"{ns.checkpoint}-{trigger}-{in_topic}")
     )
-    if ns.trigger == "real-time":
+    if trigger == "real-time":
         writer = writer.outputMode("update").trigger(realTime=ns.batch_duration)
-    else:
+    elif trigger == "micro-batch":
         writer = writer.outputMode("append").trigger(processingTime="1 second")
+    else:  # the warm-up: what the topic holds, then the query ends
+        writer = writer.outputMode("append").trigger(availableNow=True)
     return writer.start()
+
+
+def warm_up(spark: Any, ns: argparse.Namespace, timeout: float = 240.0) -> None:
+    """Run the same query once over the warm-up topic, so that the measured query starts in a
+    JVM that has loaded and compiled its code, as our job's warm SparkSession has."""
+    query = start_query(spark, ns, ns.warmup_in_topic, ns.warmup_out_topic, "available-now")
+    try:
+        if not query.awaitTermination(timeout):
+            raise TimeoutError(f"the Spark warm-up query did not finish within {timeout:g}s")
+    finally:
+        query.stop()
 
 
 def wait_ready(query: Any, timeout: float) -> None:
@@ -132,6 +151,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cores", type=int, default=2, help="local[N]")
     parser.add_argument("--partitions", type=int, default=2, help="shuffle partitions")
     parser.add_argument("--batch-duration", default="5 minutes", help="real-time mode's batch")
+    parser.add_argument("--warmup-in-topic", default=None, help="warm the JVM on it first")
+    parser.add_argument("--warmup-out-topic", default=None)
     return parser.parse_args(argv)
 
 
@@ -147,7 +168,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"local[{ns.cores}]", app_name=f"w4kafka-{ns.trigger}", parallelism=1, conf=conf
     )
     try:
-        query = start_query(spark, ns)
+        if ns.warmup_in_topic:
+            warm_up(spark, ns)
+        query = start_query(spark, ns, ns.in_topic, ns.out_topic, ns.trigger)
         wait_ready(query, 120.0)
         print(json.dumps({"ready": True}), flush=True)
         sys.stdin.readline()
