@@ -6,6 +6,7 @@ Record ``i`` (0-based, in production order) is JSON with its global index, its k
 fixed payload. It goes to partition ``i mod P``. The transform keeps ``i``, ``key``, ``seq``,
 ``ts`` and replaces the payload by its length (``payload_len``): parse, light work, serialise.
 
+>>> import json
 >>> value = encode(7, keys=5, ts_us=1_000)
 >>> transform(json.loads(value))
 {'i': 7, 'key': 'k2', 'seq': 1, 'ts': 1000, 'payload_len': 64}

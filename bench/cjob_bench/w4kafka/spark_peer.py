@@ -43,15 +43,14 @@ def extra_jars(libs: pathlib.Path) -> list[pathlib.Path]:
 
 
 def _artifact(name: str) -> str:
-    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``.
+    """The jar's artifact: its name without the version (the last dash-separated part).
 
-    >>> _artifact("spark-sql-kafka-0-10_2.13-4.2.0.jar")
-    'spark-sql-kafka-0-10_2.13'
+    >>> _artifact("spark-sql-kafka-0-10_2.13-4.2.0.jar"), _artifact("kafka-clients-3.9.2.jar")
+    ('spark-sql-kafka-0-10_2.13', 'kafka-clients')
     """
-    parts = name.removesuffix(".jar").split("-")
-    while parts and parts[-1][:1].isdigit():
-        parts.pop()
-    return "-".join(parts)
+    stem = name.removesuffix(".jar")
+    head, sep, version = stem.rpartition("-")
+    return head if sep and version[:1].isdigit() else stem
 
 
 def start_query(
