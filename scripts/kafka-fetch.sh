@@ -48,8 +48,9 @@ if [ ! -d "$libs" ]; then
     fi
     start=$SECONDS
     rm -rf "$libs.tmp"
-    mvn -q -B -Dstyle.color=never -f "$pom" "$@" dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$libs.tmp" >&2
+    # (Maven 3.8 prints colour codes even in batch mode: strip them)
+    mvn -q -B -Dstyle.color=never -f "$pom" "$@" dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$libs.tmp" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2
     ls "$libs.tmp"/kafka_2.13-"$version".jar >/dev/null
     mv "$libs.tmp" "$libs"
     echo "kafka-fetch: fetched Apache Kafka $version ($(ls "$libs" | wc -l) jars," \

@@ -1,21 +1,26 @@
 """Fixtures shared by every test folder: one real S3 server (SeaweedFS) per session, a real
 kube-apiserver per session, the local Kubernetes with its real node per session, and a
-real NATS JetStream server per module that asks for one."""
+real NATS JetStream server per module that asks for one, and a real Apache Kafka broker
+(KRaft, one node; jars from Maven Central through ``scripts/kafka-fetch.sh``) per session."""
 
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 from cjob_operator_testing import envtest, local_kube
 from hypothesis import HealthCheck, settings
 from kube_local import control_plane as control_plane_mod
 
-from barrier_runtime.connectors import embedded_nats
+from barrier_runtime.connectors import embedded_kafka, embedded_nats
 from barrier_runtime.storage import embedded
 
 S3_BUCKET = "cjob-tests"
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
 # Hypothesis times each example against a 200 ms deadline by default: a timing assertion
 # that a loaded 2-core machine fails at random (seen: a keyed-path property test in a run
@@ -71,3 +76,40 @@ def nats_server() -> Iterator[embedded_nats.EmbeddedNatsServer]:
         pytest.skip(str(exc))
     with embedded_nats.EmbeddedNatsServer() as server:
         yield server
+
+
+def _kafka_missing(why: str) -> NoReturn:
+    """Skip, or fail under CI (``CI=true``), where the Kafka tests must run."""
+    if os.environ.get("CI", "").lower() in ("1", "true"):
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> pathlib.Path:
+    """The Kafka broker's jars: ``$CJOB_KAFKA_LIBS``, else ``scripts/kafka-fetch.sh``'s (seconds
+    when this machine has them; the first time it fetches about 45 MB from Maven Central)."""
+    if override := os.environ.get(embedded_kafka.LIBS_ENV_VAR):
+        return pathlib.Path(override)
+    try:
+        done = subprocess.run(
+            ["bash", str(REPO / "scripts" / "kafka-fetch.sh")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        _kafka_missing("scripts/kafka-fetch.sh did not fetch the Kafka broker's jars in 600 s")
+    if done.returncode != 0:
+        _kafka_missing(f"scripts/kafka-fetch.sh failed: {done.stderr.strip()[-600:]}")
+    return pathlib.Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_libs: pathlib.Path) -> Iterator[embedded_kafka.EmbeddedKafkaBroker]:
+    """A real Apache Kafka broker (KRaft) for the session; tests keep to topics of their own."""
+    pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")
+    with embedded_kafka.EmbeddedKafkaBroker(libs=kafka_libs) as broker:
+        print(f"Apache Kafka {broker.version} (KRaft) at {broker.bootstrap_servers}")
+        yield broker

@@ -107,6 +107,7 @@ class _StandInJob:
             commit_latency={"step": one},
             watermarks={"step": 1_700_000_000_000},
             late_dropped={"step": 1},
+            source_lag={"step": {"topic-0": 1}},
         )
 
 

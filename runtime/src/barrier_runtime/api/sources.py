@@ -74,6 +74,12 @@ class SourcePartition(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release resources; called once when the subtask stops."""
 
+    def lag(self) -> int | None:
+        """How many records the partition holds past the position, as last seen
+        (``None``: this source cannot tell). Reported as ``cjob_source_lag_records``;
+        called by the reading thread after each batch, so it should be cheap."""
+        return None
+
     def rejected(self) -> Sequence[Rejected]:
         """Records passed over since the last call (``on_error`` ``"skip"`` or
         ``"dead-letter"``): the reader counts them or sends them to dead letters

@@ -29,4 +29,4 @@ class TransactionTooLargeError(ConnectorError):
 
 
 class EmbeddedBrokerError(ConnectorError):
-    """An embedded broker (``nats-server``, the Kafka-compatible mesh broker) did not start."""
+    """An embedded broker (``nats-server``, the Apache Kafka broker) did not start."""

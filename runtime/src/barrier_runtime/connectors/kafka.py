@@ -22,7 +22,8 @@ transaction).
    returned may not be visible for a moment yet):
    if it says this writer (``{step}/{subtask}``) has committed this
    checkpoint or a later one, the transaction is already published: done;
-2. take the writer's producer (``transactional.id = {prefix}-{step}-{subtask}``):
+2. take the writer's producer (``transactional.id = {prefix}-{step}-{subtask}``;
+   the prefix is ``cjob-{topic}`` unless ``transactional_id_prefix`` says otherwise):
    the one its previous commit in this process used, else a new one whose
    ``init_transactions`` fences a crashed predecessor and aborts its open
    transaction; a producer whose commit failed is dropped, never reused (a

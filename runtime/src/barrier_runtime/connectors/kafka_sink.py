@@ -31,7 +31,7 @@ class KafkaSink(sinks.Sink):
         *,
         key_field: str | None = None,
         commit_topic: str | None = None,
-        transactional_id_prefix: str = "cjob",
+        transactional_id_prefix: str | None = None,
         inline_limit: int = _staging.DEFAULT_INLINE_LIMIT,
         staging_url: str | None = None,
         timeout: float = 30.0,
@@ -43,7 +43,9 @@ class KafkaSink(sinks.Sink):
         self.topic = topic
         self.key_field = key_field
         self.commit_topic = commit_topic or f"{topic}{COMMIT_TOPIC_SUFFIX}"
-        self.transactional_id_prefix = transactional_id_prefix
+        # Per topic by default, as the commit log is: two jobs whose steps share a name
+        # must not fence each other's producers on one cluster.
+        self.transactional_id_prefix = transactional_id_prefix or f"cjob-{topic}"
         self.inline_limit = inline_limit
         self.staging = None if staging_url is None else _staging.Staging(staging_url)
         self.timeout = timeout
@@ -65,6 +67,10 @@ class KafkaSink(sinks.Sink):
 
     def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks.SinkWriter:
         return _KafkaWriter(self, step_id, subtask)
+
+    def transactional_id(self, step: str, subtask: int) -> str:
+        """The Kafka ``transactional.id`` of a writer (step and subtask), stable across restarts."""
+        return f"{self.transactional_id_prefix}-{step}-{subtask}"
 
     def committed_up_to(self, step: str, subtask: int) -> int:
         """The highest checkpoint this writer has published (``-1``: none)."""
@@ -99,7 +105,7 @@ class KafkaSink(sinks.Sink):
 
     def _publish(self, txn: _staging.SinkTxn, writer_key: str, entries: Iterator[Any]) -> None:
         kafka = _kafka_client.import_kafka()
-        transactional_id = _transactional_id(self.transactional_id_prefix, txn)
+        transactional_id = self.transactional_id(txn["step"], txn["subtask"])
         # Step 2: the writer's producer of its previous commit in this process, or a new one
         kept = self._producers.pop(transactional_id, None)
         producer: Producer = kept or kafka.Producer(
@@ -266,8 +272,3 @@ class _KafkaWriter(sinks.SinkWriter):
 
     def pre_commit(self, checkpoint_id: int) -> sinks.Transaction | None:
         return self._buffer.cut(checkpoint_id)
-
-
-def _transactional_id(prefix: str, txn: _staging.SinkTxn) -> str:
-    """One Kafka transactional id per writer (step and subtask), stable across restarts."""
-    return f"{prefix}-{txn['step']}-{txn['subtask']}"

@@ -113,6 +113,7 @@ class KafkaPartition(sources.SourcePartition):
         self.skipped = 0
         self._finished = False
         self._end = _kafka_client.EndOfPartition()
+        self._eof_offset = 0  # where the last end of partition was (past transaction markers)
         self._consumer = source.consumer()
         # Offset 0 rather than OFFSET_BEGINNING: a concrete offset starts fetching at once,
         # and auto.offset.reset=earliest handles a log that no longer starts at 0.
@@ -128,8 +129,10 @@ class KafkaPartition(sources.SourcePartition):
         ended = False
         for msg in self._available():
             event = self._event(msg)
-            if event == "eof" and self._src.bounded:
-                ended = ended or self._end.reached(self._consumer, msg)
+            if event == "eof":
+                self._eof_offset = max(self._eof_offset, msg.offset() or 0)
+                if self._src.bounded:
+                    ended = ended or self._end.reached(self._consumer, msg)
             if event is not None:
                 continue
             offset = msg.offset()
@@ -207,6 +210,19 @@ class KafkaPartition(sources.SourcePartition):
 
     def snapshot(self) -> sources.Position:
         return self.position
+
+    def lag(self) -> int | None:
+        """The high watermark of the latest fetch minus the position (no broker request).
+
+        ``None`` before the first fetch answered. Transaction markers count as
+        offsets until the reader has passed them.
+        """
+        kafka = _kafka_client.import_kafka()
+        partition = kafka.TopicPartition(self.topic, self.number)
+        watermarks = self._consumer.get_watermark_offsets(partition, cached=True)
+        if watermarks is None or watermarks[1] < 0:
+            return None
+        return max(0, int(watermarks[1]) - max(self.position, self._eof_offset))
 
     def close(self) -> None:
         self._consumer.close()

@@ -60,6 +60,8 @@ class RuntimeMetrics:
     """Per step of the running attempt: the smallest watermark (ms) its subtasks forwarded."""
     late_dropped: Mapping[str, int] = field(default_factory=dict)
     """Per window or join step: late records dropped."""
+    source_lag: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per source step and partition of the running attempt: records behind the end."""
 
 
 class SavepointFailedError(RuntimeError):

@@ -271,7 +271,20 @@ class JobMetrics:
             for item, value in sorted(values.items()):
                 base.add(family, self._tracker.peak(kind, item, value), **{label: item})
             families.append(family)
-        return [*families, *self._watermarks(base, runtime), *self._latencies(base, runtime)]
+        lags, watermarks = self._source_lags(base, runtime), self._watermarks(base, runtime)
+        return [*families, *lags, *watermarks, *self._latencies(base, runtime)]
+
+    def _source_lags(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+        gauge = GaugeMetricFamily(
+            "cjob_source_lag_records",
+            "Records each source partition holds past the job's position, as last read "
+            "(sources that can tell; Kafka: the high watermark - the position).",
+            labels=base.names("step", "partition"),
+        )
+        for step, lags in sorted(runtime.source_lag.items()):
+            for partition, value in sorted(lags.items()):
+                base.add(gauge, value, step=step, partition=partition)
+        return [gauge]
 
     def _watermarks(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         gauge = base.gauges(

@@ -162,6 +162,8 @@ class JobDriver:
             # watermarks are the running attempt's: a finished one's are behind it
             dict(current.watermarks) if current is not None else {},
             total.late_dropped,
+            # so is the lag: a finished attempt's positions are not where the job reads
+            dict(current.source_lag) if current is not None else {},
         )
 
     def stop_with_savepoint(self, timeout: float) -> outcomes.CheckpointOutcome:

@@ -31,6 +31,8 @@ class AttemptMetrics:
     """Per step: the smallest watermark (ms) its subtasks forwarded (those that forwarded one)."""
     late_dropped: dict[str, int] = field(default_factory=dict)
     """Per window or join step: late records dropped (no side output, or a join)."""
+    source_lag: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per source step and partition (of the sources that can tell): records behind."""
 
     def add(self, other: AttemptMetrics) -> None:
         """Sum ``other`` in (the same attempt's other subtasks, or another attempt);
@@ -49,6 +51,8 @@ class AttemptMetrics:
         latency.merge_into(self.commit_latency, other.commit_latency)
         for step, wm in other.watermarks.items():
             self.watermarks[step] = min(wm, self.watermarks.get(step, wm))
+        for step, lags in other.source_lag.items():  # each partition has one reader
+            self.source_lag[step] = {**self.source_lag.get(step, {}), **lags}
 
     def copy(self) -> AttemptMetrics:
         return AttemptMetrics(
@@ -60,6 +64,7 @@ class AttemptMetrics:
             dict(self.commit_latency),
             dict(self.watermarks),
             dict(self.late_dropped),
+            {step: dict(lags) for step, lags in self.source_lag.items()},
         )
 
 
@@ -82,6 +87,10 @@ def subtask_metrics(subtasks: list[subtask_mod.Subtask]) -> AttemptMetrics:
                 out.late_dropped[op.step_id] = out.late_dropped.get(op.step_id, 0) + late
         for step, wm in list(s.watermarks.items()):
             out.watermarks[step] = min(wm, out.watermarks.get(step, wm))
+        reader = s.chain.reader
+        if reader is not None and reader.lags:
+            lags = out.source_lag.setdefault(reader.step_id, {})
+            lags.update(dict(reader.lags))
         task = s.task.task_id
         out.backpressure_seconds[task] = (
             out.backpressure_seconds.get(task, 0.0) + s.backpressure_seconds

