@@ -4,7 +4,8 @@
 #   - promtool (Debian package `prometheus`) when it is missing and we are root;
 #   - the MinIO server (scripts/minio-build.sh): the storage tests' second S3 server and the
 #     local Kubernetes' object store;
-#   - the Apache Kafka broker's jars (scripts/kafka-fetch.sh; Maven from apt-get if missing).
+#   - the Apache Kafka broker's jars (scripts/kafka-fetch.sh; Maven from apt-get if missing);
+#   - Spark's Kafka connector's jars (scripts/spark-kafka-fetch.sh; the same Maven).
 # The Prometheus service the Debian package ships is never started.
 # Tests that need a missing tool skip with a message naming this script.
 set -euo pipefail
@@ -54,6 +55,12 @@ bash scripts/minio-build.sh >/dev/null
 echo "==> Apache Kafka broker (scripts/kafka-fetch.sh)"
 bash scripts/kafka-fetch.sh >/dev/null ||
     echo "warning: could not fetch the Kafka broker's jars; the Kafka tests will skip (fail under CI)" >&2
+
+# Spark's Kafka connector (spark-sql-kafka-0-10_2.13 and its dependencies, Maven Central;
+# devtools/spark_kafka/pom.xml), the W4-on-Kafka benchmark's Spark peer and its smoke test.
+echo "==> Spark's Kafka connector (scripts/spark-kafka-fetch.sh)"
+bash scripts/spark-kafka-fetch.sh >/dev/null ||
+    echo "warning: could not fetch Spark's Kafka connector; the W4-on-Kafka smoke test fails" >&2
 
 # The real Kubernetes control plane the operator, CRD and cluster tests run on: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, built from

@@ -51,13 +51,16 @@ class KafkaSink(sinks.Sink):
         self.timeout = timeout
         self.producer_config = dict(producer_config or {})
         self._log = _CommitLog(self)
+        self._producers: dict[str, Producer] = {}
+        """Each writer's transactional producer after a successful commit, for its next one."""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_log"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_log", "_producers")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._log = _CommitLog(self)
+        self._producers = {}
 
     def describe(self) -> str:
         return f"Kafka topic {self.topic!r} at {self.bootstrap_servers}"
@@ -102,17 +105,22 @@ class KafkaSink(sinks.Sink):
 
     def _publish(self, txn: _staging.SinkTxn, writer_key: str, entries: Iterator[Any]) -> None:
         kafka = _kafka_client.import_kafka()
-        producer: Producer = kafka.Producer(
+        transactional_id = self.transactional_id(txn["step"], txn["subtask"])
+        # Step 2: the writer's producer of its previous commit in this process, or a new one
+        kept = self._producers.pop(transactional_id, None)
+        producer: Producer = kept or kafka.Producer(
             {
                 "bootstrap.servers": self.bootstrap_servers,
-                "transactional.id": self.transactional_id(txn["step"], txn["subtask"]),
+                "transactional.id": transactional_id,
                 "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
                 "logger": _kafka_client.client_log,
                 **self.producer_config,
             }
         )
+        committed = False
         try:
-            producer.init_transactions(self.timeout)  # Step 2
+            if kept is None:
+                producer.init_transactions(self.timeout)
             producer.begin_transaction()
             for index, (key, payload) in enumerate(entries):  # Step 3
                 headers: list[tuple[str, str | bytes | None]] = [
@@ -122,6 +130,7 @@ class KafkaSink(sinks.Sink):
             marker = json.dumps({"checkpoint": txn["checkpoint"], "nonce": txn["nonce"]})
             _produce(producer, self.commit_topic, writer_key, marker.encode(), [], partition=0)
             producer.commit_transaction(self.timeout)  # Step 4
+            committed = True
         except kafka.KafkaException as exc:
             raise errors.BrokerUnavailableError(
                 f"{self.describe()}: publishing checkpoint {txn['checkpoint']} of "
@@ -129,6 +138,8 @@ class KafkaSink(sinks.Sink):
             ) from exc
         finally:
             producer.flush(0)
+            if committed:  # kept for the next commit; after a failure a new one fences it
+                self._producers[transactional_id] = producer
 
     def recover(self, step_id: str) -> None:
         if self.staging is not None:
