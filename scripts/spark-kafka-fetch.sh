@@ -35,8 +35,9 @@ flock 9
 if [ ! -f "$dest/.complete" ]; then
     echo "==> fetching spark-sql-kafka-0-10_2.13 $version and its dependencies (Maven)" >&2
     rm -rf "$dest/libs" "$dest/libs.tmp"
-    mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$dest/libs.tmp" >&2
+    # (Maven 3.8 prints colour codes even in batch mode: strip them)
+    mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$dest/libs.tmp" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2
     mv "$dest/libs.tmp" "$dest/libs"
     touch "$dest/.complete"
 fi
