@@ -14,6 +14,7 @@ readiness check: an optional health URL, then a signed S3 request.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import pathlib
@@ -136,7 +137,7 @@ def wait_until_serving(
     return last
 
 
-class LocalS3Server:
+class LocalS3Server(abc.ABC):
     """A throwaway S3 server in a child process; use as a context manager or call
     start/stop. Subclasses implement :meth:`_launch`."""
 
@@ -182,9 +183,9 @@ class LocalS3Server:
             raise
         return self
 
+    @abc.abstractmethod
     def _launch(self) -> None:
         """Start the server (through :meth:`_own`) and set ``self._endpoint`` once it serves."""
-        raise NotImplementedError
 
     def _own(self, runtime_dir: pathlib.Path, *, graceful: bool, log_name: str) -> ServerProcess:
         """Take ``runtime_dir`` (and what will run there) under this server's care."""
