@@ -58,6 +58,17 @@ class Sink(abc.ABC):
     def commit(self, transaction: Transaction) -> None:
         """Publish a pre-committed transaction; idempotent."""
 
+    def commit_restored(self, transactions: Sequence[Transaction]) -> None:
+        """Publish again the transactions a restored checkpoint recorded for one step.
+
+        Called by the driver before any writer exists, with every writer's
+        transactions in checkpoint order. By default each is committed in turn; a
+        sink whose commits a crashed writer's leftovers can hold up (a Kafka
+        transaction left open) clears every writer's leftovers first.
+        """
+        for transaction in transactions:
+            self.commit(transaction)
+
     def recover(self, step_id: str) -> None:  # noqa: B027 - optional hook with a no-op default
         """Discard staged data no restorable checkpoint refers to.
 

@@ -16,19 +16,22 @@ transaction).
 :class:`~barrier_runtime.connectors.nats.NatsSink` (inline or under a
 ``staging_url``) and commits each checkpoint's transaction, step by step:
 
-1. read the *commit log* topic (``{topic}.cjob-commits``, compacted, one
+1. take the writer's producer (``transactional.id = {prefix}-{step}-{subtask}``;
+   the prefix is ``cjob-{topic}`` unless ``transactional_id_prefix`` says otherwise):
+   the one its previous commit in this process used, else a new one whose
+   ``init_transactions`` fences a crashed predecessor and aborts its open
+   transaction. This comes first: a predecessor killed between writing its
+   commit-log record and committing holds the log's last stable offset back
+   until the broker's transaction timeout, and step 2 could not end before it.
+   A producer whose commit failed is dropped, never reused (a new producer per
+   commit cost ``init_transactions`` every checkpoint: 60-80 ms, about 510 ms
+   while the broker was still finishing the previous transaction);
+2. read the *commit log* topic (``{topic}.cjob-commits``, compacted, one
    partition; created on first use) up to its end with ``read_committed``
    (its high watermark, every transaction below it settled: a commit that
    returned may not be visible for a moment yet):
    if it says this writer (``{step}/{subtask}``) has committed this
    checkpoint or a later one, the transaction is already published: done;
-2. take the writer's producer (``transactional.id = {prefix}-{step}-{subtask}``;
-   the prefix is ``cjob-{topic}`` unless ``transactional_id_prefix`` says otherwise):
-   the one its previous commit in this process used, else a new one whose
-   ``init_transactions`` fences a crashed predecessor and aborts its open
-   transaction; a producer whose commit failed is dropped, never reused (a
-   new producer per commit cost ``init_transactions`` every checkpoint: 60-80 ms,
-   about 510 ms while the broker was still finishing the previous transaction);
 3. in one Kafka transaction, produce every message (header ``cjob-msg-id``
    as in the NATS sink, key from ``key_field``) and the commit-log record
    ``{step}/{subtask} → checkpoint``;

@@ -79,17 +79,71 @@ class KafkaSink(sinks.Sink):
     def commit(self, transaction: sinks.Transaction) -> None:
         txn: _staging.SinkTxn = transaction
         writer_key = f"{txn['step']}/{txn['subtask']}"
-        # Step 1: already published?
-        if self._log.committed_up_to(writer_key) >= txn["checkpoint"]:
-            if self.staging is not None and "parts" in txn:
-                self.staging.finish(txn)
-            return
-        entries = self._entries(txn)
-        # Steps 2-4: one Kafka transaction with the messages and the commit-log record.
-        self._publish(txn, writer_key, entries)
+        transactional_id = self.transactional_id(txn["step"], txn["subtask"])
+        producer = self._take_producer(transactional_id)  # Step 1
+        reusable = True
+        try:
+            # Step 2: already published?
+            if self._log.committed_up_to(writer_key) >= txn["checkpoint"]:
+                self._finish_staged(txn)
+                return
+            entries = self._entries(txn)
+            reusable = False
+            self._publish(producer, txn, writer_key, entries)  # Steps 3-4
+            reusable = True
+        finally:
+            if reusable:  # kept for the next commit; after a failure a new one fences it
+                self._producers[transactional_id] = producer
         self._log.remember(writer_key, txn["checkpoint"])
+        self._finish_staged(txn)
+
+    def commit_restored(self, transactions: Sequence[sinks.Transaction]) -> None:
+        """Fence every writer's crashed predecessor first (step 1 for all), then commit each.
+
+        One writer's commit reads the whole commit log, which another writer's
+        predecessor, killed mid-commit, holds back until that writer is fenced.
+        """
+        for transactional_id in dict.fromkeys(
+            self.transactional_id(t["step"], t["subtask"]) for t in transactions
+        ):
+            if transactional_id not in self._producers:
+                self._producers[transactional_id] = self._take_producer(transactional_id)
+        for transaction in transactions:
+            self.commit(transaction)
+
+    def _finish_staged(self, txn: _staging.SinkTxn) -> None:
         if self.staging is not None and "parts" in txn:
             self.staging.finish(txn)
+
+    def _take_producer(self, transactional_id: str) -> Producer:
+        """The writer's producer of its previous commit in this process, or a new one.
+
+        A new one's ``init_transactions`` fences a crashed predecessor and aborts its open
+        transaction. That comes before the commit log is read: a predecessor killed after
+        writing its commit-log record but before committing holds the log's last stable
+        offset back, so the read could not end until the broker's transaction timeout.
+        """
+        kept = self._producers.pop(transactional_id, None)
+        if kept is not None:
+            return kept
+        kafka = _kafka_client.import_kafka()
+        producer: Producer = kafka.Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "transactional.id": transactional_id,
+                "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
+                "logger": _kafka_client.client_log,
+                **self.producer_config,
+            }
+        )
+        try:
+            producer.init_transactions(self.timeout)
+        except kafka.KafkaException as exc:
+            raise errors.BrokerUnavailableError(
+                f"{self.describe()}: cannot start the transactional producer "
+                f"{transactional_id!r}: {exc}"
+            ) from exc
+        return producer
 
     def _entries(self, txn: _staging.SinkTxn) -> Iterator[_staging.Entry]:
         if "records" in txn:
@@ -103,24 +157,16 @@ class KafkaSink(sinks.Sink):
             raise self.staging.lost(txn, self.describe())
         return entries
 
-    def _publish(self, txn: _staging.SinkTxn, writer_key: str, entries: Iterator[Any]) -> None:
+    def _publish(
+        self,
+        producer: Producer,
+        txn: _staging.SinkTxn,
+        writer_key: str,
+        entries: Iterator[Any],
+    ) -> None:
+        """Steps 3-4: the messages and the commit-log record in one Kafka transaction."""
         kafka = _kafka_client.import_kafka()
-        transactional_id = self.transactional_id(txn["step"], txn["subtask"])
-        # Step 2: the writer's producer of its previous commit in this process, or a new one
-        kept = self._producers.pop(transactional_id, None)
-        producer: Producer = kept or kafka.Producer(
-            {
-                "bootstrap.servers": self.bootstrap_servers,
-                "transactional.id": transactional_id,
-                "transaction.timeout.ms": max(60_000, int(self.timeout * 2000)),
-                "logger": _kafka_client.client_log,
-                **self.producer_config,
-            }
-        )
-        committed = False
         try:
-            if kept is None:
-                producer.init_transactions(self.timeout)
             producer.begin_transaction()
             for index, (key, payload) in enumerate(entries):  # Step 3
                 headers: list[tuple[str, str | bytes | None]] = [
@@ -130,7 +176,6 @@ class KafkaSink(sinks.Sink):
             marker = json.dumps({"checkpoint": txn["checkpoint"], "nonce": txn["nonce"]})
             _produce(producer, self.commit_topic, writer_key, marker.encode(), [], partition=0)
             producer.commit_transaction(self.timeout)  # Step 4
-            committed = True
         except kafka.KafkaException as exc:
             raise errors.BrokerUnavailableError(
                 f"{self.describe()}: publishing checkpoint {txn['checkpoint']} of "
@@ -138,8 +183,6 @@ class KafkaSink(sinks.Sink):
             ) from exc
         finally:
             producer.flush(0)
-            if committed:  # kept for the next commit; after a failure a new one fences it
-                self._producers[transactional_id] = producer
 
     def recover(self, step_id: str) -> None:
         if self.staging is not None:

@@ -109,14 +109,13 @@ def recommit(
     sinks = flow.transactional_sinks()
     for step_id, txns in restore.sink_transactions.items():
         sink = sinks.get(step_id)
-        if sink is None:
+        if sink is None or not txns:
             continue
-        for txn in txns:
-            injector.check(
-                faults.FaultPoint.COMMIT,
-                task="<restore>",
-                subtask=0,
-                attempt=number,
-                checkpoint_id=restore.checkpoint_id,
-            )
-            sink.commit(txn)
+        injector.check(
+            faults.FaultPoint.COMMIT,
+            task="<restore>",
+            subtask=0,
+            attempt=number,
+            checkpoint_id=restore.checkpoint_id,
+        )
+        sink.commit_restored(txns)

@@ -198,6 +198,59 @@ def test_a_zombie_producer_is_fenced_by_the_restored_commit(kafka_broker, record
     assert not any(r.get("zombie") for r in rows), f"Apache Kafka {version} showed the zombie's"
 
 
+def _zombie_killed_mid_commit(sink: kafka_conn.KafkaSink, subtask: int, checkpoint: int) -> None:
+    """A writer's producer that died after writing its commit-log record, before committing:
+    its open transaction holds the commit log's last stable offset back until the broker's
+    transaction timeout (60 s)."""
+    zombie = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": sink.bootstrap_servers,
+            "transactional.id": sink.transactional_id("out", subtask),
+            "transaction.timeout.ms": 60_000,
+        }
+    )
+    zombie.init_transactions(10)
+    zombie.begin_transaction()
+    zombie.produce(sink.topic, value=json.dumps({"n": -1, "zombie": True}).encode())
+    marker = json.dumps({"checkpoint": checkpoint, "nonce": "zombie"}).encode()
+    zombie.produce(sink.commit_topic, key=f"out/{subtask}".encode(), value=marker, partition=0)
+    assert zombie.flush(10) == 0  # sent, never committed: the "crash"
+
+
+def _pre_committed(sink: kafka_conn.KafkaSink, subtask: int, checkpoint: int) -> dict:
+    writer = sink.writer("out", subtask, 2)
+    writer.write([{"n": subtask * 100 + i} for i in range(5)])
+    txn = writer.pre_commit(checkpoint)
+    return json.loads(json.dumps(txn))  # as read back from the checkpoint's metadata
+
+
+@pytest.mark.parametrize("writers", [1, 2])
+def test_zombies_killed_mid_commit_do_not_stall_the_restored_commits(
+    kafka_broker, writers: int
+) -> None:
+    """The restored job's commits fence every writer's zombie before reading the commit log,
+    so they end at once (within a 10 s sink timeout, not the broker's 60 s) and publish
+    each checkpoint once. With two writers, writer 0's commit would otherwise wait for
+    writer 1's zombie."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    kafka_broker.create_topic(topic)
+    before = kafka_conn.KafkaSink(servers, topic, timeout=10.0)
+    txns = [_pre_committed(before, subtask, 4) for subtask in range(writers)]
+    before.committed_up_to("out", 0)  # creates the commit log, as a first commit does
+    for subtask in reversed(range(writers)):
+        _zombie_killed_mid_commit(before, subtask, 4)
+
+    restored = kafka_conn.KafkaSink(servers, topic, timeout=10.0)
+    started = time.monotonic()
+    restored.commit_restored(txns)
+    took = time.monotonic() - started
+    assert took < 10.0, f"the restored commits waited {took:.1f}s for the zombies' transactions"
+    assert [restored.committed_up_to("out", s) for s in range(writers)] == [4] * writers
+    rows = read_topic(servers, topic)
+    expected = [subtask * 100 + i for subtask in range(writers) for i in range(5)]
+    assert sorted(r["n"] for r in rows) == expected, rows
+
+
 KEYS, PER_KEY, PARTITIONS = 60, 300, 3
 
 

@@ -214,8 +214,8 @@ def kill_driver_and_run_again(
 ) -> tuple[list[int], Event]:
     """SIGKILL ``cjob run`` after three completed checkpoints, then run it again to the end.
 
-    ``count_published`` counts the output so far (default: the file sink's under
-    ``out_url``). Returns the checkpoints the first driver completed and the second
+    ``count_published`` counts the output so far, or an upper bound of it (default: the
+    file sink's under ``out_url``). Returns the checkpoints the first driver completed and the second
     one's summary.
     """
     first = spawn(command, cwd)
