@@ -21,6 +21,7 @@ import json
 import os
 import pathlib
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -228,16 +229,21 @@ def test_a_chaos_run_reports_back_pressure_published_records_and_skipped_ids(
     print("first driver:", first.events, "\nsecond driver:", second.events)
     cli_contract.assert_events_documented(events)
 
-    # Back-pressure: near zero whenever the paced source holds its rate. A second well above
-    # the rate is a source catching up after a stall (a slow checkpoint on a loaded machine), and
-    # a source catching up runs into downstream capacity for real: it is not "keeping up".
+    # Back-pressure: near zero while the paced source holds its rate. A second well above the
+    # rate is a source catching up after a stall, which runs into downstream capacity for real:
+    # it is not "keeping up". Within the rate, a single second can still be back-pressured for
+    # real: an aligned checkpoint that takes 300 ms on a loaded machine blocks the channels it
+    # aligns (CI saw 0.244 in the first second of records, beside a 293 ms checkpoint). The
+    # median over the seconds is the claim: a metric that counted the source's pacing sleeps,
+    # or summed subtasks without dividing by parallelism, would be high in every second.
     keeping_up = [
         s
         for s in first.of("status") + second.of("status")
         if s["state"] == "RUNNING" and 0.8 * RATE <= s["records_per_s"] <= 1.2 * RATE
     ]
     assert len(keeping_up) >= 3, [s for s in events if s["event"] == "status"]
-    assert all(s["backpressure"] <= 0.10 for s in keeping_up), keeping_up
+    assert statistics.median(s["backpressure"] for s in keeping_up) <= 0.10, keeping_up
+    assert all(0.0 <= s["backpressure"] <= 1.0 for s in keeping_up), keeping_up
 
     # Checkpoint ids: the second driver says where it starts and which id it skips.
     reported_first = {e["id"] for e in first.of("checkpoint")}
