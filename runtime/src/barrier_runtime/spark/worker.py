@@ -41,7 +41,7 @@ from typing import Any
 from barrier_runtime import task_failure
 from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import network as network_mod
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.core.clock import SystemClock
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
@@ -49,8 +49,7 @@ from barrier_runtime.spark import messages, pipeline, rendezvous, wire
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import attempt as attempt_mod
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, faults
-from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.task import metrics as subtask_counters
 from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
@@ -144,7 +143,7 @@ class Worker:
             self._supervise(ctx, link, subtasks, running)
             # Step 6
             net.close()
-            link.send(messages.Bye(task_metrics.subtask_metrics(subtasks)))
+            link.send(messages.Bye(subtask_counters.subtask_metrics(subtasks)))
             return {"worker": self.index, "pid": os.getpid(), "attempt": cfg.attempt}
         except BaseException as exc:
             failure = self._failure(exc, ctx)
@@ -263,7 +262,7 @@ class Worker:
             while (frame := link.receive()) is not None:
                 if not isinstance(frame, messages.Post):
                     continue
-                if isinstance(frame.message, control.Shutdown):
+                if isinstance(frame.message, task_messages.Shutdown):
                     self._shutdown.set()
                 for s in subtasks:
                     s.post(frame.message)
@@ -299,7 +298,7 @@ class Worker:
                 raise ctx.failure or DriverLostError(self._driver_lost or "stopped")
             if done():
                 return
-            link.send(messages.Metrics(task_metrics.subtask_metrics(subtasks)))
+            link.send(messages.Metrics(subtask_counters.subtask_metrics(subtasks)))
 
     def _failure(self, exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> str:
         cause = _cause(exc, ctx)

@@ -24,12 +24,11 @@ from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.state import key_groups
 from barrier_runtime.task import (
     batch_operators,
     event_time,
-    faults,
     join_operator,
     operators,
     process_operator,

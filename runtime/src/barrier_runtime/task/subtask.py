@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.task import chain as chain_mod
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, event_time, faults, source_reader, subtask_checkpointing
+from barrier_runtime.task import event_time, source_reader, subtask_checkpointing
 from barrier_runtime.task import input_gate as gate_mod
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import rejects as rejects_mod
@@ -71,7 +71,7 @@ class Subtask:
         self.records_in: dict[types.StepId, int] = {}
         self.records_out: dict[types.StepId, int] = {}
         self.backpressure_seconds = 0.0
-        self._control: collections.deque[control.ControlMessage] = collections.deque()
+        self._control: collections.deque[task_messages.ControlMessage] = collections.deque()
         self._control_lock = threading.Lock()
         self.watermarks: dict[types.StepId, int] = {}
         """Per step of this subtask, the last watermark it forwarded (for metrics)."""
@@ -105,7 +105,7 @@ class Subtask:
 
     # -- called from other threads ---------------------------------------------
 
-    def post(self, message: control.ControlMessage) -> None:
+    def post(self, message: task_messages.ControlMessage) -> None:
         with self._control_lock:
             self._control.append(message)
         self.signal.notify()
@@ -240,13 +240,13 @@ class Subtask:
                 if not self._control:
                     return False
                 message = self._control.popleft()
-            if isinstance(message, control.Shutdown):
+            if isinstance(message, task_messages.Shutdown):
                 self._shutdown = True
-            elif isinstance(message, control.TriggerCheckpoint):
+            elif isinstance(message, task_messages.TriggerCheckpoint):
                 self.checkpointing.triggered(
                     message.barrier, source=self.task.is_source, finished=self.finished
                 )
-            elif isinstance(message, control.CheckpointCompleted):
+            elif isinstance(message, task_messages.CheckpointCompleted):
                 cid = message.metadata.checkpoint_id
                 self.chain.checkpoint_completed(cid)
                 self._dropped(cid, and_older=True)
