@@ -61,6 +61,14 @@ def test_the_contracts_hold_on_this_tree(lint_imports: pathlib.Path) -> None:
         ("driver/restore.py", "from barrier_runtime.local import runner", "each package imports"),
         # the ground floor importing the layer above it
         ("core/types.py", "from barrier_runtime.storage import errors", "each package imports"),
+        # the driver reaching into the task engine instead of the messages on core
+        ("driver/restore.py", "from barrier_runtime.task import subtask", "never imports the task"),
+        # the commit protocol catching storage's errors instead of its port's own
+        (
+            "checkpoint/commit.py",
+            "from barrier_runtime.storage import errors",
+            "never imports storage",
+        ),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

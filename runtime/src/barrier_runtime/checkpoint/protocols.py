@@ -49,11 +49,12 @@ class MetadataStore(Protocol):
     def commit(self, metadata: checkpoint_metadata.CheckpointMetadata) -> str:
         """Write ``_metadata`` with a conditional put; return the checkpoint's path.
 
-        Raises ``storage.errors.CheckpointAlreadyExistsError`` if that id is already
-        committed, another ``storage.errors.StorageError`` on any other failure.
+        Raises :class:`~barrier_runtime.core.store_errors.CheckpointIdTakenError` if
+        that id is already committed, another
+        :class:`~barrier_runtime.core.store_errors.MetadataStoreError` on any other failure.
         """
         ...
 
     def apply_retention(self, retained: int) -> None:
-        """Keep the newest ``retained`` checkpoints; may raise ``StorageError``."""
+        """Keep the newest ``retained`` checkpoints; may raise ``MetadataStoreError``."""
         ...

@@ -23,9 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from barrier_runtime.core import metadata, types
-from barrier_runtime.task import control
-from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.core import metadata, task_messages, task_metrics, types
 
 Acknowledge = Callable[[metadata.TaskAcknowledgement], object]
 Decline = Callable[[types.CheckpointId, metadata.TaskKey, types.FailureReason], None]
@@ -66,7 +64,7 @@ class Attempt(Protocol):
         """Wake a :meth:`wait`."""
         ...
 
-    def post_all(self, message: control.ControlMessage) -> None: ...
+    def post_all(self, message: task_messages.ControlMessage) -> None: ...
 
     def fail(self, exc: BaseException, task: metadata.TaskKey | None = None) -> None: ...
 

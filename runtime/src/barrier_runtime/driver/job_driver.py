@@ -37,14 +37,12 @@ from barrier_runtime import task_failure
 from barrier_runtime.checkpoint import coordinator as coordinator_mod
 from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, task_metrics, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.driver import attempts, cleanup, restart, run_result
 from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
-from barrier_runtime.task import control, faults
-from barrier_runtime.task import metrics as task_metrics
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +209,7 @@ class JobDriver:
         """Block until an attempt's subtasks are running (True) or ``timeout`` passes."""
         return self._running.wait(timeout)
 
-    def post_all(self, message: control.ControlMessage) -> None:
+    def post_all(self, message: task_messages.ControlMessage) -> None:
         """Send ``message`` to every subtask of the running attempt (``RuntimeError`` if none)."""
         live = self._live
         if live is None:
@@ -376,7 +374,7 @@ class _Gateway:
         self._driver = driver
 
     def trigger(self, barrier: types.Barrier) -> None:
-        self._driver.post_all(control.TriggerCheckpoint(barrier))
+        self._driver.post_all(task_messages.TriggerCheckpoint(barrier))
 
     def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
         result = self._driver.result
@@ -385,10 +383,10 @@ class _Gateway:
         result.completed_checkpoints.append(meta.checkpoint_id)
         # If torn down meanwhile, the next attempt re-commits from the metadata.
         with contextlib.suppress(RuntimeError):
-            self._driver.post_all(control.CheckpointCompleted(meta))
+            self._driver.post_all(task_messages.CheckpointCompleted(meta))
 
     def notify_aborted(
         self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
     ) -> None:
         with contextlib.suppress(RuntimeError):  # no attempt running: nothing to tell
-            self._driver.post_all(control.CheckpointAborted(checkpoint_id, reason))
+            self._driver.post_all(task_messages.CheckpointAborted(checkpoint_id, reason))

@@ -18,9 +18,8 @@ import logging
 from dataclasses import dataclass
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.core import metadata
+from barrier_runtime.core import faults, metadata
 from barrier_runtime.storage import checkpoint_store
-from barrier_runtime.task import faults
 
 log = logging.getLogger("barrier_runtime.driver.job_driver")
 

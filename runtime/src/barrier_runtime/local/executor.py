@@ -13,13 +13,12 @@ after ``restart_backoff`` seconds.
 from __future__ import annotations
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.core import types
+from barrier_runtime.core import faults, types
 from barrier_runtime.core.clock import Clock, SystemClock
 from barrier_runtime.driver import job_driver, restart
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.local import runner
 from barrier_runtime.storage import checkpoint_store
-from barrier_runtime.task import faults
 
 JobFailedError = job_driver.JobFailedError
 JobResult = job_driver.JobResult

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import threading
 
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, task_metrics, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import attempt as attempt_mod
-from barrier_runtime.task import control, faults
-from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.task import metrics as subtask_counters
 from barrier_runtime.task import subtask as subtask_mod
 
 _JOIN_TIMEOUT = 30.0
@@ -80,7 +79,7 @@ class LocalAttempt:
         with self.ctx.changed:
             self.ctx.changed.notify_all()
 
-    def post_all(self, message: control.ControlMessage) -> None:
+    def post_all(self, message: task_messages.ControlMessage) -> None:
         with self._lock:
             subtasks = list(self._subtasks)
         if not subtasks:
@@ -93,7 +92,7 @@ class LocalAttempt:
 
     def shutdown(self) -> None:
         for s in self._subtasks:
-            s.post(control.Shutdown())
+            s.post(task_messages.Shutdown())
         for t in self._threads:
             t.join()
 
@@ -110,7 +109,7 @@ class LocalAttempt:
     def metrics(self) -> task_metrics.AttemptMetrics:
         with self._lock:
             subtasks = list(self._subtasks)
-        return task_metrics.subtask_metrics(subtasks)
+        return subtask_counters.subtask_metrics(subtasks)
 
 
 class LocalAttemptRunner:

@@ -32,13 +32,11 @@ from typing import Protocol
 
 from barrier_runtime import task_failure
 from barrier_runtime.core import clock as clock_mod
-from barrier_runtime.core import metadata
+from barrier_runtime.core import metadata, task_messages, task_metrics
 from barrier_runtime.driver import attempts
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import coordinator_server, messages, peer_registry, startup, wire
-from barrier_runtime.task import control
-from barrier_runtime.task import metrics as task_metrics
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +195,7 @@ class RemoteAttempt:
         with self._changed:
             self._changed.notify_all()
 
-    def post_all(self, message: control.ControlMessage) -> None:
+    def post_all(self, message: task_messages.ControlMessage) -> None:
         with self._lock:
             conns = dict(self._conns)
             complete = len(self._running) == self._parallelism and not self._stopping
@@ -236,7 +234,7 @@ class RemoteAttempt:
         with self._lock:
             self._shutting_down = True
         try:
-            self.post_all(control.Shutdown())
+            self.post_all(task_messages.Shutdown())
         except RuntimeError as exc:
             self.fail(exc)
             return

@@ -16,10 +16,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.spark import pipeline
 from barrier_runtime.storage import checkpoint_store, object_store
-from barrier_runtime.task import faults
 
 ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"

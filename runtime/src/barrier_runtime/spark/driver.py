@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrier_runtime.api import dataflow
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.core.clock import Clock, SystemClock
 from barrier_runtime.driver import attempts, job_driver, restart
 from barrier_runtime.driver import restore as restore_mod
@@ -41,7 +41,6 @@ from barrier_runtime.spark import attempt as attempt_mod
 from barrier_runtime.spark import config as config_mod
 from barrier_runtime.spark import coordinator_server, pipeline
 from barrier_runtime.storage import checkpoint_store, preflight
-from barrier_runtime.task import faults
 
 log = logging.getLogger(__name__)
 

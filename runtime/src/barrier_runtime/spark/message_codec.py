@@ -24,10 +24,16 @@ from __future__ import annotations
 from typing import Any
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import latency, metadata, types, values
+from barrier_runtime.core import (
+    faults,
+    latency,
+    metadata,
+    task_messages,
+    task_metrics,
+    types,
+    values,
+)
 from barrier_runtime.spark import config, messages, pipeline
-from barrier_runtime.task import control, faults
-from barrier_runtime.task import metrics as task_metrics
 
 REGISTRY = values.Registry()
 """The classes control frames and worker configs may contain (by class name)."""
@@ -45,10 +51,10 @@ MESSAGE_TYPES: tuple[type, ...] = (
     messages.Post,
 )
 _CARRIED: tuple[type, ...] = (
-    control.TriggerCheckpoint,
-    control.CheckpointCompleted,
-    control.CheckpointAborted,
-    control.Shutdown,
+    task_messages.TriggerCheckpoint,
+    task_messages.CheckpointCompleted,
+    task_messages.CheckpointAborted,
+    task_messages.Shutdown,
     metadata.TaskKey,
     metadata.StateHandle,
     metadata.HandleKind,

@@ -22,9 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import metadata, types
-from barrier_runtime.task import control
-from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.core import metadata, task_messages, task_metrics, types
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +93,7 @@ class Bye:
 
 @dataclass(frozen=True, slots=True)
 class Post:
-    message: control.ControlMessage
+    message: task_messages.ControlMessage
 
 
 ToDriver = Hello | Running | Ack | Decline | TaskFinished | Metrics | Failed | Bye

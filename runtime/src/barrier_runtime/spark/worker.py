@@ -41,16 +41,14 @@ from typing import Any
 from barrier_runtime import task_failure
 from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import network as network_mod
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.core.clock import SystemClock
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
-from barrier_runtime.spark import messages, pipeline, rendezvous, wire
+from barrier_runtime.spark import messages, pipeline, rendezvous, slice_host, wire
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import attempt as attempt_mod
-from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, faults
-from barrier_runtime.task import metrics as task_metrics
+from barrier_runtime.task import metrics as subtask_counters
 from barrier_runtime.task import subtask as subtask_mod
 
 log = logging.getLogger(__name__)
@@ -117,7 +115,7 @@ class Worker:
         link = self._hello(peers, phases)
         net: network_mod.WorkerNetwork | None = None
         ctx: attempt_mod.AttemptContext | None = None
-        running: _Running | None = None
+        running: slice_host.Running | None = None
         try:
             # Step 2
             plan, store = self._load(phases)
@@ -126,11 +124,14 @@ class Worker:
             # Step 4
             ctx = self._context(plan, store, link)
             subtasks = attempt_mod.build_subtasks(
-                ctx, cfg.channel_capacity, hosted_slice=self.index, remote=_NetworkChannels(net)
+                ctx,
+                cfg.channel_capacity,
+                hosted_slice=self.index,
+                remote=slice_host.NetworkChannels(net),
             )
             net.wait_for_peers(timeout=cfg.connect_timeout)
             phases.append(("connected", time.time()))
-            running = _Running(subtasks, ctx, cfg.attempt)
+            running = slice_host.Running(subtasks, ctx, cfg.attempt)
             phases.append(("running", time.time()))
             link.send(messages.Running(tuple(phases)))
             # Step 5
@@ -144,7 +145,7 @@ class Worker:
             self._supervise(ctx, link, subtasks, running)
             # Step 6
             net.close()
-            link.send(messages.Bye(task_metrics.subtask_metrics(subtasks)))
+            link.send(messages.Bye(subtask_counters.subtask_metrics(subtasks)))
             return {"worker": self.index, "pid": os.getpid(), "attempt": cfg.attempt}
         except BaseException as exc:
             failure = self._failure(exc, ctx)
@@ -263,7 +264,7 @@ class Worker:
             while (frame := link.receive()) is not None:
                 if not isinstance(frame, messages.Post):
                     continue
-                if isinstance(frame.message, control.Shutdown):
+                if isinstance(frame.message, task_messages.Shutdown):
                     self._shutdown.set()
                 for s in subtasks:
                     s.post(frame.message)
@@ -280,7 +281,7 @@ class Worker:
         ctx: attempt_mod.AttemptContext,
         link: wire.FramedConnection,
         subtasks: list[subtask_mod.Subtask],
-        running: _Running,
+        running: slice_host.Running,
     ) -> None:
         """Step 5: report metrics until the subtasks left after a Shutdown, or fail."""
 
@@ -299,7 +300,7 @@ class Worker:
                 raise ctx.failure or DriverLostError(self._driver_lost or "stopped")
             if done():
                 return
-            link.send(messages.Metrics(task_metrics.subtask_metrics(subtasks)))
+            link.send(messages.Metrics(subtask_counters.subtask_metrics(subtasks)))
 
     def _failure(self, exc: BaseException, ctx: attempt_mod.AttemptContext | None) -> str:
         cause = _cause(exc, ctx)
@@ -354,23 +355,6 @@ class DriverLostError(ConnectionError):
     """The connection to the driver's coordinator ended before a Shutdown."""
 
 
-class _NetworkChannels:
-    """:class:`~barrier_runtime.task.attempt.RemoteChannels` over a worker's network."""
-
-    def __init__(self, net: network_mod.WorkerNetwork) -> None:
-        self._net = net
-
-    def input(
-        self, channel_id: int, sender_slice: int, receiver: channel_mod.Signal, capacity: int
-    ) -> channel_mod.InputChannel:
-        return self._net.input_channel(channel_id, sender_slice, receiver, capacity)
-
-    def output(
-        self, channel_id: int, receiver_slice: int, sender: channel_mod.Signal
-    ) -> channel_mod.OutputChannel:
-        return self._net.output_channel(channel_id, receiver_slice, sender)
-
-
 def _connect(
     cfg: config_mod.WorkerConfig, index: int, host: str, peer_address: str
 ) -> wire.FramedConnection:
@@ -381,37 +365,3 @@ def _connect(
     link = wire.connect_side(sock, wire.derive_key(cfg.secret, "control"))
     link.send(messages.Hello(cfg.attempt, index, os.getpid(), host, peer_address))
     return link
-
-
-class _Running:
-    """The subtasks' threads, started; each wakes the supervisor as it leaves.
-
-    Step 6 waits for the last of them, so it must not learn of their end by
-    polling (``Thread.is_alive`` turns false only after the thread's last
-    notification, which would leave the worker asleep for a metrics interval).
-    """
-
-    def __init__(
-        self, subtasks: list[subtask_mod.Subtask], ctx: attempt_mod.AttemptContext, attempt: int
-    ) -> None:
-        self._ctx = ctx
-        self._left = len(subtasks)
-        self.threads = [
-            threading.Thread(target=self._run, args=(s,), name=f"{s.key}-a{attempt}", daemon=True)
-            for s in subtasks
-        ]
-        for t in self.threads:
-            t.start()
-
-    @property
-    def all_left(self) -> bool:
-        with self._ctx.changed:
-            return self._left == 0
-
-    def _run(self, subtask: subtask_mod.Subtask) -> None:
-        try:
-            subtask.run()
-        finally:
-            with self._ctx.changed:
-                self._left -= 1
-                self._ctx.changed.notify_all()

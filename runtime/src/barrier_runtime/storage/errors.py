@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from barrier_runtime.core import store_errors
 
-class StorageError(Exception):
+
+class StorageError(store_errors.MetadataStoreError):
     """The checkpoint store could not do what was asked."""
 
 
@@ -19,7 +21,7 @@ class ObjectNotFoundError(StorageError):
     """An object that should exist does not."""
 
 
-class CheckpointAlreadyExistsError(StorageError):
+class CheckpointAlreadyExistsError(StorageError, store_errors.CheckpointIdTakenError):
     """Another writer already committed this checkpoint id (conditional put lost)."""
 
 

@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from barrier_runtime.api import sources
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.storage import errors as storage_errors
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import faults, operators, snapshots
+from barrier_runtime.task import operators, snapshots
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import subtask as subtask_mod
 

@@ -1,57 +1,66 @@
-"""The operator chain of one subtask: its source reader and operators, built and restored.
+"""The operator chain of one subtask: its source reader and operators, built, wired and restored.
 
 A task is a chain of steps; on each subtask :class:`OperatorChain` holds the
 :class:`~barrier_runtime.task.source_reader.SourceReader` (if the chain starts
 with a source) and one operator per other step, plus the dead-letter
 operators of steps that reject to a dead-letter sink. Life cycle: built
-(:meth:`OperatorChain.build`), restored from a checkpoint or started empty
-(:meth:`OperatorChain.restore`, which also replays the channel state owed to
-this subtask), then fed batches on the subtask thread, snapshotted between
-batches (:meth:`OperatorChain.snapshot_into`), told about completed
-checkpoints, and finally closed. Operators emit through the ``emit_from``
-callback the subtask gives: routing to chained operators and output channels
-is the subtask's.
+(:meth:`OperatorChain.build`: each operator is created by the factory
+registered for its step type and wired, once, to its step's
+:class:`~barrier_runtime.task.chain_outputs.StepOutput`, which calls chained
+operators directly and writes to the network at the chain's end), restored
+from a checkpoint or started empty (:meth:`OperatorChain.restore`, which also
+replays the channel state owed to this subtask), then fed batches on the
+subtask thread (:meth:`process`, or :attr:`head_output` for a source's
+batches), snapshotted between batches (:meth:`OperatorChain.snapshot_into`),
+told about completed checkpoints, and finally closed.
+
+The chain sees the attempt only through :class:`ChainServices`.
 
 Threading: everything runs on the subtask's thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from barrier_runtime.alignment import watermark_valve
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources, steps
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import clock as clocks
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.state import key_groups
-from barrier_runtime.task import (
-    batch_operators,
-    event_time,
-    faults,
-    join_operator,
-    operators,
-    process_operator,
-    snapshots,
-    source_reader,
-    window_agg_operator,
-    window_operator,
-)
+from barrier_runtime.task import chain_outputs, event_time, operators, snapshots, source_reader
 from barrier_runtime.task import rejects as rejects_mod
+from barrier_runtime.task.operators import registry
 
 if TYPE_CHECKING:
     from barrier_runtime.graph import plan as plan_mod
-    from barrier_runtime.task import attempt as attempt_mod
 
-EmitFrom = Callable[[types.StepId, batch_mod.Batch], None]
-_EVENT_TIME_OPERATORS = (
-    window_operator.WindowOperator,
-    window_agg_operator.WindowAggOperator,
-    process_operator.ProcessOperator,
-    join_operator.IntervalJoinOperator,
-)
-WatermarkFrom = Callable[[types.StepId, int], None]
+
+class ChainServices(Protocol):
+    """What the attempt offers a chain: the plan, time, faults and the restore point's state."""
+
+    @property
+    def plan(self) -> plan_mod.ExecutionPlan: ...
+
+    @property
+    def clock(self) -> clocks.Clock: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    @property
+    def faults(self) -> faults.FaultInjector: ...
+
+    @property
+    def restore_point(self) -> metadata.CheckpointMetadata | None: ...
+
+    def worker_source(self, source: sources.Source, slice_index: int) -> sources.Source: ...
+
+    def read_state(self, handle: metadata.StateHandle) -> bytes: ...
+
+    def channel_state(self, meta: metadata.CheckpointMetadata) -> list[snapshots.InFlight]: ...
 
 
 class OperatorChain:
@@ -59,38 +68,49 @@ class OperatorChain:
 
     def __init__(
         self,
-        ctx: attempt_mod.AttemptContext,
+        services: ChainServices,
         task: plan_mod.TaskSpec,
         index: int,
-        emit_from: EmitFrom,
-        watermark_from: WatermarkFrom,
+        network: chain_outputs.NetworkSender,
         valve: watermark_valve.WatermarkValve | None = None,
     ) -> None:
-        """``valve``: the input gate's watermark valve (tasks with inputs), whose state
+        """``network``: the subtask's output channels, where edges that leave the task end;
+        ``valve``: the input gate's watermark valve (tasks with inputs), whose state
         the chain snapshots and restores with the head step's."""
-        self._ctx = ctx
+        self._ctx = services
         self._task = task
         self._index = index
-        self._emit_from = emit_from
-        self._watermark_from = watermark_from
+        self._network = network
         self._valve = valve
         self._event_time = any(
             isinstance(s, steps.SourceStep) and s.watermarks is not None
-            for s in ctx.plan.flow.steps
+            for s in services.plan.flow.steps
         )
+        self._head = types.StepId(task.steps[0])
+        self.counters = chain_outputs.ChainCounters()
+        self.outputs: dict[types.StepId, chain_outputs.StepOutput] = {}
+        """Per step of the task: the output its operator (or source) emits into."""
         self.ops: dict[types.StepId, operators.Operator] = {}
         self.reader: source_reader.SourceReader | None = None
         self.source_time: event_time.SourceEventTime | None = None
         """The source's watermarks, when the chain starts with a source that has event time."""
         self.rejects: dict[types.StepId, rejects_mod.Rejects] = {}
         """Per step with ``on_error`` skip or dead-letter: what it passed over."""
-        plan = ctx.plan
+        plan = services.plan
         self._kg_range = key_groups.key_group_range(
             index, plan.parallelism, plan.flow.max_parallelism
         )
 
-    def process(self, step_id: types.StepId, batch: batch_mod.Batch, side: int) -> None:
-        self.ops[step_id].process(batch, side)
+    @property
+    def head_output(self) -> chain_outputs.StepOutput:
+        """The output of the chain's first step: where a source's batches go."""
+        return self.outputs[self._head]
+
+    def process(self, batch: batch_mod.Batch, side: int) -> None:
+        """Feed a batch that arrived on input ``side`` to the chain's first operator."""
+        seen = self.counters.records_in
+        seen[self._head] = seen.get(self._head, 0) + len(batch)
+        self.ops[self._head].process(batch, side)
 
     def on_processing_time(self, now: float) -> float | None:
         """Fire due processing-time timers; seconds until the next one, if any."""
@@ -98,10 +118,24 @@ class OperatorChain:
         due = [t for op in self.ops.values() if (t := op.on_processing_time(now_ms)) is not None]
         return None if not due else max(0.0, (min(due) - now_ms) / 1000)
 
-    def advance_watermark(self, step_id: types.StepId, watermark: int) -> None:
-        """``step_id``'s input watermark rose: its timers fire, then the watermark moves on."""
-        self.ops[step_id].on_watermark(watermark)
-        self._watermark_from(step_id, watermark)
+    def advance_watermark(self, watermark: int) -> None:
+        """The head step's input watermark rose: its timers fire, then the watermark moves on."""
+        self.ops[self._head].on_watermark(watermark)
+        self.outputs[self._head].watermark(watermark)
+
+    def time_changed(self, change: watermark_valve.Output, *, source: bool) -> None:
+        """Pass on a new watermark and/or idle status of the head step's input (or, for a
+        source, of its output): an idle status after the watermark, an active one before."""
+        out = self.outputs[self._head]
+        if change.idle is False:
+            out.status(False)
+        if change.watermark is not None:
+            if source:
+                out.watermark(change.watermark)
+            else:
+                self.advance_watermark(change.watermark)
+        if change.idle is True:
+            out.status(True)
 
     def snapshot_into(self, builder: operators.SnapshotBuilder) -> None:
         if self.reader is not None:
@@ -109,9 +143,8 @@ class OperatorChain:
         if self.source_time is not None:
             self.source_time.snapshot(builder)
         if self._valve is not None and self._event_time:
-            head = self._task.steps[0]
             builder.blobs.append(
-                event_time.state_blob(head, builder.subtask, self._valve.snapshot())
+                event_time.state_blob(self._head, builder.subtask, self._valve.snapshot())
             )
         for op in self.ops.values():
             op.snapshot(builder)
@@ -129,10 +162,12 @@ class OperatorChain:
     # -- construction ------------------------------------------------------------------
 
     def build(self) -> None:
+        """Create every step's operator from its factory and wire each output once."""
         plan = self._ctx.plan
         for step_id in self._task.steps:
+            self.outputs[step_id] = chain_outputs.StepOutput(step_id, self.counters)
+        for step_id in self._task.steps:
             step = plan.flow.step(step_id)
-            emit = self._emitter(step_id)
             rejects, dead_letters = rejects_mod.for_step(
                 step, plan.flow.dead_letters, self._index, plan.parallelism, self._on_commit
             )
@@ -140,57 +175,42 @@ class OperatorChain:
                 self.rejects[step_id] = rejects
             if dead_letters is not None:
                 self.ops[dead_letters.step_id] = dead_letters
-            reject = None if rejects is None else rejects.reject_record
-            op: operators.Operator
             if isinstance(step, steps.SourceStep):
-                continue
-            if isinstance(step, steps.FlatMapStep):
-                op = operators.FlatMapOperator(step, emit, reject)
-            elif isinstance(step, steps.FilterStep):
-                op = operators.FilterOperator(step, emit, reject)
-            elif isinstance(step, steps.MapBatchesStep):
-                op = operators.MapBatchesOperator(step, emit, reject)
-            elif isinstance(step, steps.KeyByStep | steps.MergeStep | steps.SideOutputStep):
-                op = operators.PassThroughOperator(step.step_id, emit)
-            elif isinstance(step, steps.IntervalJoinStep):
-                op = join_operator.IntervalJoinOperator(
-                    step, emit, self._kg_range, plan.flow.max_parallelism
-                )
-            elif isinstance(step, steps.ProcessStep):
-                op = process_operator.ProcessOperator(
-                    step, emit, self._kg_range, plan.flow.max_parallelism, self._ctx.clock
-                )
-            elif isinstance(step, steps.WindowStep | steps.WindowAggStep):
-                late = next(
-                    (c.step_id for c in plan.consumers[step.step_id] if c.side_output), None
-                )
-                kind = (
-                    window_operator.WindowOperator
-                    if isinstance(step, steps.WindowStep)
-                    else window_agg_operator.WindowAggOperator
-                )
-                op = kind(
-                    step,  # type: ignore[arg-type]
-                    emit,
-                    None if late is None else self._emitter(late),
-                    self._kg_range,
-                    plan.flow.max_parallelism,
-                )
-            elif isinstance(step, steps.StatefulStep | steps.ConnectStep):
-                op = operators.KeyedOperator(
-                    step, emit, self._kg_range, plan.flow.max_parallelism, reject
-                )
-            elif isinstance(step, steps.KeyedSumStep):
-                op = batch_operators.KeyedSumOperator(
-                    step, emit, self._kg_range, plan.flow.max_parallelism
+                continue  # read by the source reader, built at restore
+            late = next((c.step_id for c in plan.consumers[step_id] if c.side_output), None)
+            context = registry.OperatorContext(
+                emit=self.outputs[step_id].emit,
+                side_output=None if late is None else self.outputs[late].emit,
+                reject=None if rejects is None else rejects.reject_record,
+                key_group_range=self._kg_range,
+                max_parallelism=plan.flow.max_parallelism,
+                subtask=self._index,
+                parallelism=plan.parallelism,
+                clock=self._ctx.clock,
+                on_commit=self._on_commit,
+            )
+            self.ops[step_id] = registry.create(step, context)
+        for step_id in self._task.steps:
+            self._wire(step_id, plan.consumers[step_id])
+
+    def _wire(self, step_id: types.StepId, consumers: tuple[plan_mod.Consumer, ...]) -> None:
+        """Connect ``step_id``'s output to each consumer: chained operator or network."""
+        out = self.outputs[step_id]
+        for consumer in consumers:
+            target: chain_outputs.Output
+            if consumer.chained:
+                target = chain_outputs.ChainedOutput(
+                    consumer.step_id,
+                    self.ops[consumer.step_id],
+                    consumer.side,
+                    self.outputs[consumer.step_id],
+                    self.counters,
                 )
             else:
-                writer = step.sink.writer(step.step_id, self._index, plan.parallelism)
-                op = operators.SinkOperator(step, writer, self._on_commit)
-            self.ops[step_id] = op
-
-    def _emitter(self, step_id: types.StepId) -> operators.Emit:
-        return lambda batch: self._emit_from(step_id, batch)
+                target = chain_outputs.NetworkOutput(step_id, consumer, self._network)
+            out.markers.append(target)
+            if not consumer.side_output:  # its records come from the operator itself
+                out.records.append(target)
 
     def _on_commit(self, checkpoint_id: types.CheckpointId) -> None:
         self._fault(faults.FaultPoint.COMMIT, checkpoint_id)
@@ -238,7 +258,7 @@ class OperatorChain:
             event_time.restore_valve(self._valve, blobs, head.step_id)
             for op in self.ops.values():
                 if isinstance(
-                    op, window_operator.WindowOperator | process_operator.ProcessOperator
+                    op, operators.window.WindowOperator | operators.process.ProcessOperator
                 ):
                     op.watermark_restored(self._valve.current)
         if meta is None:
@@ -284,20 +304,18 @@ class OperatorChain:
             (spec.edge.side, spec.upstream_subtask): i
             for i, spec in enumerate(self._task.channels(self._index, plan.parallelism))
         }
-        head_id = self._task.steps[0]
-        head = self.ops[head_id]
+        head = self.ops[self._head]
         replayed = 0
         for side, sender, payload in replay:
             if isinstance(payload, tuple):
                 head.process(batch_mod.Batch.from_rows(payload), side)
                 replayed += len(payload)
             elif self._valve is not None and (side, sender) in channel_of:
-                self._replay_marker(head_id, channel_of[(side, sender)], payload)
+                self._replay_marker(channel_of[(side, sender)], payload)
         return replayed
 
     def _replay_marker(
         self,
-        head: types.StepId,
         channel: int,
         marker: messages.WatermarkMarker | messages.IdleMarker,
     ) -> None:
@@ -308,4 +326,4 @@ class OperatorChain:
         else:
             out = self._valve.status(channel, idle=marker.idle)
         if out.watermark is not None:
-            self.advance_watermark(head, out.watermark)
+            self.advance_watermark(out.watermark)

@@ -3,7 +3,7 @@
 Each step whose ``on_error`` is ``"skip"`` or ``"dead-letter"`` gets one
 :class:`Rejects` per subtask. ``skip`` counts (and, for steps, logs) every
 rejected record. ``dead-letter`` also writes one row per record to the
-dataflow's dead-letter sink through a :class:`~.operators.SinkOperator` of its
+dataflow's dead-letter sink through a :class:`~.operators.sink.SinkOperator` of its
 own, registered among the subtask's operators under
 :func:`~barrier_runtime.api.dataflow.dead_letter_step` (``_dead-letters.<step>``,
 a name no user step can take). That operator pre-commits at every snapshot and commits when the
@@ -39,7 +39,7 @@ class Rejects:
         self,
         step_id: types.StepId,
         subtask: int,
-        dead_letters: operators.SinkOperator | None,
+        dead_letters: operators.sink.SinkOperator | None,
     ) -> None:
         self.step_id = step_id
         self.subtask = subtask
@@ -85,7 +85,7 @@ def for_step(
     subtask: int,
     parallelism: int,
     on_commit: operators.CommitHook,
-) -> tuple[Rejects | None, operators.SinkOperator | None]:
+) -> tuple[Rejects | None, operators.sink.SinkOperator | None]:
     """The :class:`Rejects` of ``step`` (``None`` under ``fail``) and its dead-letter
     operator (``None`` unless ``dead-letter``), to register among the subtask's operators."""
     policy = dataflow.error_policy(step)
@@ -100,7 +100,7 @@ def for_step(
             name, steps.Input(step.step_id, steps.Partitioning.FORWARD), dead_letter_sink
         )
         writer = dead_letter_sink.writer(name, subtask, parallelism)
-        writer_op = operators.SinkOperator(sink_step, writer, on_commit)
+        writer_op = operators.sink.SinkOperator(sink_step, writer, on_commit)
     return Rejects(step.step_id, subtask, writer_op), writer_op
 
 

@@ -8,9 +8,13 @@ its ``StreamTask``:
   barrier handler and captures unaligned channel state;
 * :class:`~barrier_runtime.task.subtask_checkpointing.SubtaskCheckpointing`
   owns every snapshot from the copy to the acknowledgement;
-* the subtask itself (this module) runs the loop, feeds the
-  :class:`~barrier_runtime.task.chain.OperatorChain` and hands what leaves
-  the task to its :class:`~barrier_runtime.task.output.SubtaskOutput`.
+* the subtask itself (this module) runs the loop and feeds each batch, once,
+  to the :class:`~barrier_runtime.task.chain.OperatorChain`, whose operators
+  call each other directly and write what leaves the task to the
+  subtask's :class:`~barrier_runtime.task.output.SubtaskOutput` (the subtask
+  is not re-entered per hop).
+
+The subtask sees its attempt only through :class:`SubtaskServices`.
 
 Threading: each subtask runs on its own thread; everything here except
 :meth:`Subtask.post` runs on that thread. The subtask sleeps on its
@@ -29,30 +33,43 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from barrier_runtime.alignment import watermark_valve
-from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
+from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.task import chain as chain_mod
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import control, event_time, faults, source_reader, subtask_checkpointing
+from barrier_runtime.task import event_time, source_reader, subtask_checkpointing
 from barrier_runtime.task import input_gate as gate_mod
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import rejects as rejects_mod
 
 if TYPE_CHECKING:
     from barrier_runtime.graph import plan as plan_mod
-    from barrier_runtime.task import attempt as attempt_mod
 
 _IDLE_WAIT = 0.05
+
+
+class SubtaskServices(chain_mod.ChainServices, subtask_checkpointing.CheckpointServices, Protocol):
+    """What the attempt offers a subtask: the chain's and the checkpointing's services,
+    the checkpoint configuration, and the attempt's life cycle."""
+
+    @property
+    def config(self) -> types.CheckpointConfig: ...
+
+    def fail(self, exc: BaseException, task: metadata.TaskKey | None = None) -> None: ...
+
+    def check_running(self) -> None:
+        """Raise when the attempt is being torn down."""
+
+    def task_finished(self, task: metadata.TaskKey) -> None: ...
 
 
 class Subtask:
     def __init__(
         self,
-        ctx: attempt_mod.AttemptContext,
+        ctx: SubtaskServices,
         task: plan_mod.TaskSpec,
         index: int,
         inputs: list[channel_mod.InputChannel],
@@ -68,18 +85,12 @@ class Subtask:
         self.finished = False
         self._shutdown = False
         self.records = 0
-        self.records_in: dict[types.StepId, int] = {}
-        self.records_out: dict[types.StepId, int] = {}
         self.backpressure_seconds = 0.0
-        self._control: collections.deque[control.ControlMessage] = collections.deque()
+        self._control: collections.deque[task_messages.ControlMessage] = collections.deque()
         self._control_lock = threading.Lock()
-        self.watermarks: dict[types.StepId, int] = {}
-        """Per step of this subtask, the last watermark it forwarded (for metrics)."""
         specs = task.channels(index, ctx.plan.parallelism)
         valve = watermark_valve.WatermarkValve(len(inputs)) if specs else None
-        self.chain = chain_mod.OperatorChain(
-            ctx, task, index, self._emit_from, self._watermark_from, valve
-        )
+        self.chain = chain_mod.OperatorChain(ctx, task, index, self.output, valve)
         self.checkpointing = subtask_checkpointing.SubtaskCheckpointing(
             self.key, ctx, self.chain, self.output
         )
@@ -105,7 +116,7 @@ class Subtask:
 
     # -- called from other threads ---------------------------------------------
 
-    def post(self, message: control.ControlMessage) -> None:
+    def post(self, message: task_messages.ControlMessage) -> None:
         with self._control_lock:
             self._control.append(message)
         self.signal.notify()
@@ -146,7 +157,7 @@ class Subtask:
                 if timing is not None:
                     assert reader.last_partition is not None
                     timing.observe(reader.last_partition, batch, now=clock.now())
-                self._emit_from(reader.step_id, batch)
+                self.chain.head_output.emit(batch)
                 if timing is not None:
                     self._source_time(reader, timing)
                 self._after_batch(len(batch))
@@ -159,10 +170,9 @@ class Subtask:
         self, reader: source_reader.SourceReader, timing: event_time.SourceEventTime
     ) -> None:
         change = timing.poll(now=self.ctx.clock.now(), waiting=reader.waiting())
-        self._time_changed(reader.step_id, change, source=True)
+        self.chain.time_changed(change, source=True)
 
     def _run_gate(self, gate: gate_mod.InputGate) -> None:
-        head = self.task.steps[0]
         while not self._handle_control():
             gate.check_timeouts()
             wait = self.chain.on_processing_time(self.ctx.clock.now())
@@ -173,16 +183,13 @@ class Subtask:
             if not isinstance(polled, gate_mod.DataBatch):
                 change = gate.take_time_change()
                 if change:
-                    self._time_changed(head, change, source=False)
+                    self.chain.time_changed(change, source=False)
             self._received(polled)
 
     def _received(self, polled: gate_mod.DataBatch | gate_mod.Polled) -> None:
         if isinstance(polled, gate_mod.DataBatch):
-            head = self.task.steps[0]
-            n = len(polled.batch)
-            self.records_in[head] = self.records_in.get(head, 0) + n
-            self.chain.process(head, polled.batch, polled.side)
-            self._after_batch(n)
+            self.chain.process(polled.batch, polled.side)
+            self._after_batch(len(polled.batch))
         elif polled is gate_mod.Polled.END_OF_INPUT:
             self._finish()
 
@@ -240,13 +247,13 @@ class Subtask:
                 if not self._control:
                     return False
                 message = self._control.popleft()
-            if isinstance(message, control.Shutdown):
+            if isinstance(message, task_messages.Shutdown):
                 self._shutdown = True
-            elif isinstance(message, control.TriggerCheckpoint):
+            elif isinstance(message, task_messages.TriggerCheckpoint):
                 self.checkpointing.triggered(
                     message.barrier, source=self.task.is_source, finished=self.finished
                 )
-            elif isinstance(message, control.CheckpointCompleted):
+            elif isinstance(message, task_messages.CheckpointCompleted):
                 cid = message.metadata.checkpoint_id
                 self.chain.checkpoint_completed(cid)
                 self._dropped(cid, and_older=True)
@@ -258,53 +265,3 @@ class Subtask:
         if self.gate is not None:
             self.gate.drop_capture(checkpoint_id, and_older=and_older)
         self.checkpointing.dropped(checkpoint_id, and_older=and_older)
-
-    # -- event time ------------------------------------------------------------------
-
-    def _time_changed(
-        self, step_id: types.StepId, change: watermark_valve.Output, *, source: bool
-    ) -> None:
-        """Pass on a new watermark and/or idle status of ``step_id``'s input (or, for a
-        source, of its output): an idle status after the watermark, an active one before."""
-        if change.idle is False:
-            self._status_from(step_id, idle=False)
-        if change.watermark is not None:
-            if source:
-                self._watermark_from(step_id, change.watermark)
-            else:
-                self.chain.advance_watermark(step_id, change.watermark)
-        if change.idle is True:
-            self._status_from(step_id, idle=True)
-
-    def _watermark_from(self, step_id: types.StepId, watermark: int) -> None:
-        """``step_id`` forwards ``watermark``: to chained steps, and on every output channel."""
-        self.watermarks[step_id] = watermark
-        marker = messages.WatermarkMarker(watermark)
-        for consumer in self.ctx.plan.consumers[step_id]:
-            if consumer.chained:
-                self.chain.advance_watermark(consumer.step_id, watermark)
-            else:
-                self.output.send_marker(step_id, consumer, marker)
-
-    def _status_from(self, step_id: types.StepId, *, idle: bool) -> None:
-        marker = messages.IdleMarker(idle)
-        for consumer in self.ctx.plan.consumers[step_id]:
-            if consumer.chained:
-                self._status_from(consumer.step_id, idle=idle)
-            else:
-                self.output.send_marker(step_id, consumer, marker)
-
-    # -- output --------------------------------------------------------------------
-
-    def _emit_from(self, step_id: types.StepId, batch: batch_mod.Batch) -> None:
-        n = len(batch)
-        self.records_out[step_id] = self.records_out.get(step_id, 0) + n
-        for consumer in self.ctx.plan.consumers[step_id]:
-            if consumer.side_output:
-                continue  # fed by the operator itself (late records)
-            if consumer.chained:
-                target = consumer.step_id
-                self.records_in[target] = self.records_in.get(target, 0) + n
-                self.chain.process(target, batch, consumer.side)
-            else:
-                self.output.send(step_id, consumer, batch)

@@ -43,9 +43,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
-from barrier_runtime.task import faults, operators, snapshots
+from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.task import input_gate as gate_mod
+from barrier_runtime.task import operators, snapshots
 
 
 class ChainSnapshot(Protocol):

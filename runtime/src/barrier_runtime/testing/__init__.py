@@ -46,8 +46,8 @@ A crash planned as data instead, while the sink commits its first checkpoint:
 (1, True)
 """
 
+from barrier_runtime.core.faults import Crash, FaultInjector, FaultPoint, InjectedFault
 from barrier_runtime.local.executor import JobFailedError, JobResult, LocalExecutor
-from barrier_runtime.task.faults import Crash, FaultInjector, FaultPoint, InjectedFault
 from barrier_runtime.testing.connectors import InjectedAbort, TestingSink, TestingSource
 from barrier_runtime.testing.exactly_once import CheckReport, check_exactly_once
 

@@ -24,10 +24,10 @@ from barrier_runtime.api import Dataflow
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness
 from barrier_runtime.api.windows import Tumbling
 from barrier_runtime.cli import progress, run_cmd, run_summary
+from barrier_runtime.core import faults
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.task import faults
 from barrier_runtime.testing import LocalExecutor, TestingSink, TestingSource
 
 

@@ -23,11 +23,11 @@ from barrier_runtime.api import Dataflow
 from barrier_runtime.cli import progress, run_summary
 from barrier_runtime.control import job as job_mod
 from barrier_runtime.control.job import RuntimeMetrics
+from barrier_runtime.core import faults
 from barrier_runtime.core.types import CheckpointConfig, CheckpointKind
 from barrier_runtime.driver import job_driver
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.task import faults
 from barrier_runtime.testing import LocalExecutor, TestingSink, TestingSource
 
 RECORDS = [{"k": i % 7, "n": i} for i in range(3_000)]

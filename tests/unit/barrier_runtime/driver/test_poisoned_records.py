@@ -13,12 +13,12 @@ import pytest
 
 from barrier_runtime.api import Dataflow
 from barrier_runtime.connectors import FileSource
+from barrier_runtime.core import faults
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver import restart
 from barrier_runtime.driver.job_driver import JobFailedError, UnrecoverableJobError
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.task import faults
 from barrier_runtime.task_failure import FailureClass, TaskFailure
 from barrier_runtime.testing import LocalExecutor, TestingSink, TestingSource
 

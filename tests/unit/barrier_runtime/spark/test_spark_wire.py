@@ -7,10 +7,8 @@ import socket
 import pytest
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import metadata, types, values
+from barrier_runtime.core import metadata, task_messages, task_metrics, types, values
 from barrier_runtime.spark import messages, wire
-from barrier_runtime.task import control
-from barrier_runtime.task import metrics as task_metrics
 
 KEY = wire.derive_key(b"attempt secret", "control")
 
@@ -127,12 +125,12 @@ def _every_message() -> list[object]:
         messages.Failed(task, "E: x", True, failure),
         messages.Failed(None, "E: y"),
         messages.Bye(metrics),
-        messages.Post(control.TriggerCheckpoint(types.Barrier(types.CheckpointId(3), 1.5))),
-        messages.Post(control.CheckpointCompleted(meta)),
+        messages.Post(task_messages.TriggerCheckpoint(types.Barrier(types.CheckpointId(3), 1.5))),
+        messages.Post(task_messages.CheckpointCompleted(meta)),
         messages.Post(
-            control.CheckpointAborted(types.CheckpointId(3), types.FailureReason.SUBSUMED)
+            task_messages.CheckpointAborted(types.CheckpointId(3), types.FailureReason.SUBSUMED)
         ),
-        messages.Post(control.Shutdown()),
+        messages.Post(task_messages.Shutdown()),
     ]
 
 

@@ -25,7 +25,7 @@ def _operator(predicate, *, reject=None):
         steps.Input(types.StepId("src"), steps.Partitioning.FORWARD),
         predicate,
     )
-    return operators.FilterOperator(step, out.append, reject), out
+    return operators.stateless.FilterOperator(step, out.append, reject), out
 
 
 @settings(max_examples=60)

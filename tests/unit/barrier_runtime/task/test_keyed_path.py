@@ -107,7 +107,7 @@ def _keyed(fn, reject=None, connect=False):
         step = steps.ConnectStep(types.StepId("count"), (by_k, by_j), fn)
     else:
         step = steps.StatefulStep(types.StepId("count"), by_k, fn)
-    return operators.KeyedOperator(step, out.append, (0, 127), 128, reject), out
+    return operators.keyed.KeyedOperator(step, out.append, (0, 127), 128, reject), out
 
 
 def _count(state, r):

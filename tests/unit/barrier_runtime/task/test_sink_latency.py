@@ -17,13 +17,12 @@ from barrier_runtime.cli import progress
 from barrier_runtime.connectors import _pacing
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.connectors.generator import GeneratorSource
-from barrier_runtime.core import latency
+from barrier_runtime.core import latency, task_metrics
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import message_codec
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.task import latency as task_latency
-from barrier_runtime.task import metrics as task_metrics
 from barrier_runtime.testing import LocalExecutor, TestingSink
 
 MS = 1_000_000

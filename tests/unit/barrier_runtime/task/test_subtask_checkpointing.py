@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.channels import messages
-from barrier_runtime.core import metadata, types
-from barrier_runtime.task import faults, operators, snapshots, subtask_checkpointing
+from barrier_runtime.core import faults, metadata, types
+from barrier_runtime.task import operators, snapshots, subtask_checkpointing
 
 KEY = metadata.TaskKey(types.TaskId("t"), 0)
 

@@ -14,7 +14,8 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.state import key_groups
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
-from barrier_runtime.task import batch_operators, operators, routing
+from barrier_runtime.task import operators, routing
+from barrier_runtime.task.operators import keyed_sum as batch_operators
 from barrier_runtime.testing import LocalExecutor, TestingSink, TestingSource
 
 

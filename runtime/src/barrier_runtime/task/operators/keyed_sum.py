@@ -21,20 +21,20 @@ import pyarrow as pa
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps
 from barrier_runtime.state import key_groups, keyed_sums
-from barrier_runtime.task import operators
+from barrier_runtime.task.operators import base, registry
 
 
 class NotAnIntegerColumnError(TypeError):
     """The column a keyed sum adds up does not hold integers."""
 
 
-class KeyedSumOperator(operators.StatefulOperator):
+class KeyedSumOperator(base.StatefulOperator):
     """The running sum of ``step.column`` per key, emitted with every record."""
 
     def __init__(
         self,
         step: steps.KeyedSumStep,
-        emit: operators.Emit,
+        emit: base.Emit,
         key_group_range: tuple[int, int],
         max_parallelism: int,
     ) -> None:
@@ -91,11 +91,11 @@ class KeyedSumOperator(operators.StatefulOperator):
             )
         return value
 
-    def snapshot(self, builder: operators.SnapshotBuilder) -> None:
+    def snapshot(self, builder: base.SnapshotBuilder) -> None:
         # Copy now (cheap); encode and compress on the upload thread.
         encode = self.state.snapshot_copy().encode
         builder.blobs.append(
-            operators.keyed_blob(self.step_id, builder, encode, self.state.start, self.state.end)
+            base.keyed_blob(self.step_id, builder, encode, self.state.start, self.state.end)
         )
 
     def restore(self, blobs: Iterable[bytes]) -> None:
@@ -119,3 +119,8 @@ def _keys_from_values(keys: list[Any]) -> keyed_sums.KeyArray:
     out = np.empty(len(keys), dtype=object)
     out[:] = keys
     return out
+
+
+@registry.register(steps.KeyedSumStep)
+def _keyed_sum(step: steps.KeyedSumStep, ctx: registry.OperatorContext) -> base.Operator:
+    return KeyedSumOperator(step, ctx.emit, ctx.key_group_range, ctx.max_parallelism)

@@ -23,7 +23,7 @@ from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, process, steps, watermarks
 from barrier_runtime.core import clock as clocks
 from barrier_runtime.state import keyed, timers
-from barrier_runtime.task import operators
+from barrier_runtime.task.operators import base, registry
 
 EVENT, PROCESSING = timers.Domain.EVENT_TIME, timers.Domain.PROCESSING_TIME
 
@@ -63,20 +63,20 @@ class _Context(process.ProcessContext):
         self._op.timers.delete(PROCESSING, self.current_key, time)
 
 
-class ProcessOperator(operators.StatefulOperator):
+class ProcessOperator(base.StatefulOperator):
     """``KeyedStream.process``; see the module essay."""
 
     def __init__(
         self,
         step: steps.ProcessStep,
-        emit: operators.Emit,
+        emit: base.Emit,
         key_group_range: tuple[int, int],
         max_parallelism: int,
         clock: clocks.Clock,
     ) -> None:
         super().__init__(step.step_id, emit)
         self._step = step
-        self._key_fn = operators.key_fn_of(step.input)
+        self._key_fn = base.key_fn_of(step.input)
         self.clock = clock
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self.timers = timers.TimerService(key_group_range, max_parallelism)
@@ -134,14 +134,14 @@ class ProcessOperator(operators.StatefulOperator):
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
 
-    def snapshot(self, builder: operators.SnapshotBuilder) -> None:
+    def snapshot(self, builder: base.SnapshotBuilder) -> None:
         start, end = self.state.start, self.state.end
-        builder.blobs.append(operators.keyed_state_blob(self.step_id, builder, self.state))
+        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
         pending = self.timers.snapshot_copy(self.step_id)
-        timer_blob = operators.keyed_blob(self.step_id, builder, pending.encode, start, end)
+        timer_blob = base.keyed_blob(self.step_id, builder, pending.encode, start, end)
         relpath = f"{self.step_id}/{builder.subtask}.timers.arrow"
         builder.blobs.append(
-            operators.StateBlob(
+            base.StateBlob(
                 relpath,
                 timer_blob.payload,
                 timer_blob.step_id,
@@ -161,3 +161,8 @@ class ProcessOperator(operators.StatefulOperator):
 
     def watermark_restored(self, watermark: int) -> None:
         self.watermark = watermark
+
+
+@registry.register(steps.ProcessStep)
+def _process(step: steps.ProcessStep, ctx: registry.OperatorContext) -> base.Operator:
+    return ProcessOperator(step, ctx.emit, ctx.key_group_range, ctx.max_parallelism, ctx.clock)

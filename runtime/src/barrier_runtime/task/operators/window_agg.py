@@ -40,17 +40,17 @@ from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, steps, watermarks, windows
 from barrier_runtime.state import window_panes
-from barrier_runtime.task import operators
+from barrier_runtime.task.operators import base, registry
 
 
-class WindowAggOperator(operators.StatefulOperator):
+class WindowAggOperator(base.StatefulOperator):
     """``KeyedStream.window_agg``; see the module essay."""
 
     def __init__(
         self,
         step: steps.WindowAggStep,
-        emit: operators.Emit,
-        emit_late: operators.Emit | None,
+        emit: base.Emit,
+        emit_late: base.Emit | None,
         key_group_range: tuple[int, int],
         max_parallelism: int,
     ) -> None:
@@ -189,7 +189,7 @@ class WindowAggOperator(operators.StatefulOperator):
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def snapshot(self, builder: operators.SnapshotBuilder) -> None:
+    def snapshot(self, builder: base.SnapshotBuilder) -> None:
         # The barrier's part: copy the panes' arrays; the key groups, the Arrow table
         # and its bytes are made on the upload thread.
         panes = self._panes or window_panes.Panes(
@@ -197,7 +197,7 @@ class WindowAggOperator(operators.StatefulOperator):
         )
         copy = window_panes.PanesCopy.of(panes, self._max_parallelism)
         lo, hi = self._range
-        builder.blobs.append(operators.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
+        builder.blobs.append(base.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         blobs = list(blobs)
@@ -240,3 +240,10 @@ def _ints(column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
 
 def _filled(column: pa.ChunkedArray, fill: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     return np.asarray(column.fill_null(fill).to_numpy(), dtype=dtype)
+
+
+@registry.register(steps.WindowAggStep)
+def _window_agg(step: steps.WindowAggStep, ctx: registry.OperatorContext) -> base.Operator:
+    return WindowAggOperator(
+        step, ctx.emit, ctx.side_output, ctx.key_group_range, ctx.max_parallelism
+    )

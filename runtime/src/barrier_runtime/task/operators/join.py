@@ -30,25 +30,25 @@ from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, steps, watermarks
 from barrier_runtime.state import keyed, timers
-from barrier_runtime.task import operators
+from barrier_runtime.task.operators import base, registry
 
 EVENT = timers.Domain.EVENT_TIME
 LEFT, RIGHT = 0, 1
 
 
-class IntervalJoinOperator(operators.StatefulOperator):
+class IntervalJoinOperator(base.StatefulOperator):
     """``KeyedStream.interval_join``; see the module essay."""
 
     def __init__(
         self,
         step: steps.IntervalJoinStep,
-        emit: operators.Emit,
+        emit: base.Emit,
         key_group_range: tuple[int, int],
         max_parallelism: int,
     ) -> None:
         super().__init__(step.step_id, emit)
         self._step = step
-        self._key_fns = [operators.key_fn_of(inp) for inp in step.inputs]
+        self._key_fns = [base.key_fn_of(inp) for inp in step.inputs]
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._timers = timers.TimerService(key_group_range, max_parallelism)
         self.watermark = watermarks.MIN_WATERMARK
@@ -109,8 +109,8 @@ class IntervalJoinOperator(operators.StatefulOperator):
             if not sides[LEFT] and not sides[RIGHT]:
                 del self.state.values[timer.key]
 
-    def snapshot(self, builder: operators.SnapshotBuilder) -> None:
-        builder.blobs.append(operators.keyed_state_blob(self.step_id, builder, self.state))
+    def snapshot(self, builder: base.SnapshotBuilder) -> None:
+        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)
@@ -123,3 +123,8 @@ class IntervalJoinOperator(operators.StatefulOperator):
 
     def watermark_restored(self, watermark: int) -> None:
         self.watermark = watermark
+
+
+@registry.register(steps.IntervalJoinStep)
+def _interval_join(step: steps.IntervalJoinStep, ctx: registry.OperatorContext) -> base.Operator:
+    return IntervalJoinOperator(step, ctx.emit, ctx.key_group_range, ctx.max_parallelism)

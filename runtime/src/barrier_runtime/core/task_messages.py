@@ -1,4 +1,7 @@
-"""Messages from the executor and the coordinator to a running subtask."""
+"""Messages from the executor and the coordinator to a running subtask.
+
+The driver<->task vocabulary: the driver posts them, the task engine obeys them.
+"""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, steps, watermarks, windows
 from barrier_runtime.state import keyed, timers
-from barrier_runtime.task import operators
+from barrier_runtime.task.operators import base, registry
 
 _FIRE, _PURGE = 0, 1
 EVENT = timers.Domain.EVENT_TIME
@@ -44,21 +44,21 @@ Slot = tuple[int, int]
 """A window as stored: ``(start, end)``."""
 
 
-class WindowOperator(operators.StatefulOperator):
+class WindowOperator(base.StatefulOperator):
     """``KeyedStream.window``; see the module essay."""
 
     def __init__(
         self,
         step: steps.WindowStep,
-        emit: operators.Emit,
-        emit_late: operators.Emit | None,
+        emit: base.Emit,
+        emit_late: base.Emit | None,
         key_group_range: tuple[int, int],
         max_parallelism: int,
     ) -> None:
         super().__init__(step.step_id, emit)
         self._step = step
         self._emit_late = emit_late
-        self._key_fn = operators.key_fn_of(step.input)
+        self._key_fn = base.key_fn_of(step.input)
         self.state = keyed.KeyedState(key_group_range, max_parallelism)
         self._timers = timers.TimerService(key_group_range, max_parallelism)
         self.watermark = watermarks.MIN_WATERMARK
@@ -207,8 +207,8 @@ class WindowOperator(operators.StatefulOperator):
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def snapshot(self, builder: operators.SnapshotBuilder) -> None:
-        builder.blobs.append(operators.keyed_state_blob(self.step_id, builder, self.state))
+    def snapshot(self, builder: base.SnapshotBuilder) -> None:
+        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)
@@ -225,3 +225,8 @@ class WindowOperator(operators.StatefulOperator):
         Called before :meth:`restore`, which arms no fire timer for a window that
         already fired at or below it."""
         self.watermark = watermark
+
+
+@registry.register(steps.WindowStep)
+def _window(step: steps.WindowStep, ctx: registry.OperatorContext) -> base.Operator:
+    return WindowOperator(step, ctx.emit, ctx.side_output, ctx.key_group_range, ctx.max_parallelism)

@@ -1,0 +1,132 @@
+"""The operator contract and what operators hand to a snapshot.
+
+An operator is one step of a chain on one subtask. It receives batches
+through :meth:`Operator.process` and hands its output to ``emit``: the
+:class:`~barrier_runtime.task.chain.OperatorChain` wires that, once when it
+builds the chain, to a chained output that calls the next operator directly
+or to the network output at the chain's end. At a snapshot each operator adds
+what it owns to a :class:`SnapshotBuilder`: keyed state as an Arrow blob for
+its key-group range, sink transactions (pre-committed now) and source
+positions. A blob's payload is either its bytes or, when serialising costs
+more than copying, a function that serialises a copy taken now:
+:attr:`StateBlob.data` calls it on the upload thread, after the barrier has
+gone on.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from barrier_runtime.api import batch as batch_mod
+from barrier_runtime.api import steps
+from barrier_runtime.core import metadata, types
+from barrier_runtime.state import keyed
+
+Emit = Callable[[batch_mod.Batch], None]
+CommitHook = Callable[[types.CheckpointId], None]
+Reject = Callable[[object, BaseException], None]
+"""Takes a record the user's function raised on (``on_error`` skip or dead-letter)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateBlob:
+    relpath: str
+    payload: bytes | Callable[[], bytes]
+    """The bytes, or a function returning them that does not depend on later processing."""
+    step_id: types.StepId
+    kind: metadata.HandleKind
+    key_group_start: int | None = None
+    key_group_end: int | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The bytes to upload (a deferred payload is serialised by this call)."""
+        return self.payload if isinstance(self.payload, bytes) else self.payload()
+
+
+@dataclass
+class SnapshotBuilder:
+    """Collects the synchronous part of one subtask's snapshot."""
+
+    checkpoint_id: types.CheckpointId
+    subtask: int
+    blobs: list[StateBlob] = field(default_factory=list)
+    source_positions: dict[types.StepId, dict[str, Any]] = field(default_factory=dict)
+    sink_transactions: dict[types.StepId, tuple[Any, ...]] = field(default_factory=dict)
+    sink_records: dict[types.StepId, int] = field(default_factory=dict)
+    """Per sink step: records written since the attempt started (published with the checkpoint)."""
+
+
+class Operator(abc.ABC):
+    def __init__(self, step_id: types.StepId, emit: Emit) -> None:
+        self.step_id = step_id
+        self.emit = emit
+
+    @abc.abstractmethod
+    def process(self, batch: batch_mod.Batch, side: int) -> None: ...
+
+    def snapshot(self, builder: SnapshotBuilder) -> None:  # noqa: B027 - stateless default
+        """Add this operator's state to ``builder`` (stateless operators add nothing)."""
+
+    def checkpoint_completed(self, checkpoint_id: types.CheckpointId) -> None:  # noqa: B027
+        """React to the completion of a checkpoint (sinks commit)."""
+
+    def on_processing_time(self, now_ms: int) -> int | None:
+        """Fire processing-time timers due at ``now_ms``; when the next one is due (ms)."""
+        return None
+
+    def on_watermark(self, watermark: int) -> None:  # noqa: B027 - no event-time timers
+        """The step's input watermark rose to ``watermark``.
+
+        An operator with event-time timers fires the due ones here and emits
+        their output; the chain forwards the watermark after this returns, so
+        that output precedes it downstream.
+        """
+
+    def close(self) -> None:  # noqa: B027
+        """Release resources."""
+
+
+class StatefulOperator(Operator):
+    """An operator with keyed state, restored from the handles of its key-group range."""
+
+    @abc.abstractmethod
+    def restore(self, blobs: Iterable[bytes]) -> None:
+        """Load the state rows of ``blobs`` that fall into this subtask's key-group range."""
+
+
+def keyed_blob(
+    step_id: types.StepId,
+    builder: SnapshotBuilder,
+    data: bytes | Callable[[], bytes],
+    start: int,
+    end: int,
+) -> StateBlob:
+    """The blob of one subtask's keyed state for key groups ``[start, end]``."""
+    return StateBlob(
+        relpath=f"{step_id}/{builder.subtask}.arrow",
+        payload=data,
+        step_id=step_id,
+        kind=metadata.HandleKind.KEYED,
+        key_group_start=start,
+        key_group_end=end,
+    )
+
+
+def keyed_state_blob(
+    step_id: types.StepId, builder: SnapshotBuilder, state: keyed.KeyedState
+) -> StateBlob:
+    """The blob of a :class:`~keyed.KeyedState`: copied now (mutable values encoded at
+    once), serialised on the upload thread."""
+    copy = state.snapshot_copy(step_id)
+    return keyed_blob(step_id, builder, copy.encode, state.start, state.end)
+
+
+def key_fn_of(inp: steps.Input) -> steps.KeyFn:
+    """The key function of a keyed step's input (the graph gives every keyed input one)."""
+    if inp.key_fn is None:
+        raise ValueError(f"keyed step input from {inp.step_id!r} has no key function")
+    return inp.key_fn
