@@ -37,6 +37,7 @@ from crd_cases import CASES, CAUSES, NAMESPACE, Case
 from kube_local import control_plane as control_plane_mod
 
 from cjob_operator import admission
+from cjob_operator.model import spec as spec_model
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_FILE = ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
@@ -366,6 +367,9 @@ MINIMAL_STORED_SPEC = {
 
 
 def test_a_minimal_job_is_accepted_and_stored_with_the_crd_defaults(server: Plane) -> None:
+    """The CRD-defaults contract, tested here once: the server stores these defaults, the
+    operator's admission validator stores the same, and the operator reads the spec as
+    written exactly as it reads the spec as stored (its own defaults are the CRD's)."""
     job = crd_cases.minimal_job("minimal")
     job["status"] = {"phase": "Running"}
 
@@ -376,6 +380,8 @@ def test_a_minimal_job_is_accepted_and_stored_with_the_crd_defaults(server: Plan
     assert back["spec"] == MINIMAL_STORED_SPEC
     assert "status" not in back, "the status is a subresource: dropped on create"
     assert admission.validator().validate_create(job).object["spec"] == back["spec"]
+    as_written = spec_model.JobSpec.from_storage(job["spec"])
+    assert as_written == spec_model.JobSpec.from_storage(back["spec"])  # ``raw`` not compared
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
