@@ -28,12 +28,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import crd_cases
 import pytest
 import waiting
 import yaml
-from cjob_operator_testing import envtest
-from crd_cases import CASES, CAUSES, NAMESPACE, Case
+from cjob_operator_testing import crd_cases, envtest
+from cjob_operator_testing.crd_cases import CASES, CAUSES, NAMESPACE, Case
 from kube_local import control_plane as control_plane_mod
 
 from cjob_operator import admission

@@ -14,4 +14,6 @@ They live in ``tests/support`` (on pytest's ``pythonpath``), outside
 - :mod:`.harness` — all of it: the node and the fake driver on a background event
   loop, and ``kopf run -m cjob_operator.main`` as a subprocess holding the chart's
   ServiceAccount's token.
+- :mod:`.crd_cases` — the manifests that each break one rule or constraint of the CRD,
+  and what kube-apiserver answers to each (``tests/integration/crds``).
 """
