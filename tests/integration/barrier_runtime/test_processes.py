@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import waiting
+from barrier_runtime_testing.processes import alive
 
 from barrier_runtime import processes
 
@@ -29,15 +30,6 @@ open("pids", "w").write(f"{os.getpid()} {child.pid}")
 print("up", flush=True)
 time.sleep(600)
 """
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie awaiting its reaper counts as dead)."""
-    try:
-        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def start(server: processes.ServerProcess) -> tuple[int, int]:
