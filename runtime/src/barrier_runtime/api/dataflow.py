@@ -30,7 +30,7 @@ dataflow's dead-letter sink, exactly once with the checkpoint:
 
 from __future__ import annotations
 
-from barrier_runtime.api import errors, event_time, sinks, sources, streams
+from barrier_runtime.api import building, event_time, sinks, sources, streams
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import watermarks as watermarks_mod
 from barrier_runtime.core import types
@@ -39,7 +39,7 @@ DEFAULT_MAX_PARALLELISM = 128
 DEAD_LETTER_PREFIX = "_dead-letters."
 """Dead letters of step s commit under _dead-letters.s (user step ids cannot start with _)."""
 
-InvalidDataflowError = errors.InvalidDataflowError
+InvalidDataflowError = building.InvalidDataflowError
 Stream = streams.Stream
 KeyedStream = streams.KeyedStream
 WindowedStream = streams.WindowedStream
@@ -121,14 +121,15 @@ class Dataflow:
                 f"step {step_id!r}: timestamps= takes a column name or a function of the "
                 f"record, not {type(timestamps).__name__}"
             )
-        return self._add(defs.SourceStep(self._new_id(step_id), source, timestamps, watermarks))
+        step = defs.SourceStep(self._new_id(step_id), source, timestamps, watermarks)
+        return Stream(self, self._add(step))
 
-    def merge(self, step_id: str, *streams: Stream) -> Stream:
-        """The union of ``streams`` (records keep their per-input order)."""
-        if len(streams) < 2:
+    def merge(self, step_id: str, *inputs: Stream) -> Stream:
+        """The union of ``inputs`` (records keep their per-input order)."""
+        if len(inputs) < 2:
             raise InvalidDataflowError(f"step {step_id!r}: merge needs at least two streams")
-        inputs = tuple(self._consume(s, step_id) for s in streams)
-        return self._add(defs.MergeStep(self._new_id(step_id), inputs))
+        consumed = tuple(self._consume(s, step_id) for s in inputs)
+        return Stream(self, self._add(defs.MergeStep(self._new_id(step_id), consumed)))
 
     def validate(self) -> None:
         """Raise :class:`InvalidDataflowError` unless the flow can run."""
@@ -195,13 +196,13 @@ class Dataflow:
             )
         return types.StepId(step_id)
 
-    def _add(self, step: defs.Step) -> Stream:
+    def _add(self, step: defs.Step) -> types.StepId:
         self._steps[step.step_id] = step
-        return Stream(self, step.step_id)
+        return step.step_id
 
     def _consume(
         self,
-        stream: Stream,
+        stream: object,
         by: str,
         partitioning: defs.Partitioning = defs.Partitioning.FORWARD,
         key_fn: defs.KeyFn | None = None,

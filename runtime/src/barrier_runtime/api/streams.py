@@ -1,7 +1,7 @@
 """The streams a dataflow is wired through: :class:`Stream`, :class:`KeyedStream`,
 :class:`WindowedStream`.
 
-A stream is the output of one step of its :class:`~barrier_runtime.api.dataflow.Dataflow`;
+A stream is the output of one step of its :class:`~barrier_runtime.api.building.StepGraph`;
 its methods add the steps downstream of it (``map``, ``key_by``, ``sink``, and on a keyed
 stream ``reduce``, ``sum``, ``connect`` and the event-time steps of
 :class:`~barrier_runtime.api.keyed_time.EventTimeSteps`). The dataflow owns the steps, their
@@ -18,18 +18,15 @@ ids and the rules of the whole graph; a stream only says what to add.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import errors, keyed_time, sinks
+from barrier_runtime.api import building, keyed_time, sinks
 from barrier_runtime.api import steps as defs
 from barrier_runtime.core import types
 from barrier_runtime.state import key_groups
-
-if TYPE_CHECKING:
-    from barrier_runtime.api import dataflow
 
 
 class Stream:
@@ -37,12 +34,16 @@ class Stream:
 
     __slots__ = ("flow", "step_id")
 
-    def __init__(self, flow: dataflow.Dataflow, step_id: types.StepId) -> None:
+    def __init__(self, flow: building.StepGraph, step_id: types.StepId) -> None:
         self.flow = flow
         self.step_id = step_id
 
     def _input(self, by: str) -> defs.Input:
         return self.flow._consume(self, by)
+
+    def _then(self, step: defs.Step) -> Stream:
+        """Add ``step`` (downstream of this stream); its output."""
+        return Stream(self.flow, self.flow._add(step))
 
     def flat_map(
         self,
@@ -52,7 +53,7 @@ class Stream:
         on_error: defs.OnError = "fail",
     ) -> Stream:
         """Replace each record by zero or more records."""
-        return self.flow._add(
+        return self._then(
             defs.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
         )
 
@@ -74,7 +75,7 @@ class Stream:
         on_error: defs.OnError = "fail",
     ) -> Stream:
         """Keep the records for which ``predicate`` is true (it must not modify them)."""
-        return self.flow._add(
+        return self._then(
             defs.FilterStep(self.flow._new_id(step_id), self._input(step_id), predicate, on_error)
         )
 
@@ -86,7 +87,7 @@ class Stream:
         on_error: defs.OnError = "fail",
     ) -> Stream:
         """Transform whole Arrow record batches (the fast, vectorised path)."""
-        return self.flow._add(
+        return self._then(
             defs.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
         )
 
@@ -98,21 +99,38 @@ class Stream:
         """
         column = key if isinstance(key, str) else None
         key_fn = _column_key(key) if isinstance(key, str) else key
-        stream = self.flow._add(
+        added = self.flow._add(
             defs.KeyByStep(self.flow._new_id(step_id), self._input(step_id), key_fn, column)
         )
-        return KeyedStream(self.flow, stream.step_id, key_fn, column)
+        return KeyedStream(self.flow, added, key_fn, column)
 
     def sink(self, step_id: str, sink: sinks.Sink) -> None:
         """Send the stream to a transactional sink."""
         if not isinstance(sink, sinks.Sink):
-            raise errors.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: {type(sink).__name__} is not a barrier_runtime Sink"
             )
         self.flow._add(defs.SinkStep(self.flow._new_id(step_id), self._input(step_id), sink))
 
 
-class KeyedStream(Stream, keyed_time.EventTimeSteps):
+class WindowedStream(Stream):
+    """The results of a window step; :meth:`late` is the stream of its late records."""
+
+    __slots__ = ()
+
+    def late(self, step_id: str) -> Stream:
+        """The records that came after their windows closed (beyond the allowed lateness)."""
+        if any(
+            isinstance(s, defs.SideOutputStep) and s.input.step_id == self.step_id
+            for s in self.flow.steps
+        ):
+            raise building.InvalidDataflowError(
+                f"step {step_id!r}: window step {self.step_id!r} already has a late-records stream"
+            )
+        return self._then(defs.SideOutputStep(self.flow._new_id(step_id), self._input(step_id)))
+
+
+class KeyedStream(Stream, keyed_time.EventTimeSteps[Stream, WindowedStream]):
     """A stream partitioned by key; keyed steps keep one state value per key.
 
     The event-time steps (``window``, ``window_agg``, ``process``,
@@ -123,7 +141,7 @@ class KeyedStream(Stream, keyed_time.EventTimeSteps):
 
     def __init__(
         self,
-        flow: dataflow.Dataflow,
+        flow: building.StepGraph,
         step_id: types.StepId,
         key_fn: defs.KeyFn,
         key_column: str | None = None,
@@ -135,6 +153,9 @@ class KeyedStream(Stream, keyed_time.EventTimeSteps):
     def _keyed_input(self, by: str) -> defs.Input:
         return self.flow._consume(self, by, defs.Partitioning.KEYED, self.key_fn, self.key_column)
 
+    def _stream(self, step_id: types.StepId) -> Stream:
+        return Stream(self.flow, step_id)
+
     def _windowed_stream(self, step_id: types.StepId) -> WindowedStream:
         return WindowedStream(self.flow, step_id)
 
@@ -142,7 +163,7 @@ class KeyedStream(Stream, keyed_time.EventTimeSteps):
         self, step_id: str, fn: defs.StatefulFn, *, on_error: defs.OnError = "fail"
     ) -> Stream:
         """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
-        return self.flow._add(
+        return self._then(
             defs.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn, on_error)
         )
 
@@ -198,13 +219,15 @@ class KeyedStream(Stream, keyed_time.EventTimeSteps):
         'KeyedSumStep'
         """
         if self.key_column is None:
-            raise errors.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: sum needs a stream keyed by a column (key_by(step, 'col')); "
                 "for a key function use aggregate"
             )
         if not column or not output:
-            raise errors.InvalidDataflowError(f"step {step_id!r}: sum needs non-empty column names")
-        return self.flow._add(
+            raise building.InvalidDataflowError(
+                f"step {step_id!r}: sum needs non-empty column names"
+            )
+        return self._then(
             defs.KeyedSumStep(
                 self.flow._new_id(step_id), self._keyed_input(step_id), column, output
             )
@@ -223,26 +246,9 @@ class KeyedStream(Stream, keyed_time.EventTimeSteps):
         Side 0 is this stream, side 1 is ``other``.
         """
         if not isinstance(other, KeyedStream):
-            raise errors.InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
+            raise building.InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
         inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
-        return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error))
-
-
-class WindowedStream(Stream):
-    """The results of a window step; :meth:`late` is the stream of its late records."""
-
-    __slots__ = ()
-
-    def late(self, step_id: str) -> Stream:
-        """The records that came after their windows closed (beyond the allowed lateness)."""
-        if any(
-            isinstance(s, defs.SideOutputStep) and s.input.step_id == self.step_id
-            for s in self.flow.steps
-        ):
-            raise errors.InvalidDataflowError(
-                f"step {step_id!r}: window step {self.step_id!r} already has a late-records stream"
-            )
-        return self.flow._add(defs.SideOutputStep(self.flow._new_id(step_id), self._input(step_id)))
+        return self._then(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error))
 
 
 def _column_key(column: str) -> defs.KeyFn:
