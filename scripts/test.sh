@@ -12,7 +12,10 @@ echo "==> import layers (import-linter contracts in pyproject.toml; tests/unit/t
 echo "==> mypy (strict)"
 .venv/bin/mypy runtime/src/barrier_runtime operator/src/cjob_operator
 # test support and benchmark code that used to ship inside the packages (issue 12)
-.venv/bin/mypy tests/support/barrier_runtime_testing tests/support/cjob_operator_testing bench/cjob_bench
+.venv/bin/mypy tests/support/barrier_runtime_testing tests/support/cjob_operator_testing \
+    tests/support/chart_testing tests/support/docker_testing tests/support/e2e_k8s_testing \
+    tests/support/waiting.py tests/support/cli_contract.py tests/support/stored_checkpoints.py \
+    tests/support/http_fakes.py bench/cjob_bench
 .venv/bin/mypy devtools/kube_local/kube_local tests/integration/kube_local
 .venv/bin/mypy devtools/docs_gen/docs_gen tests/unit/docs
 echo "==> pytest"

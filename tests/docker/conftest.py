@@ -3,15 +3,5 @@
 
 Whether Docker can run here is decided in one place, ``docker_gate`` (skip with the
 reason, or fail under ``CJOB_REQUIRE_DOCKER=1`` as in CI); ``docker_harness`` runs a
-script and reads its report. This conftest puts the folder on ``sys.path`` so that the
-test modules can import both under ``--import-mode=importlib``.
+script and reads its report. Both are in ``tests/support/docker_testing``.
 """
-
-from __future__ import annotations
-
-import pathlib
-import sys
-
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))

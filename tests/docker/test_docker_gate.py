@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-import docker_gate
 import pytest
-from docker_gate import Facts, Verdict
+from docker_testing import docker_gate
+from docker_testing.docker_gate import Facts, Verdict
 
 ALL_CAPS = 0x1FFFFFFFFFF
 DEFAULT_CONTAINER_CAPS = 0xA80425FB  # Docker's default set: no CAP_SYS_ADMIN

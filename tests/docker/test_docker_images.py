@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 
-import docker_harness
 import pytest
+from docker_testing import docker_harness
 
 WORKDIR = docker_harness.ROOT / "build" / "docker-smoke"
 SCRIPT_TIMEOUT = 1800

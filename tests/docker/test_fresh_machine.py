@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 import subprocess
 
-import docker_harness
 import pytest
+from docker_testing import docker_harness
 
 WORKDIR = docker_harness.ROOT / "build" / "fresh-machine"
 SCRIPT_TIMEOUT = 3600

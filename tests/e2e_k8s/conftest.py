@@ -40,22 +40,16 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 
 import pytest
 from cjob_operator_testing import envtest
+from docker_testing import docker_harness
+from e2e_k8s_testing import object_store, targets
+from e2e_k8s_testing.cluster import Cluster, ScenarioError
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-for folder in (HERE, ROOT / "tests" / "docker"):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-
-import docker_harness  # noqa: E402
-import object_store  # noqa: E402
-import targets  # noqa: E402
-from cluster import Cluster, ScenarioError  # noqa: E402
 
 JOB_NAMESPACES = ("cjob-system", "streaming")
 

@@ -19,12 +19,12 @@ import json
 import pathlib
 import time
 
-import object_store
 import pytest
-from cluster import AnyKiller
-from installed import chart_values
-from k8s_job import Settings, check_output, say, summary_line
-from scenario import Scenario
+from e2e_k8s_testing import object_store
+from e2e_k8s_testing.cluster import AnyKiller
+from e2e_k8s_testing.installed import chart_values
+from e2e_k8s_testing.k8s_job import Settings, check_output, say, summary_line
+from e2e_k8s_testing.scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import base64
 import pathlib
 
-import object_store
 import pytest
-import targets
-from cluster import Cluster
+from e2e_k8s_testing import object_store, targets
+from e2e_k8s_testing.cluster import Cluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RELEASE = "evaluation"

@@ -26,13 +26,13 @@ import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
-import targets
 import waiting
 import yaml
-from cluster import Cluster
-from installed import chart_installed
-from k8s_job import say
-from scenario import Scenario
+from e2e_k8s_testing import targets
+from e2e_k8s_testing.cluster import Cluster
+from e2e_k8s_testing.installed import chart_installed
+from e2e_k8s_testing.k8s_job import say
+from e2e_k8s_testing.scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "manifests" / "wordcount.yaml"

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 import waiting
 import yaml
-from cluster import Cluster
-from installed import chart_installed
-from scenario import Scenario
+from e2e_k8s_testing.cluster import Cluster
+from e2e_k8s_testing.installed import chart_installed
+from e2e_k8s_testing.scenario import Scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "examples" / "manifests" / "minimal.yaml"

@@ -1,11 +1,32 @@
-"""Puts this folder on ``sys.path`` so that the tests can ``import crd_cases`` (the table)
-under ``--import-mode=importlib``."""
+"""The CRD installed once for the tests in this folder (``server``)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 
-HERE = str(Path(__file__).resolve().parent)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+import pytest
+from cjob_operator_testing import crd_cases
+from cjob_operator_testing.crd_cases import NAMESPACE
+from cjob_operator_testing.crd_server import CRD_FILE, STATUS_TARGET, Plane, kubectl
+
+
+@pytest.fixture(scope="session")
+def server(kube_api: Plane) -> Iterator[Plane]:
+    """The CRD installed and Established, the namespace of these tests, and a valid job
+    whose status the status cases patch."""
+    applied = kubectl(kube_api, "apply", "-f", str(CRD_FILE))
+    assert applied.returncode == 0, applied.stderr
+    established = kubectl(
+        kube_api,
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/checkpointedjobs.checkpointed.dev",
+    )
+    assert established.returncode == 0, established.stderr
+    created = kubectl(kube_api, "create", "namespace", NAMESPACE)
+    assert created.returncode == 0, created.stderr
+    target = kubectl(kube_api, "apply", "-f", "-", stdin=crd_cases.minimal_job(STATUS_TARGET))
+    assert target.returncode == 0, target.stderr
+    yield kube_api
+    kubectl(kube_api, "delete", "namespace", NAMESPACE, "--wait=false")

@@ -40,8 +40,7 @@ RUNTIME = "cjob-runtime:dev"
 
 def docker_ready() -> bool:
     """Make sure an engine answers and has the images; ``True`` when it had to start one."""
-    sys.path.insert(0, str(ROOT / "tests" / "docker"))
-    import docker_harness  # type: ignore[import-not-found]  # tests/docker, put on sys.path above
+    from docker_testing import docker_harness
 
     docker_harness.require_docker()
     answers = subprocess.run(["docker", "info"], capture_output=True, check=False)

@@ -27,7 +27,6 @@ import os
 import pathlib
 import re
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 
 from barrier_runtime import processes
@@ -37,7 +36,6 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 BUILD_MODULE = REPO / "devtools" / "minio_build" / "go.mod"
 BINARY_ENV = "CJOB_MINIO_BINARY"
 _MODULE = "github.com/minio/minio"
-_START_ATTEMPTS = 3
 _HEALTH_PATH = "/minio/health/live"
 
 
@@ -150,17 +148,15 @@ class MinioServer(s3_server.LocalS3Server):
     def _launch(self) -> None:
         binary = self._binary or minio_binary()
         resources = self._own(
-            pathlib.Path(tempfile.mkdtemp(prefix="cjob-minio-")),
-            graceful=self._data_dir is not None,
-            log_name="minio.log",
+            "cjob-minio-", graceful=self._data_dir is not None, log_name="minio.log"
         )
         data_dir = self._data_dir or resources.runtime_dir / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
-        problem, log = "it did not start", ""
-        for _ in range(_START_ATTEMPTS):
+
+        def attempt() -> str | None:
             api, console = processes.free_ports(self._host, 2)
             api = self._port or api
-            process = resources.spawn(
+            resources.spawn(
                 [
                     str(binary),
                     "server",
@@ -175,24 +171,20 @@ class MinioServer(s3_server.LocalS3Server):
                     str(resources.runtime_dir / "certs"),
                 ],
                 self._environment(),
+                new_log=True,
             )
-            outcome = self._wait_ready(process, f"http://{self._host}:{api}", _HEALTH_PATH)
-            if outcome is None:
+            problem = self._wait_ready(f"http://{self._host}:{api}", _HEALTH_PATH)
+            if problem is None:
                 self._ports = {"api": api, "console": console}
-                for bucket in self._buckets:
-                    self.create_bucket(bucket)
-                return
-            problem, log = outcome, self.log_tail()
-            resources.kill()
-            if not any(sign in log for sign in s3_server.PORT_RACE_SIGNS):
-                break  # not a port race: retrying will not help
-        raise errors.EmbeddedServerError(
-            f"MinIO ({binary}) did not come up ({problem}); its last output: {log[-800:]!r}"
-        )
+            return problem
+
+        self._start_on_free_ports(attempt, f"MinIO ({binary})")
+        for bucket in self._buckets:
+            self.create_bucket(bucket)
 
     def _environment(self) -> dict[str, str]:
         ours = [k for k in os.environ if k.startswith(("MINIO_", "AWS_"))]
-        return s3_server.child_environment(
+        return processes.child_environment(
             ours,
             MINIO_ROOT_USER=self._access_key,
             MINIO_ROOT_PASSWORD=self._secret_key,

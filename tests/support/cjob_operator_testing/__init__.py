@@ -14,4 +14,8 @@ They live in ``tests/support`` (on pytest's ``pythonpath``), outside
 - :mod:`.harness` — all of it: the node and the fake driver on a background event
   loop, and ``kopf run -m cjob_operator.main`` as a subprocess holding the chart's
   ServiceAccount's token.
+- :mod:`.crd_cases` — the manifests that each break one rule or constraint of the CRD,
+  and what kube-apiserver answers to each (``tests/integration/crds``).
+- :mod:`.crd_server` — the CRD on a real kube-apiserver: ``kubectl`` with JSON on stdin,
+  a stored job, a refusal's causes.
 """

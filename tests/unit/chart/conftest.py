@@ -1,21 +1,12 @@
 """Fixtures for the Helm chart tests: the tools (skip with a clear message if missing).
 
-``chartkit`` (next to this file) holds the helpers; this conftest puts this folder on
-``sys.path`` so test modules can ``import chartkit`` under ``--import-mode=importlib``.
+``chart_testing.chartkit`` (``tests/support``) holds the helpers.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-import chartkit  # noqa: E402
+from chart_testing import chartkit
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import chartkit
 import pytest
 import yaml
+from chart_testing import chartkit
 from prometheus_client.registry import CollectorRegistry
 
 from cjob_operator import metrics as operator_metrics

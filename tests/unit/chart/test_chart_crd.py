@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import chartkit
 import yaml
+from chart_testing import chartkit
 
 ROOT_CRD = chartkit.ROOT / "crds" / "checkpointedjobs.checkpointed.dev.yaml"
 CHART_CRDS = chartkit.CHART / "crds"

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import chartkit
 import pytest
 import yaml
+from chart_testing import chartkit
 
 DASHBOARD = chartkit.DASHBOARDS / "checkpointed-jobs.json"
 # issue 5: phase, checkpoint duration, size and age, failures by reason, alignment time,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import chartkit
 import pytest
+from chart_testing import chartkit
 
 from cjob_operator.act import kube
 

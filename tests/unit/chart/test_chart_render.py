@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import chartkit
 import jsonschema
 import kubernetes_validate
 import pytest
+from chart_testing import chartkit
 
 OLDEST_K8S = "1.28"
 CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}

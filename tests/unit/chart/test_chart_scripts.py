@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
-import chartkit
 import pytest
+from chart_testing import chartkit
 
 SCRIPTS = [
     chartkit.ROOT / "scripts" / "get-helm.sh",

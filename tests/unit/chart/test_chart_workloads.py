@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import chartkit
 import pytest
 import yaml
+from chart_testing import chartkit
 
 from cjob_operator import manifests
 

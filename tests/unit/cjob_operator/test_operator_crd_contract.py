@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from cjob_operator.model import acks, intent, status
-from cjob_operator.model import spec as spec_model
 from cjob_operator.model.enums import (
     NonceOutcome,
     Phase,
@@ -138,29 +137,3 @@ def test_spec_fields_the_operator_reads_are_in_the_schema() -> None:
         "multiplier",
         "jitter",
     }
-
-
-def apply_defaults(value: Any, node: Mapping[str, Any]) -> Any:
-    """Structural defaulting as the API server does it (objects only)."""
-    if not isinstance(value, dict):
-        return value
-    for key, child in node.get("properties", {}).items():
-        if key not in value and "default" in child:
-            value[key] = child["default"]
-        if key in value:
-            value[key] = apply_defaults(value[key], child)
-    return value
-
-
-def test_operator_defaults_equal_the_crd_defaults() -> None:
-    minimal = {
-        "image": "x",
-        "pipeline": {"module": "m"},
-        "storage": {"endpoint": "file:///s", "bucket": "b", "credentialsSecret": {"name": "c"}},
-    }
-    defaulted = apply_defaults(
-        yaml.safe_load(yaml.safe_dump(minimal)), schema()["properties"]["spec"]
-    )
-    ours = spec_model.JobSpec.from_storage(minimal)
-    theirs = spec_model.JobSpec.from_storage(defaulted)
-    assert ours == theirs  # ``raw`` is excluded from comparison

@@ -2,7 +2,9 @@
 
 A real API server prunes every status field the schema does not declare, silently,
 and the operator reads the spec with its own defaults; these tests keep the two
-sides of that contract from drifting apart.
+sides of that contract from drifting apart. That the operator's defaults are the
+CRD's is tested once, against a real API server, in ``tests/integration/crds``
+(``test_a_minimal_job_is_accepted_and_stored_with_the_crd_defaults``).
 """
 
 from __future__ import annotations
@@ -23,17 +25,6 @@ from cjob_operator.model import status as status_model
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples" / "manifests").glob("*.yaml"))
 T = 1_763_800_000.0
-
-
-def test_operator_defaults_equal_the_crd_defaults(
-    validator: admission.CustomResourceValidator, minimal: dict[str, Any]
-) -> None:
-    stored = validator.validate_create(minimal).object["spec"]
-
-    as_written = spec_model.JobSpec.from_storage(minimal["spec"])
-    as_stored = spec_model.JobSpec.from_storage(stored)
-
-    assert as_written == as_stored
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

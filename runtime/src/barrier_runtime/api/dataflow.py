@@ -1,8 +1,11 @@
 """Building a dataflow: the user's entry point.
 
 A pipeline module builds a :class:`Dataflow` and wires steps through
-:class:`Stream` objects. Every step takes a stable ``step_id`` first: it names
-the step's persisted state, so renaming a step is a breaking change.
+:class:`~barrier_runtime.api.streams.Stream` objects. Every step takes a stable
+``step_id`` first: it names the step's persisted state, so renaming a step is a
+breaking change. The dataflow owns the steps (by id), what consumes what, and
+the rules the whole graph must keep (:meth:`Dataflow.validate`, dead letters);
+the streams (:mod:`~barrier_runtime.api.streams`) only say what to add.
 
 >>> from barrier_runtime.testing import TestingSink, TestingSource
 >>> flow = Dataflow("doubler")
@@ -27,25 +30,20 @@ dataflow's dead-letter sink, exactly once with the checkpoint:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
-
-import pyarrow as pa
-
-from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, keyed_time, sinks, sources
+from barrier_runtime.api import building, event_time, sinks, sources, streams
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import watermarks as watermarks_mod
 from barrier_runtime.core import types
-from barrier_runtime.state import key_groups
 
 DEFAULT_MAX_PARALLELISM = 128
 DEAD_LETTER_PREFIX = "_dead-letters."
 """Dead letters of step s commit under _dead-letters.s (user step ids cannot start with _)."""
 
-
-class InvalidDataflowError(ValueError):
-    """The dataflow cannot run as built; the message says which step and why."""
+InvalidDataflowError = building.InvalidDataflowError
+Stream = streams.Stream
+KeyedStream = streams.KeyedStream
+WindowedStream = streams.WindowedStream
+"""The streams live in :mod:`~barrier_runtime.api.streams`; these names stay for callers."""
 
 
 class Dataflow:
@@ -123,14 +121,15 @@ class Dataflow:
                 f"step {step_id!r}: timestamps= takes a column name or a function of the "
                 f"record, not {type(timestamps).__name__}"
             )
-        return self._add(defs.SourceStep(self._new_id(step_id), source, timestamps, watermarks))
+        step = defs.SourceStep(self._new_id(step_id), source, timestamps, watermarks)
+        return Stream(self, self._add(step))
 
-    def merge(self, step_id: str, *streams: Stream) -> Stream:
-        """The union of ``streams`` (records keep their per-input order)."""
-        if len(streams) < 2:
+    def merge(self, step_id: str, *inputs: Stream) -> Stream:
+        """The union of ``inputs`` (records keep their per-input order)."""
+        if len(inputs) < 2:
             raise InvalidDataflowError(f"step {step_id!r}: merge needs at least two streams")
-        inputs = tuple(self._consume(s, step_id) for s in streams)
-        return self._add(defs.MergeStep(self._new_id(step_id), inputs))
+        consumed = tuple(self._consume(s, step_id) for s in inputs)
+        return Stream(self, self._add(defs.MergeStep(self._new_id(step_id), consumed)))
 
     def validate(self) -> None:
         """Raise :class:`InvalidDataflowError` unless the flow can run."""
@@ -197,13 +196,13 @@ class Dataflow:
             )
         return types.StepId(step_id)
 
-    def _add(self, step: defs.Step) -> Stream:
+    def _add(self, step: defs.Step) -> types.StepId:
         self._steps[step.step_id] = step
-        return Stream(self, step.step_id)
+        return step.step_id
 
     def _consume(
         self,
-        stream: Stream,
+        stream: object,
         by: str,
         partitioning: defs.Partitioning = defs.Partitioning.FORWARD,
         key_fn: defs.KeyFn | None = None,
@@ -222,215 +221,6 @@ class Dataflow:
         return defs.Input(stream.step_id, partitioning, key_fn, key_column)
 
 
-class Stream:
-    """The output of a step; call methods on it to add downstream steps."""
-
-    __slots__ = ("flow", "step_id")
-
-    def __init__(self, flow: Dataflow, step_id: types.StepId) -> None:
-        self.flow = flow
-        self.step_id = step_id
-
-    def _input(self, by: str) -> defs.Input:
-        return self.flow._consume(self, by)
-
-    def flat_map(
-        self,
-        step_id: str,
-        fn: Callable[[batch_mod.Record], Iterable[batch_mod.Record]],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Replace each record by zero or more records."""
-        return self.flow._add(
-            defs.FlatMapStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
-        )
-
-    def map(
-        self,
-        step_id: str,
-        fn: Callable[[batch_mod.Record], batch_mod.Record],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Replace each record by ``fn(record)``."""
-        return self.flat_map(step_id, lambda r: (fn(r),), on_error=on_error)
-
-    def filter(
-        self,
-        step_id: str,
-        predicate: Callable[[batch_mod.Record], bool],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Keep the records for which ``predicate`` is true (it must not modify them)."""
-        return self.flow._add(
-            defs.FilterStep(self.flow._new_id(step_id), self._input(step_id), predicate, on_error)
-        )
-
-    def map_batches(
-        self,
-        step_id: str,
-        fn: Callable[[pa.RecordBatch], pa.RecordBatch],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Transform whole Arrow record batches (the fast, vectorised path)."""
-        return self.flow._add(
-            defs.MapBatchesStep(self.flow._new_id(step_id), self._input(step_id), fn, on_error)
-        )
-
-    def key_by(self, step_id: str, key: str | defs.KeyFn) -> KeyedStream:
-        """Partition the stream by key: a column name or a function of the record.
-
-        Keying by a column name lets Arrow batches be routed in one vectorised
-        pass; a function is called record by record.
-        """
-        column = key if isinstance(key, str) else None
-        key_fn = _column_key(key) if isinstance(key, str) else key
-        stream = self.flow._add(
-            defs.KeyByStep(self.flow._new_id(step_id), self._input(step_id), key_fn, column)
-        )
-        return KeyedStream(self.flow, stream.step_id, key_fn, column)
-
-    def sink(self, step_id: str, sink: sinks.Sink) -> None:
-        """Send the stream to a transactional sink."""
-        if not isinstance(sink, sinks.Sink):
-            raise InvalidDataflowError(
-                f"step {step_id!r}: {type(sink).__name__} is not a barrier_runtime Sink"
-            )
-        self.flow._add(defs.SinkStep(self.flow._new_id(step_id), self._input(step_id), sink))
-
-
-class KeyedStream(Stream, keyed_time.EventTimeSteps):
-    """A stream partitioned by key; keyed steps keep one state value per key.
-
-    The event-time steps (``window``, ``window_agg``, ``process``,
-    ``interval_join``) come from :class:`~barrier_runtime.api.keyed_time.EventTimeSteps`.
-    """
-
-    __slots__ = ("key_column", "key_fn")
-
-    def __init__(
-        self,
-        flow: Dataflow,
-        step_id: types.StepId,
-        key_fn: defs.KeyFn,
-        key_column: str | None = None,
-    ) -> None:
-        super().__init__(flow, step_id)
-        self.key_fn = key_fn
-        self.key_column = key_column
-
-    def _keyed_input(self, by: str) -> defs.Input:
-        return self.flow._consume(self, by, defs.Partitioning.KEYED, self.key_fn, self.key_column)
-
-    def stateful_map(
-        self, step_id: str, fn: defs.StatefulFn, *, on_error: defs.OnError = "fail"
-    ) -> Stream:
-        """``fn(state_or_None, record) -> (new_state_or_None, outputs)`` per key."""
-        return self.flow._add(
-            defs.StatefulStep(self.flow._new_id(step_id), self._keyed_input(step_id), fn, on_error)
-        )
-
-    def reduce(
-        self,
-        step_id: str,
-        fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Fold each key's records with ``fn(acc, record)``; emit the new accumulator each time."""
-
-        def step(acc: batch_mod.Record | None, rec: batch_mod.Record) -> tuple[Any, Iterable[Any]]:
-            new = rec if acc is None else fn(acc, rec)
-            return new, (new,)
-
-        return self.stateful_map(step_id, step, on_error=on_error)
-
-    def aggregate(
-        self,
-        step_id: str,
-        initial: Callable[[], Any],
-        add: Callable[[Any, batch_mod.Record], Any],
-        output: Callable[[Any, batch_mod.Record], batch_mod.Record],
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Keep an accumulator per key: ``add(acc, record)``; emit ``output(acc, record)``."""
-
-        def step(acc: Any, rec: batch_mod.Record) -> tuple[Any, Iterable[Any]]:
-            new = add(initial() if acc is None else acc, rec)
-            return new, (output(new, rec),)
-
-        return self.stateful_map(step_id, step, on_error=on_error)
-
-    def sum(self, step_id: str, column: str, *, output: str = "sum") -> Stream:
-        """Running sum of the integer ``column`` per key, vectorised over whole batches.
-
-        Every record is emitted with ``output`` set to its key's sum so far
-        (itself included; nulls count as 0), exactly like
-        ``aggregate(step_id, lambda: 0, lambda a, r: a + r[column],
-        lambda a, r: {**r, output: a})`` but computed with NumPy on Arrow
-        batches. Sums are 64-bit and wrap on overflow. The stream must be keyed
-        by a column.
-
-        >>> from barrier_runtime.testing import TestingSink, TestingSource
-        >>> flow = Dataflow("sums")
-        >>> rows = [{"k": 1, "v": 5}, {"k": 2, "v": 1}, {"k": 1, "v": 2}]
-        >>> flow.source("in", TestingSource(rows)).key_by("by-k", "k") \\
-        ...     .sum("total", "v").sink("out", TestingSink())
-        >>> type(flow.step("total")).__name__
-        'KeyedSumStep'
-        """
-        if self.key_column is None:
-            raise InvalidDataflowError(
-                f"step {step_id!r}: sum needs a stream keyed by a column (key_by(step, 'col')); "
-                "for a key function use aggregate"
-            )
-        if not column or not output:
-            raise InvalidDataflowError(f"step {step_id!r}: sum needs non-empty column names")
-        return self.flow._add(
-            defs.KeyedSumStep(
-                self.flow._new_id(step_id), self._keyed_input(step_id), column, output
-            )
-        )
-
-    def connect(
-        self,
-        step_id: str,
-        other: KeyedStream,
-        fn: defs.ConnectFn,
-        *,
-        on_error: defs.OnError = "fail",
-    ) -> Stream:
-        """Two keyed inputs sharing per-key state: ``fn(state, side, record)``.
-
-        Side 0 is this stream, side 1 is ``other``.
-        """
-        if not isinstance(other, KeyedStream):
-            raise InvalidDataflowError(f"step {step_id!r}: connect needs a KeyedStream")
-        inputs = (self._keyed_input(step_id), other._keyed_input(step_id))
-        return self.flow._add(defs.ConnectStep(self.flow._new_id(step_id), inputs, fn, on_error))
-
-
-class WindowedStream(Stream):
-    """The results of a window step; :meth:`late` is the stream of its late records."""
-
-    __slots__ = ()
-
-    def late(self, step_id: str) -> Stream:
-        """The records that came after their windows closed (beyond the allowed lateness)."""
-        if any(
-            isinstance(s, defs.SideOutputStep) and s.input.step_id == self.step_id
-            for s in self.flow.steps
-        ):
-            raise InvalidDataflowError(
-                f"step {step_id!r}: window step {self.step_id!r} already has a late-records stream"
-            )
-        return self.flow._add(defs.SideOutputStep(self.flow._new_id(step_id), self._input(step_id)))
-
-
 def dead_letter_step(step_id: str) -> types.StepId:
     """The name the dead letters of ``step_id`` commit under (never a user's step id)."""
     return types.StepId(DEAD_LETTER_PREFIX + step_id)
@@ -441,10 +231,3 @@ def error_policy(step: defs.Step) -> str:
     if isinstance(step, defs.SourceStep):
         return str(getattr(step.source, "on_error", "fail"))
     return str(getattr(step, "on_error", "fail"))
-
-
-def _column_key(column: str) -> defs.KeyFn:
-    def key_fn(record: batch_mod.Record) -> defs.Key:
-        return key_groups.column_key(record[column])
-
-    return key_fn

@@ -1,36 +1,44 @@
 """The event-time steps of a keyed stream: windows, vectorised windows, timers, interval joins.
 
-:class:`EventTimeSteps` is a part of :class:`~barrier_runtime.api.dataflow.KeyedStream`
-(it holds no state of its own); it lives here to keep ``dataflow.py`` focused on
+:class:`EventTimeSteps` is a part of :class:`~barrier_runtime.api.streams.KeyedStream`
+(it holds no state of its own); it lives here to keep ``streams.py`` focused on
 the core steps. See ``docs/event-time.md`` for the whole story.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, window_fields
+from barrier_runtime.api import building, event_time, window_fields
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import windows as windows_mod
 from barrier_runtime.core import types
 
-if TYPE_CHECKING:
-    from barrier_runtime.api import dataflow
-else:  # imported by dataflow.py itself: resolved when the methods run
-    import barrier_runtime.api.dataflow as dataflow  # noqa: PLR0402
+S = TypeVar("S")
+"""The stream type a step returns (:class:`~barrier_runtime.api.streams.Stream`)."""
+W = TypeVar("W")
+"""The stream type a window step returns (:class:`~barrier_runtime.api.streams.WindowedStream`)."""
 
 
-class EventTimeSteps:
-    """Windows, ``window_agg``, ``process`` and ``interval_join`` of a keyed stream."""
+class EventTimeSteps(Generic[S, W]):
+    """Windows, ``window_agg``, ``process`` and ``interval_join`` of a keyed stream.
+
+    Generic in the stream types it returns, so that this module imports none of the
+    modules that use it.
+    """
 
     __slots__ = ()
-    flow: dataflow.Dataflow
+    flow: building.StepGraph
     step_id: types.StepId
     key_column: str | None
     _keyed_input: Callable[[str], defs.Input]
     """KeyedStream's: this step's input from the stream, keyed."""
+    _stream: Callable[[types.StepId], S]
+    """KeyedStream's: the stream of the step just added."""
+    _windowed_stream: Callable[[types.StepId], W]
+    """KeyedStream's: the stream of the window step just added."""
 
     def process(
         self,
@@ -39,14 +47,14 @@ class EventTimeSteps:
         on_timer: Callable[[Any, Any, Any], tuple[Any, Iterable[batch_mod.Record]]] | None = None,
         *,
         timestamps: event_time.Timestamps | None = None,
-    ) -> dataflow.Stream:
+    ) -> S:
         """Per key state and timers: ``on_record(state, record, ctx) -> (state, records)``
         and ``on_timer(state, timer, ctx) -> (state, records)`` (see
         :class:`~barrier_runtime.api.process.ProcessContext`). Timers are kept per key
         in checkpoints and follow their keys when the job is rescaled; due
         event-time timers fire, in time then key order, before the watermark moves on.
         """
-        return self.flow._add(
+        added = self.flow._add(
             defs.ProcessStep(
                 self.flow._new_id(step_id),
                 self._keyed_input(step_id),
@@ -55,6 +63,7 @@ class EventTimeSteps:
                 timestamps,
             )
         )
+        return self._stream(added)
 
     def window(
         self,
@@ -68,7 +77,7 @@ class EventTimeSteps:
         process: defs.WindowFn | None = None,
         output: str | None = None,
         allowed_lateness_ms: int = 0,
-    ) -> dataflow.WindowedStream:
+    ) -> W:
         """Event-time windows per key, fired when the watermark passes their end.
 
         Give ``aggregate`` or ``process`` (``fn(key, window, records) -> records``,
@@ -100,11 +109,11 @@ class EventTimeSteps:
         >>> flow.validate()
         """
         if (aggregate is None) == (process is None):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: a window needs exactly one of aggregate= and process="
             )
         if not isinstance(assigner, windows_mod.WindowAssigner):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: {type(assigner).__name__} is not a window assigner "
                 "(Tumbling, Sliding or Session)"
             )
@@ -136,7 +145,7 @@ class EventTimeSteps:
         column: str | None = None,
         output: str | None = None,
         allowed_lateness_ms: int = 0,
-    ) -> dataflow.WindowedStream:
+    ) -> W:
         """Like :meth:`window` with built-in aggregates, vectorised over Arrow batches.
 
         ``aggregate`` names the result fields, each ``count()`` (records), or
@@ -162,14 +171,14 @@ class EventTimeSteps:
         ...     aggregate={"trades": count(), "volume": sum_of("qty")}).sink("out", TestingSink())
         """
         if self.key_column is None:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: window_agg needs a stream keyed by a column "
                 "(key_by(step, 'col')); for a key function use window"
             )
         key_field = "key"
         if aggregate is not None:
             if how is not None or column is not None:
-                raise dataflow.InvalidDataflowError(
+                raise building.InvalidDataflowError(
                     f"step {step_id!r}: give aggregate= or how= (with column=), not both"
                 )
             self._no_output(step_id, output)
@@ -178,14 +187,14 @@ class EventTimeSteps:
         else:
             fields = (self._one_aggregate(step_id, how, column, output or "value"),)
         if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
                 "for sessions use window"
             )
         times = self._timestamps(step_id, timestamps)
         if not isinstance(times, str):
             whose = "the sources declare a function" if timestamps is None else "given a function"
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: window_agg reads event time from a column ({whose}): "
                 "give timestamps=<column>, or use window"
             )
@@ -202,12 +211,12 @@ class EventTimeSteps:
         step_id: str, how: defs.WindowHow | None, column: str | None, output: str
     ) -> defs.WindowAggregate:
         if how not in defs.WINDOW_HOWS:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: give aggregate={{name: count(), ...}}, or how= one of "
                 f"{', '.join(defs.WINDOW_HOWS)}, not {how!r}"
             )
         if (column is None) != (how == "count"):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: how={how!r} "
                 + ("takes no column" if how == "count" else "needs column=")
             )
@@ -216,7 +225,7 @@ class EventTimeSteps:
     @staticmethod
     def _no_output(step_id: str, output: str | None) -> None:
         if output is not None:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: named aggregates name their own fields; "
                 "output= goes with a single aggregate"
             )
@@ -231,12 +240,11 @@ class EventTimeSteps:
         step_id: str,
         allowed_lateness_ms: int,
         make: Callable[[types.StepId, defs.Input], defs.WindowStep | defs.WindowAggStep],
-    ) -> dataflow.WindowedStream:
+    ) -> W:
         """Check the event-time set-up, then add the window step ``make`` builds."""
         self._require_watermarks(step_id, allowed_lateness_ms)
         step = make(self.flow._new_id(step_id), self._keyed_input(step_id))
-        self.flow._add(step)
-        return dataflow.WindowedStream(self.flow, step.step_id)
+        return self._windowed_stream(self.flow._add(step))
 
     def _require_watermarks(self, step_id: str, allowed_lateness_ms: int) -> None:
         if (
@@ -244,14 +252,14 @@ class EventTimeSteps:
             or not isinstance(allowed_lateness_ms, int)
             or allowed_lateness_ms < 0
         ):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: allowed_lateness_ms must be a non-negative int, "
                 f"got {allowed_lateness_ms!r}"
             )
         if not any(
             isinstance(s, defs.SourceStep) and s.watermarks is not None for s in self.flow.steps
         ):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: windows fire on watermarks, and no source of dataflow "
                 f"{self.flow.name!r} has any; give the source timestamps= and watermarks="
             )
@@ -259,14 +267,14 @@ class EventTimeSteps:
     def interval_join(
         self,
         step_id: str,
-        other: dataflow.KeyedStream,
+        other: EventTimeSteps[S, W],
         *,
         lower_ms: int,
         upper_ms: int,
         timestamps: event_time.Timestamps | None = None,
         other_timestamps: event_time.Timestamps | None = None,
         fn: Callable[[batch_mod.Record, batch_mod.Record], batch_mod.Record] | None = None,
-    ) -> dataflow.Stream:
+    ) -> S:
         """Pairs of this stream's record at ``l`` and ``other``'s record of the same key at
         ``r`` with ``l + lower_ms <= r <= l + upper_ms``, each emitted once as
         ``fn(left, right)`` (default ``{"key": key, "left": left, "right": right}``).
@@ -288,17 +296,17 @@ class EventTimeSteps:
         ...     .sink("out", TestingSink())
         >>> flow.validate()
         """
-        if not isinstance(other, dataflow.KeyedStream):
-            raise dataflow.InvalidDataflowError(
+        if not isinstance(other, EventTimeSteps):  # KeyedStream is the only one
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: interval_join needs a KeyedStream"
             )
         for name, bound in (("lower_ms", lower_ms), ("upper_ms", upper_ms)):
             if isinstance(bound, bool) or not isinstance(bound, int):
-                raise dataflow.InvalidDataflowError(
+                raise building.InvalidDataflowError(
                     f"step {step_id!r}: {name} must be an int, not {bound!r}"
                 )
         if lower_ms > upper_ms:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: lower_ms ({lower_ms}) is above upper_ms ({upper_ms}): "
                 "no pair could ever match"
             )
@@ -318,4 +326,4 @@ class EventTimeSteps:
             upper_ms,
             fn,
         )
-        return self.flow._add(step)
+        return self._stream(self.flow._add(step))

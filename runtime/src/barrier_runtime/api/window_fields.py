@@ -15,23 +15,18 @@ and the window's bounds; :func:`vectorised` turns them into the fields
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from barrier_runtime.api import event_time
+from barrier_runtime.api import building, event_time
 from barrier_runtime.api import steps as defs
 from barrier_runtime.api import windows as windows_mod
-
-if TYPE_CHECKING:
-    from barrier_runtime.api import dataflow
-else:  # imported by dataflow.py itself: resolved when the functions run
-    import barrier_runtime.api.dataflow as dataflow  # noqa: PLR0402
 
 RESERVED = ("window_start", "window_end", "update")
 """Fields every window result has besides its key and its aggregates."""
 
 
 def carried_timestamps(
-    flow: dataflow.Dataflow, upstream: str, step_id: str, given: event_time.Timestamps | None
+    flow: building.StepGraph, upstream: str, step_id: str, given: event_time.Timestamps | None
 ) -> event_time.Timestamps:
     """``given``, or else the timestamps every source upstream of ``upstream`` declared."""
     if given is not None:
@@ -47,12 +42,12 @@ def carried_timestamps(
             declared.append(step.timestamps)
         pending.extend(i.step_id for i in defs.step_inputs(step))
     if any(d is None for d in declared):
-        raise dataflow.InvalidDataflowError(
+        raise building.InvalidDataflowError(
             f"step {step_id!r}: a source upstream declares no event time; give it "
             "timestamps= and watermarks=, or give this step timestamps="
         )
     if any(d != declared[0] for d in declared):
-        raise dataflow.InvalidDataflowError(
+        raise building.InvalidDataflowError(
             f"step {step_id!r}: the sources upstream declare different timestamps; "
             "give this step timestamps="
         )
@@ -63,11 +58,11 @@ def check_names(step_id: str, names: list[str], key_field: str) -> None:
     """Result fields must be non-empty strings, none the key's or a window field."""
     for name in names:
         if not isinstance(name, str) or not name:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: aggregate names must be non-empty strings, got {name!r}"
             )
         if name in (key_field, *RESERVED):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: aggregate name {name!r} is a field every result already "
                 f"has ({', '.join((key_field, *RESERVED))}); choose another"
             )
@@ -78,13 +73,13 @@ def named(
 ) -> windows_mod.Aggregates:
     """Several named aggregates as one, folded record by record (``window``)."""
     if not aggregate:
-        raise dataflow.InvalidDataflowError(
+        raise building.InvalidDataflowError(
             f"step {step_id!r}: aggregate= names no aggregate; give at least one"
         )
     check_names(step_id, list(aggregate), key_field)
     for name, agg in aggregate.items():
         if not isinstance(agg, windows_mod.AggregateFunction):
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: aggregate {name!r} is a {type(agg).__name__}, not an "
                 "AggregateFunction (count(), sum_of('v'), ... or your own)"
             )
@@ -100,7 +95,7 @@ def vectorised(
     for name, agg in aggregate.items():
         kind = windows_mod.builtin_kind(agg)
         if kind is None or kind[0] not in defs.WINDOW_HOWS:
-            raise dataflow.InvalidDataflowError(
+            raise building.InvalidDataflowError(
                 f"step {step_id!r}: window_agg computes the built-in aggregates (count, "
                 f"sum_of, min_of, max_of, mean_of); {name!r} is not one: use window"
             )

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 from barrier_runtime import java_runtimes, processes
-from barrier_runtime.connectors import _kafka_client, _process, errors
+from barrier_runtime.connectors import _embedded, _kafka_client, errors
 
 LIBS_ENV_VAR = "CJOB_KAFKA_LIBS"
 _JAR = re.compile(r"^kafka_2\.13-(\d[\w.\-]*)\.jar$")
@@ -186,7 +186,7 @@ def render_properties(props: Mapping[str, str]) -> str:
     return "".join(f"{k}={v.replace(chr(92), chr(92) * 2)}\n" for k, v in props.items())
 
 
-class EmbeddedKafkaBroker(_process.EmbeddedServer):
+class EmbeddedKafkaBroker(_embedded.EmbeddedServer):
     """A throwaway Apache Kafka broker (KRaft, one node) on loopback.
 
     ``properties`` override the broker settings of :func:`server_properties`;
@@ -225,7 +225,7 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
         java = self._java = self._java or find_java()
         _kafka_client.import_kafka()  # the readiness probe is a confluent-kafka AdminClient
         if self._proc is None:
-            self._proc = _process.ServerProcess("cjob-kafka-")
+            self._proc = processes.ServerProcess("cjob-kafka-")
             self._port, self._controller_port = processes.free_ports(self.host, 2)
         runtime_dir = self._proc.runtime_dir
         config = self._write_config(runtime_dir)
@@ -236,12 +236,6 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
         if problem is not None:
             self._fail(f"the Kafka broker did not come up ({problem})")
         return self
-
-    def restart(self) -> None:
-        """Kill the broker and start it again on the same ports and data (a broker outage)."""
-        if self._proc is not None:
-            self._proc.kill()
-        self.start()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -270,10 +264,6 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
             self.bootstrap_servers, name, partitions, config=config, timeout=timeout
         )
 
-    def log_tail(self, limit: int = 4000) -> str:
-        """The end of the broker's log (warnings and errors, and the line saying it started)."""
-        return "" if self._proc is None else self._proc.log_tail(limit)
-
     def _java_args(self, libs: pathlib.Path) -> list[str]:
         assert self._proc is not None
         log4j = self._proc.runtime_dir / "log4j2.properties"
@@ -299,7 +289,7 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
         args = [str(java), "-XX:TieredStopAtLevel=1", *self._java_args(libs)]
         args += ["kafka.tools.StorageTool", "format"]
         args += ["--cluster-id", new_cluster_id(), "--config", str(config)]
-        with open(self._proc.runtime_dir / "server.log", "ab") as out:
+        with open(self._proc.log_path, "ab") as out:
             try:
                 done = subprocess.run(
                     args,
@@ -317,7 +307,7 @@ class EmbeddedKafkaBroker(_process.EmbeddedServer):
             self._fail(f"formatting the Kafka data directory failed (status {done.returncode})")
 
     def _answers(self) -> bool:
-        if not _process.port_open(self.host, self._port):
+        if not processes.port_open(self.host, self._port):
             return False
         kafka = _kafka_client.import_kafka()
         admin = kafka.admin.AdminClient(

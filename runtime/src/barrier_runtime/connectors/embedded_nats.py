@@ -19,7 +19,8 @@ import pathlib
 import urllib.error
 import urllib.request
 
-from barrier_runtime.connectors import _process, errors
+from barrier_runtime import processes
+from barrier_runtime.connectors import _embedded, errors
 
 _BINARY = "nats-server"
 _ENV_VAR = "CJOB_NATS_SERVER_BINARY"
@@ -27,7 +28,7 @@ _ENV_VAR = "CJOB_NATS_SERVER_BINARY"
 
 def find_nats_server_binary() -> pathlib.Path:
     """The ``nats-server`` binary to run; a clear error naming the fix if there is none."""
-    found = _process.find_binary(_BINARY, _ENV_VAR)
+    found = processes.find_binary(_BINARY, _ENV_VAR)
     if found is None:
         raise errors.EmbeddedBrokerError(
             "the 'nats-server' binary was not found next to the Python interpreter or on PATH: "
@@ -36,7 +37,7 @@ def find_nats_server_binary() -> pathlib.Path:
     return found
 
 
-class EmbeddedNatsServer(_process.EmbeddedServer):
+class EmbeddedNatsServer(_embedded.EmbeddedServer):
     """A throwaway ``nats-server -js``; use as a context manager or call start/stop."""
 
     def __init__(
@@ -54,9 +55,9 @@ class EmbeddedNatsServer(_process.EmbeddedServer):
         if self.running:
             return self
         if self._proc is None:
-            self._proc = _process.ServerProcess("cjob-nats-")
-            self._port = _process.free_port(self.host)
-            self._http_port = _process.free_port(self.host)
+            self._proc = processes.ServerProcess("cjob-nats-")
+            self._port = processes.free_port(self.host)
+            self._http_port = processes.free_port(self.host)
         binary = self._binary or find_nats_server_binary()
         self._proc.spawn(
             [
@@ -83,21 +84,12 @@ class EmbeddedNatsServer(_process.EmbeddedServer):
             )
         return self
 
-    def restart(self) -> None:
-        """Kill the server and start it again on the same port and store directory."""
-        if self._proc is not None:
-            self._proc.kill()
-        self.start()
-
     @property
     def url(self) -> str:
         """``nats://host:port`` for clients."""
         if not self.running:
             raise errors.EmbeddedBrokerError("the embedded NATS server is not running: start() it")
         return f"nats://{self.host}:{self._port}"
-
-    def log_tail(self, limit: int = 4000) -> str:
-        return "" if self._proc is None else self._proc.log_tail(limit)
 
     def _healthy(self) -> bool:
         url = f"http://{self.host}:{self._http_port}/healthz?js-enabled-only=true"

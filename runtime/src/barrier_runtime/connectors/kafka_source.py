@@ -5,21 +5,20 @@ See :mod:`barrier_runtime.connectors.kafka` for the contract.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources
-from barrier_runtime.connectors import _kafka_client, errors
+from barrier_runtime.connectors import _kafka_client, _payloads, errors
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Message
 
 log = logging.getLogger(__name__)
 
-Payload = Literal["json", "text", "bytes"]
+Payload = _payloads.Payload
 
 
 class KafkaSource(sources.Source):
@@ -36,7 +35,7 @@ class KafkaSource(sources.Source):
         poll_timeout: float = 0.1,
         payload: Payload = "json",
         include_metadata: bool = False,
-        on_error: Literal["fail", "skip"] = "fail",
+        on_error: _payloads.OnError = "fail",
         consumer_config: Mapping[str, Any] | None = None,
         metadata_timeout: float = 10.0,
     ) -> None:
@@ -177,18 +176,10 @@ class KafkaPartition(sources.SourcePartition):
         return "retry"
 
     def _decode(self, msg: Message, offset: int) -> batch_mod.Record | None:
-        data = msg.value() or b""
-        row: batch_mod.Record
-        if self._src.payload == "bytes":
-            row = {"value": data}
-        elif self._src.payload == "text":
-            row = {"value": data.decode("utf-8", errors="replace")}
-        else:
-            try:
-                value = json.loads(data)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                return self._malformed(offset, f"not valid JSON ({exc})")
-            row = value if isinstance(value, dict) else {"value": value}
+        try:
+            row = _payloads.record_of(msg.value() or b"", self._src.payload)
+        except _payloads.NotJsonError as exc:
+            return self._malformed(offset, str(exc))
         if self._src.include_metadata:
             key = msg.key()
             row = {
@@ -201,11 +192,9 @@ class KafkaPartition(sources.SourcePartition):
         return row
 
     def _malformed(self, offset: int, problem: str) -> batch_mod.Record | None:
-        message = f"malformed record in {self.where()} at offset {offset}: {problem}"
-        if self._src.on_error == "fail":
-            raise errors.MalformedRecordError(f"{message}; fix the producer or use on_error='skip'")
+        where = f"malformed record in {self.where()} at offset {offset}: {problem}"
+        _payloads.reject(where, self._src.on_error)
         self.skipped += 1
-        log.warning("skipping %s", message)
         return None
 
     def snapshot(self) -> sources.Position:

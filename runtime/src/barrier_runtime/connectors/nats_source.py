@@ -5,14 +5,13 @@ See :mod:`barrier_runtime.connectors.nats` for the contract.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import sources
-from barrier_runtime.connectors import _loop, _nats_client, errors
+from barrier_runtime.connectors import _loop, _nats_client, _payloads, errors
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Payload = Literal["json", "text", "bytes"]
+Payload = _payloads.Payload
 _IDLE_CHECK_EVERY = 20  # empty fetches between checks that our consumer still exists
 
 
@@ -39,7 +38,7 @@ class NatsSource(sources.Source):
         poll_timeout: float = 0.1,
         payload: Payload = "json",
         include_metadata: bool = False,
-        on_error: Literal["fail", "skip"] = "fail",
+        on_error: _payloads.OnError = "fail",
         request_timeout: float = 10.0,
         connect_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -210,27 +209,18 @@ class NatsPartition(sources.SourcePartition):
         return []
 
     def _decode(self, msg: Msg, seq: int) -> batch_mod.Record | None:
-        row: batch_mod.Record
-        if self._src.payload == "bytes":
-            row = {"value": msg.data}
-        elif self._src.payload == "text":
-            row = {"value": msg.data.decode("utf-8", errors="replace")}
-        else:
-            try:
-                value = json.loads(msg.data)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                return self._malformed(msg.subject, seq, f"not valid JSON ({exc})")
-            row = value if isinstance(value, dict) else {"value": value}
+        try:
+            row = _payloads.record_of(msg.data, self._src.payload)
+        except _payloads.NotJsonError as exc:
+            return self._malformed(msg.subject, seq, str(exc))
         if self._src.include_metadata:
             row = {**row, "_subject": msg.subject, "_seq": seq}
         return row
 
     def _malformed(self, subject: str, seq: int, problem: str) -> batch_mod.Record | None:
-        message = f"malformed message in {self.where()} at sequence {seq} ({subject}): {problem}"
-        if self._src.on_error == "fail":
-            raise errors.MalformedRecordError(f"{message}; fix the producer or use on_error='skip'")
+        where = f"malformed message in {self.where()} at sequence {seq} ({subject}): {problem}"
+        _payloads.reject(where, self._src.on_error)
         self.skipped += 1
-        log.warning("skipping %s", message)
         return None
 
     def snapshot(self) -> sources.Position:

@@ -28,7 +28,6 @@ import pathlib
 import secrets
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
@@ -56,7 +55,6 @@ _FIXED_FLAGS = (
     "-volume.preStopSeconds=0",
 )
 _FOREIGN_ENV = ("S3_BUCKET", "S3_TABLE_BUCKET", "S3_EXTERNAL_URL")
-_START_ATTEMPTS = 3
 
 
 def find_weed_binary() -> pathlib.Path:
@@ -109,29 +107,22 @@ class EmbeddedS3Server(s3_server.LocalS3Server):
     def _launch(self) -> None:
         weed = self._weed or find_weed_binary()
         resources = self._own(
-            pathlib.Path(tempfile.mkdtemp(prefix="cjob-weed-")),
-            graceful=self._data_dir is not None,
-            log_name="weed.log",
+            "cjob-weed-", graceful=self._data_dir is not None, log_name="weed.log"
         )
-        problem, log = "it did not start", ""
-        for _ in range(_START_ATTEMPTS):
+
+        def attempt() -> str | None:
             ports = processes.free_ports(self._host, len(_PORT_FLAGS))
             if self._s3_port is not None:
                 ports[_PORT_FLAGS.index("s3.port")] = self._s3_port
-            process = self._spawn(weed, resources, ports)
+            self._spawn(weed, resources, ports)
             resources.stray_files = _grpc_socket_paths(ports)
             s3_port = ports[_PORT_FLAGS.index("s3.port")]
-            outcome = self._wait_ready(process, f"http://{self._host}:{s3_port}")
-            if outcome is None:
+            problem = self._wait_ready(f"http://{self._host}:{s3_port}")
+            if problem is None:
                 self._ports = dict(zip(_PORT_FLAGS, ports, strict=True))
-                return
-            problem, log = outcome, self.log_tail()
-            resources.kill()
-            if not any(sign in log for sign in s3_server.PORT_RACE_SIGNS):
-                break  # not a port race: retrying will not help
-        raise errors.EmbeddedServerError(
-            f"SeaweedFS 'weed mini' did not come up ({problem}); its last output: {log[-800:]!r}"
-        )
+            return problem
+
+        self._start_on_free_ports(attempt, "SeaweedFS 'weed mini'")
 
     def stop(self) -> None:
         """Kill the server's process group and remove its temporary files (idempotent)."""
@@ -144,7 +135,7 @@ class EmbeddedS3Server(s3_server.LocalS3Server):
         return dict(self._ports)
 
     def _spawn(
-        self, weed: pathlib.Path, resources: s3_server.ServerProcess, ports: list[int]
+        self, weed: pathlib.Path, resources: processes.ServerProcess, ports: list[int]
     ) -> subprocess.Popen[bytes]:
         runtime_dir = resources.runtime_dir
         data_dir = self._data_dir or runtime_dir / "data"
@@ -163,12 +154,12 @@ class EmbeddedS3Server(s3_server.LocalS3Server):
         ]
         if self._buckets:
             args.append(f"-bucket={','.join(self._buckets)}")
-        env = s3_server.child_environment(
+        env = processes.child_environment(
             _FOREIGN_ENV,
             AWS_ACCESS_KEY_ID=self._access_key,
             AWS_SECRET_ACCESS_KEY=self._secret_key,
         )
-        return resources.spawn(args, env)
+        return resources.spawn(args, env, new_log=True)
 
 
 def _grpc_socket_paths(ports: Sequence[int]) -> list[pathlib.Path]:

@@ -4,137 +4,66 @@
 ``url`` / ``create_bucket``, a context manager, ``stop``. A subclass says how its
 server is launched (:meth:`LocalS3Server._launch`): SeaweedFS ``weed mini`` in
 :mod:`~barrier_runtime.storage.embedded`, MinIO in the tests' support code
-(``barrier_runtime_testing.minio_server``). :class:`ServerProcess` holds what a
-running server owns: the process, started in a session of its own and told to die
-with its parent (``PR_SET_PDEATHSIG``), its temporary directory with the log, and
-stray files it leaves elsewhere; released exactly once by ``stop()``, by garbage
-collection or at interpreter exit. :func:`wait_until_serving` is the bounded
-readiness check: an optional health URL, then a signed S3 request.
+(``barrier_runtime_testing.minio_server``). What a running server owns (the process,
+its temporary directory with the log, stray files; released exactly once) is a
+:class:`~barrier_runtime.processes.ServerProcess`, as for every server we start.
+:meth:`LocalS3Server._wait_ready` is the bounded readiness check (an optional health
+URL, then a signed S3 request), and :meth:`LocalS3Server._start_on_free_ports` starts
+again when a free port was taken before the server bound it.
 """
 
 from __future__ import annotations
 
 import abc
-import contextlib
-import os
 import pathlib
 import secrets
-import shutil
-import signal
-import stat
-import subprocess
-import time
 import urllib.error
 import urllib.request
-import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
 from barrier_runtime import processes
 from barrier_runtime.storage import errors, s3
 
-_GRACEFUL_STOP_SECONDS = 10.0
+_START_ATTEMPTS = 3
 PORT_RACE_SIGNS = ("address already in use", "Port allocation failed")
 """Log lines that say a free port was taken before the server bound it: start again."""
 
 
-class ServerProcess:
-    """What a running server holds; released exactly once (stop, GC or interpreter exit)."""
+class _S3Probe:
+    """Whether S3 serves at ``endpoint``: ``health_path`` (when given) answers, then a signed
+    request is understood; ``problem`` says what the last try met."""
 
-    def __init__(self, runtime_dir: pathlib.Path, *, graceful: bool, log_name: str) -> None:
-        """``graceful``: SIGTERM (and up to 10 s) before SIGKILL, for servers whose data
-        outlives them."""
-        self.runtime_dir = runtime_dir
-        self.graceful = graceful
-        self.log_path = runtime_dir / log_name
-        self.process: subprocess.Popen[bytes] | None = None
-        self.stray_files: list[pathlib.Path] = []
-        """Unix sockets the server makes outside ``runtime_dir``, removed when it stops."""
+    def __init__(
+        self, endpoint: str, *, access_key: str, secret_key: str, health_path: str | None
+    ) -> None:
+        self._endpoint = endpoint
+        self._health_path = health_path
+        self._store = s3.S3ObjectStore(
+            endpoint,
+            "cjob-probe",
+            access_key=access_key,
+            secret_key=secret_key,
+            region="us-east-1",
+            connect_timeout=1.0,
+            read_timeout=5.0,
+            retries=0,
+        )
+        self.problem = ""
 
-    def spawn(self, args: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-        """Start ``args`` in a session of its own, output to the log, cwd ``runtime_dir``."""
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                list(args),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.runtime_dir,
-                env=dict(env),
-                start_new_session=True,
-                preexec_fn=processes.die_with_parent(),  # noqa: PLW1509 (only calls a resolved C function)
-            )
-        return self.process
-
-    def log_tail(self, limit: int = 4000) -> str:
+    def __call__(self) -> bool:
         try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-limit:].decode(errors="replace")
-
-    def kill(self) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        if self.graceful and process.poll() is None:
-            processes.signal_group(process, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=_GRACEFUL_STOP_SECONDS)
-        processes.signal_group(process, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        for path in self.stray_files:
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(path.lstat().st_mode):
-                    path.unlink()
-
-    def release(self) -> None:
-        self.kill()
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
-
-
-def wait_until_serving(
-    process: subprocess.Popen[bytes],
-    endpoint: str,
-    *,
-    access_key: str,
-    secret_key: str,
-    timeout: float,
-    health_path: str | None = None,
-) -> str | None:
-    """``None`` once ``endpoint`` answers a signed S3 request (after ``health_path``, when
-    given, answers 200), else why it did not within ``timeout`` seconds."""
-    probe = s3.S3ObjectStore(
-        endpoint,
-        "cjob-probe",
-        access_key=access_key,
-        secret_key=secret_key,
-        region="us-east-1",
-        connect_timeout=1.0,
-        read_timeout=5.0,
-        retries=0,
-    )
-    deadline = time.monotonic() + timeout
-    healthy = health_path is None
-    last = f"S3 did not answer within {timeout:g}s"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return f"it exited with status {process.returncode}"
-        try:
-            if not healthy:
-                with urllib.request.urlopen(f"{endpoint}{health_path}", timeout=2.0):
-                    healthy = True
-            probe.stat("ready")
+            if self._health_path is not None:
+                with urllib.request.urlopen(f"{self._endpoint}{self._health_path}", timeout=2.0):
+                    self._health_path = None
+            self._store.stat("ready")
         except errors.BucketNotFoundError:
-            return None  # a signed request was understood: S3 is serving
+            return True  # a signed request was understood: S3 is serving
         except (errors.StorageError, urllib.error.URLError, OSError) as exc:
-            last = f"S3 did not become ready within {timeout:g}s: {exc}"
-            time.sleep(0.05)
-            continue
-        return None
-    return last
+            self.problem = f": {exc}"
+            return False
+        return True
 
 
 class LocalS3Server(abc.ABC):
@@ -155,8 +84,7 @@ class LocalS3Server(abc.ABC):
         self._secret_key = secret_key or secrets.token_urlsafe(24)
         self._startup_timeout = startup_timeout
         self._host = host
-        self._resources: ServerProcess | None = None
-        self._finalizer: weakref.finalize[[], LocalS3Server] | None = None
+        self._resources: processes.ServerProcess | None = None
         self._endpoint: str | None = None
 
     # -- lifecycle ----------------------------------------------------------
@@ -187,34 +115,52 @@ class LocalS3Server(abc.ABC):
     def _launch(self) -> None:
         """Start the server (through :meth:`_own`) and set ``self._endpoint`` once it serves."""
 
-    def _own(self, runtime_dir: pathlib.Path, *, graceful: bool, log_name: str) -> ServerProcess:
-        """Take ``runtime_dir`` (and what will run there) under this server's care."""
-        resources = ServerProcess(runtime_dir, graceful=graceful, log_name=log_name)
-        self._resources = resources
-        self._finalizer = weakref.finalize(self, resources.release)
-        return resources
+    def _own(self, prefix: str, *, graceful: bool, log_name: str) -> processes.ServerProcess:
+        """A temporary directory (named ``prefix…``) and what will run there, in this
+        server's care until :meth:`stop`."""
+        self._resources = processes.ServerProcess(prefix, graceful=graceful, log_name=log_name)
+        return self._resources
 
-    def _wait_ready(
-        self, process: subprocess.Popen[bytes], endpoint: str, health_path: str | None = None
-    ) -> str | None:
-        """``None`` (and ``endpoint`` set) once S3 serves there, else why not."""
-        problem = wait_until_serving(
-            process,
+    def _wait_ready(self, endpoint: str, health_path: str | None = None) -> str | None:
+        """``None`` (and ``endpoint`` set) once S3 serves there, else why not: first
+        ``health_path`` (when given) answers 200, then a signed S3 request is understood."""
+        assert self._resources is not None, "_own() comes first"
+        probe = _S3Probe(
             endpoint,
             access_key=self._access_key,
             secret_key=self._secret_key,
-            timeout=self._startup_timeout,
             health_path=health_path,
         )
+        problem = self._resources.wait_ready(probe, self._startup_timeout)
         if problem is None:
             self._endpoint = endpoint
+        elif "not ready" in problem:
+            problem = f"S3 did not become ready within {self._startup_timeout:g}s{probe.problem}"
         return problem
+
+    def _start_on_free_ports(self, attempt: Callable[[], str | None], what: str) -> None:
+        """Run ``attempt`` (spawn on free ports, wait: ``None`` once it serves, else why not)
+        again while it fails because a free port was taken before the server bound it (at
+        most three times); else raise :class:`EmbeddedServerError` naming ``what``."""
+        problem: str | None = "it did not start"
+        log = ""
+        for _ in range(_START_ATTEMPTS):
+            problem = attempt()
+            if problem is None:
+                return
+            log = self.log_tail()
+            if self._resources is not None:
+                self._resources.kill()
+            if not any(sign in log for sign in PORT_RACE_SIGNS):
+                break  # not a port race: retrying will not help
+        raise errors.EmbeddedServerError(
+            f"{what} did not come up ({problem}); its last output: {log[-800:]!r}"
+        )
 
     def stop(self) -> None:
         """Kill the server's process group and remove its temporary files (idempotent)."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._finalizer = None
+        if self._resources is not None:
+            self._resources.stop()
         self._resources = None
         self._endpoint = None
 
@@ -277,10 +223,3 @@ class LocalS3Server(abc.ABC):
     def log_tail(self, limit: int = 4000) -> str:
         """The end of the server's combined output (for failure messages)."""
         return self._resources.log_tail(limit) if self._resources else ""
-
-
-def child_environment(drop: Sequence[str], **values: str) -> dict[str, str]:
-    """This process's environment without ``drop``, with ``values`` set."""
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(values)
-    return env

@@ -17,6 +17,7 @@ import uuid
 import pyarrow as pa
 import pytest
 import waiting
+from barrier_runtime_testing.processes import alive
 
 pytest.importorskip("nats", reason="the NATS connector needs nats-py")
 
@@ -234,17 +235,7 @@ def test_source_survives_a_server_restart() -> None:
         finally:
             part.close()
         pid = server.pid
-    assert pid is not None and not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    assert pid is not None and not alive(pid)
 
 
 KEYS, PER_KEY, SUBJECTS = 60, 300, 3

@@ -2,29 +2,20 @@
 (local[3]) per module, the generator job's crash-free reference output. (The NATS server
 is ``nats_server`` in ``tests/conftest.py``.)
 
-Shared helpers live in ``spark_harness`` next to this file; this conftest puts the folder
-on ``sys.path`` so that test modules can ``import spark_harness`` under
-``--import-mode=importlib``.
+Shared helpers live in ``barrier_runtime_testing.spark_harness`` (``tests/support``).
 """
 
 from __future__ import annotations
 
 import os
-import pathlib
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from barrier_runtime_testing import spark_harness
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-import spark_harness  # noqa: E402
-
-from barrier_runtime.spark import driver, session  # noqa: E402
+from barrier_runtime.spark import driver, session
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,8 @@ from __future__ import annotations
 import collections
 import pathlib
 
-import dead_letter_pipeline as pipeline
 import pytest
-import spark_harness as h
+from barrier_runtime_testing import spark_harness as h
 
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.core.types import CheckpointConfig
@@ -32,6 +31,7 @@ from barrier_runtime.testing import (
     check_exactly_once,
 )
 
+pipeline = h.load_pipeline("dead_letter_pipeline")
 PIPELINE = str(pathlib.Path(pipeline.__file__))
 
 

@@ -25,8 +25,8 @@ import time
 import uuid
 
 import pytest
-import spark_harness as h
 import waiting
+from barrier_runtime_testing import spark_harness as h
 from prometheus_client.parser import text_string_to_metric_families
 
 from barrier_runtime.core.types import CheckpointConfig

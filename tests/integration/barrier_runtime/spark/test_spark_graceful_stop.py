@@ -22,8 +22,8 @@ import subprocess
 import uuid
 
 import pytest
-import spark_harness as h
 import waiting
+from barrier_runtime_testing import spark_harness as h
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 

@@ -25,7 +25,7 @@ import time
 import uuid
 
 import pytest
-import spark_harness as h
+from barrier_runtime_testing import spark_harness as h
 
 pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")
 

@@ -23,7 +23,7 @@ out-of-order = 0.
 from __future__ import annotations
 
 import pytest
-import spark_harness as h
+from barrier_runtime_testing import spark_harness as h
 
 from barrier_runtime.core import layout
 from barrier_runtime.spark import driver

@@ -27,7 +27,7 @@ import time
 import uuid
 
 import pytest
-import spark_harness as h
+from barrier_runtime_testing import spark_harness as h
 
 from barrier_runtime.connectors import nats as nats_conn
 from barrier_runtime.spark import driver

@@ -14,7 +14,7 @@ import pathlib
 from typing import Any
 
 import pytest
-import spark_harness as h
+from barrier_runtime_testing import spark_harness as h
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import driver

@@ -14,19 +14,11 @@ from collections.abc import Iterable
 
 import pytest
 import waiting
+from barrier_runtime_testing.processes import alive
 
 from barrier_runtime.storage import embedded, errors, object_store
 
 pytestmark = pytest.mark.s3
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie awaiting its reaper counts as dead)."""
-    try:
-        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def sockets_of(ports: Iterable[int]) -> list[pathlib.Path]:

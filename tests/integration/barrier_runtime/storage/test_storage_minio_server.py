@@ -15,20 +15,12 @@ import sys
 import pytest
 import waiting
 from barrier_runtime_testing import minio_server as minio_mod
+from barrier_runtime_testing.processes import alive
 
 from barrier_runtime.storage import errors, object_store
 
 pytestmark = [pytest.mark.s3, pytest.mark.minio]
 ROOT = pathlib.Path(__file__).resolve().parents[4]
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie awaiting its reaper counts as dead)."""
-    try:
-        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_the_session_server_is_the_pinned_release(

@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import waiting
-from cluster import Cluster, ContainerKiller, Obj
-from k8s_job import JOB_LABEL, ROLE, Settings
+
+from e2e_k8s_testing.cluster import Cluster, ContainerKiller, Obj
+from e2e_k8s_testing.k8s_job import JOB_LABEL, ROLE, Settings
 
 
 class JobView:

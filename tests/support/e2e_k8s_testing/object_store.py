@@ -31,14 +31,15 @@ import time
 import urllib.error
 import urllib.request
 
-import targets
 import urllib3
-from cluster import Cluster, ScenarioError
 from minio import MinioAdmin
 from minio import error as minio_error
-from minio.credentials import StaticProvider
+from minio.credentials.providers import StaticProvider
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from e2e_k8s_testing import targets
+from e2e_k8s_testing.cluster import Cluster, ScenarioError
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "devtools" / "kube_local" / "manifests" / "minio.yaml"
 NAMESPACE = "minio"
 ACCESS_KEY = "e2e-access"

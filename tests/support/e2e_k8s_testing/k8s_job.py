@@ -11,10 +11,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cluster import Cluster, Obj
-
 from barrier_runtime import demo, testing
 from barrier_runtime.connectors import files
+from e2e_k8s_testing.cluster import Cluster, Obj
 
 ROLE = "checkpointed.dev/role"
 JOB_LABEL = "checkpointed.dev/job"

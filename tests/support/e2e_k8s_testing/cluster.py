@@ -23,7 +23,7 @@ import os
 import pathlib
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import kubernetes
 
@@ -45,7 +45,8 @@ class Cluster:
     log: Callable[[str], None] = print
 
     def __post_init__(self) -> None:
-        client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+        config_file = str(self.kubeconfig)
+        client = kubernetes.config.new_client_from_config(config_file=config_file)  # type: ignore[no-untyped-call]
         self.core = kubernetes.client.CoreV1Api(client)
         self.custom = kubernetes.client.CustomObjectsApi(client)
         self.version_api = kubernetes.client.VersionApi(client)
@@ -82,7 +83,7 @@ class Cluster:
     # -- reads -----------------------------------------------------------------------
 
     def pods(self, namespace: str, selector: str = "") -> list[Obj]:
-        listed = self.core.list_namespaced_pod(
+        listed: Any = self.core.list_namespaced_pod(
             namespace, label_selector=selector, _preload_content=False
         )
         items: list[Obj] = json.loads(listed.data)["items"]
@@ -90,8 +91,11 @@ class Cluster:
 
     def cjob(self, namespace: str, name: str) -> Obj | None:
         try:
-            found: Obj = self.custom.get_namespaced_custom_object(
-                "checkpointed.dev", "v1alpha1", namespace, "checkpointedjobs", name
+            found = cast(
+                Obj,
+                self.custom.get_namespaced_custom_object(
+                    "checkpointed.dev", "v1alpha1", namespace, "checkpointedjobs", name
+                ),
             )
         except kubernetes.client.ApiException as exc:
             if exc.status == 404:
@@ -117,7 +121,7 @@ class Cluster:
 
         A node agent labels its Node ``kube-local.cjob.dev/node-agent=true`` (or reports a
         ``kubeletVersion`` naming it); any other Node runs a real kubelet."""
-        listed = self.core.list_node(_preload_content=False)
+        listed: Any = self.core.list_node(_preload_content=False)
         nodes: list[Obj] = json.loads(listed.data)["items"]
         if not nodes:
             raise ScenarioError("the cluster has no Node: nothing can run the job's pods")
@@ -127,7 +131,7 @@ class Cluster:
         return "node-agent" if len(agents) == len(nodes) else "mixed"
 
     def events(self, namespace: str) -> list[Obj]:
-        listed = self.core.list_namespaced_event(namespace, _preload_content=False)
+        listed: Any = self.core.list_namespaced_event(namespace, _preload_content=False)
         items: list[Obj] = json.loads(listed.data)["items"]
         return items
 

@@ -1,9 +1,10 @@
 """The table of CheckpointedJob manifests that each break one rule or constraint of the CRD,
-and what kube-apiserver v1.37.2 answers to each (``test_crd_server.py`` runs them).
+and what kube-apiserver v1.37.2 answers to each (``tests/integration/crds/test_crd_refusals.py``
+runs them).
 
 A case names what it breaks as ``"<schema path> <keyword>"`` (``spec.parallelism minimum``;
 ``spec rule[0]``, the first ``x-kubernetes-validations`` entry of ``spec``;
-``spec required image``), the names ``test_crd_server.constraints`` enumerates from the
+``spec required image``), the names ``test_crd_refusals.constraints`` enumerates from the
 CRD file. Where one value cannot break a constraint alone (a duration longer than
 ``maxLength`` also breaks its pattern; ``minPause`` ``0s`` is never shorter than an
 ``interval`` of ``0s``) the server's answer lists every cause.
@@ -47,7 +48,7 @@ def minimal_job(name: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Case:
     """One manifest that breaks ``targets`` (``"<schema path> <keyword>"``, as
-    ``test_crd_server.constraints`` names them); ``CAUSES[id]`` are the causes the server
+    ``test_crd_refusals.constraints`` names them); ``CAUSES[id]`` are the causes the server
     refuses it with."""
 
     id: str

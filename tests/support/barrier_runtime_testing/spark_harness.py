@@ -1,13 +1,15 @@
 """Helpers shared by the tests on real Spark: killing workers and drivers, reading the
 driver's JSON lines, calling the control API and checking the published output.
 
-``conftest.py`` puts this folder on ``sys.path`` so that test modules can
-``import spark_harness`` under ``--import-mode=importlib``.
+The tests live in ``tests/integration/barrier_runtime/spark`` (with the pipelines they
+run, like ``running_count_pipeline.py``); this module is on pytest's path through
+``tests/support``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -22,6 +24,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from barrier_runtime.connectors.files import FileSink
@@ -38,7 +41,23 @@ Event = dict[str, Any]
 
 # -- the generator job ------------------------------------------------------------------
 
-GENERATOR_PIPELINE = str(pathlib.Path(__file__).with_name("running_count_pipeline.py"))
+SPARK_TESTS = pathlib.Path(__file__).resolve().parents[2] / "integration/barrier_runtime/spark"
+GENERATOR_PIPELINE = str(SPARK_TESTS / "running_count_pipeline.py")
+
+
+def load_pipeline(name: str) -> ModuleType:
+    """The pipeline module ``name`` of the Spark tests' folder, imported from its file (the
+    tests run it by path too), for the helpers it defines beside its dataflow."""
+    if (loaded := sys.modules.get(name)) is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, SPARK_TESTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None, f"no pipeline {name}.py"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 KEYS, EVENTS_PER_KEY = 200, 300
 
 

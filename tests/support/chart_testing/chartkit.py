@@ -23,7 +23,7 @@ CHART = ROOT / "charts" / "checkpointed-operator"
 RULES_FILE = CHART / "files" / "prometheus-rules.yaml"
 DASHBOARDS = CHART / "files" / "dashboards"
 OPERATIONS_DOC = ROOT / "docs" / "operations.md"
-PROMTOOL_TESTS = Path(__file__).resolve().parent / "promtool"
+PROMTOOL_TESTS = ROOT / "tests" / "unit" / "chart" / "promtool"
 RELEASE = "cjob"
 NAMESPACE = "cjob-system"
 

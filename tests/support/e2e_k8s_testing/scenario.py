@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import job_view
-import leftovers
 import yaml
-from cluster import ContainerKiller, ScenarioError
-from k8s_job import Recorder, job_manifest
+
+from e2e_k8s_testing import job_view, leftovers
+from e2e_k8s_testing.cluster import ContainerKiller, ScenarioError
+from e2e_k8s_testing.k8s_job import Recorder, job_manifest
 
 NEVER_BUILT_TAG = "never-built"
 """The tag of the rollback step's broken image: no node has it, none pulls it."""

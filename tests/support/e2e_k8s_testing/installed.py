@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cluster import Cluster
-from k8s_job import Settings, say
-from scenario import Scenario
+from e2e_k8s_testing.cluster import Cluster
+from e2e_k8s_testing.k8s_job import Settings, say
+from e2e_k8s_testing.scenario import Scenario
 
 
 def chart_values(images: Mapping[str, str], **more: str) -> dict[str, str]:

@@ -17,10 +17,11 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import docker_gate
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from docker_testing import docker_gate
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 Report = dict[str, dict[str, Any]]
 
