@@ -12,7 +12,9 @@ import pathlib
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cjob_bench.suite import answers, bytewax_peer, data, pipeline, report, simultaneous
+from cjob_bench.harness import answers, report, simultaneous
+from cjob_bench.peers import bytewax as bytewax_peer
+from cjob_bench.workloads import data, files_pipeline as pipeline
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
