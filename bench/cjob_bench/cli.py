@@ -66,19 +66,87 @@ class Entry:
 
 SUITE = "cjob_bench.workloads.suite_cli"
 ENTRIES: tuple[Entry, ...] = (
-    Entry("W1", SUITE, "vectorised keyed sum over Parquet files", ("spark",), _suite_peers, suite=True),
-    Entry("W2", SUITE, "per-record keyed running count (Python function) over Parquet", ("spark", "bytewax"), _suite_peers, suite=True),
-    Entry("W3", SUITE, "JSON lines -> filter -> keyed count -> file sink, per-record functions", ("spark", "bytewax"), _suite_peers, suite=True),
-    Entry("W3v", SUITE, "W3 written with batch functions (the peers run their W3)", ("spark", "bytewax"), _suite_peers, suite=True),
-    Entry("W4", "cjob_bench.workloads.w4", "latency of a per-record keyed count at half the maximum rate", ("spark",), _w4_peers),
-    Entry("W4-kafka", "cjob_bench.workloads.w4_kafka.main", "W4 on Kafka: producer stamp -> read_committed consumer", ("spark",), _w4_kafka_peers),
-    Entry("W5", "cjob_bench.workloads.w5", "1-minute tumbling count per key in event time over Parquet", ("spark",), _w5_peers),
-    Entry("simultaneous", "cjob_bench.extras.simultaneous_overhead", "W1, W2 checkpoint overhead, both variants at the same time", repeats=False),
-    Entry("startup", "cjob_bench.extras.startup", "submit -> every worker running -> first record, per attempt"),
-    Entry("recovery", "cjob_bench.extras.recovery", "W1 on generated events: worker SIGKILL -> first record of the restarted attempt"),
-    Entry("file-source-read", "cjob_bench.extras.file_source_read", "FileSource read rates against pyarrow"),
-    Entry("unaligned", "cjob_bench.extras.unaligned_checkpoints", "aligned vs unaligned checkpoint duration behind a slow sink", repeats=False),
-    Entry("backpressure", "cjob_bench.extras.backpressure", "worker memory under back-pressure on Spark", repeats=False),
+    Entry(
+        "W1", SUITE, "vectorised keyed sum over Parquet files", ("spark",), _suite_peers, suite=True
+    ),
+    Entry(
+        "W2",
+        SUITE,
+        "per-record keyed running count (Python function) over Parquet",
+        ("spark", "bytewax"),
+        _suite_peers,
+        suite=True,
+    ),
+    Entry(
+        "W3",
+        SUITE,
+        "JSON lines -> filter -> keyed count -> file sink, per-record functions",
+        ("spark", "bytewax"),
+        _suite_peers,
+        suite=True,
+    ),
+    Entry(
+        "W3v",
+        SUITE,
+        "W3 written with batch functions (the peers run their W3)",
+        ("spark", "bytewax"),
+        _suite_peers,
+        suite=True,
+    ),
+    Entry(
+        "W4",
+        "cjob_bench.workloads.w4",
+        "latency of a per-record keyed count at half the maximum rate",
+        ("spark",),
+        _w4_peers,
+    ),
+    Entry(
+        "W4-kafka",
+        "cjob_bench.workloads.w4_kafka.main",
+        "W4 on Kafka: producer stamp -> read_committed consumer",
+        ("spark",),
+        _w4_kafka_peers,
+    ),
+    Entry(
+        "W5",
+        "cjob_bench.workloads.w5",
+        "1-minute tumbling count per key in event time over Parquet",
+        ("spark",),
+        _w5_peers,
+    ),
+    Entry(
+        "simultaneous",
+        "cjob_bench.extras.simultaneous_overhead",
+        "W1, W2 checkpoint overhead, both variants at the same time",
+        repeats=False,
+    ),
+    Entry(
+        "startup",
+        "cjob_bench.extras.startup",
+        "submit -> every worker running -> first record, per attempt",
+    ),
+    Entry(
+        "recovery",
+        "cjob_bench.extras.recovery",
+        "W1 on generated events: worker SIGKILL -> first record of the restarted attempt",
+    ),
+    Entry(
+        "file-source-read",
+        "cjob_bench.extras.file_source_read",
+        "FileSource read rates against pyarrow",
+    ),
+    Entry(
+        "unaligned",
+        "cjob_bench.extras.unaligned_checkpoints",
+        "aligned vs unaligned checkpoint duration behind a slow sink",
+        repeats=False,
+    ),
+    Entry(
+        "backpressure",
+        "cjob_bench.extras.backpressure",
+        "worker memory under back-pressure on Spark",
+        repeats=False,
+    ),
 )
 
 
@@ -94,12 +162,16 @@ def find(name: str) -> Entry:
     raise UnknownBenchmarkError(f"no benchmark named {name!r}; choose one of {known}")
 
 
-def entry_args(entry: Entry, rest: list[str], *, peers: list[str] | None, repeats: int | None) -> list[str]:
+def entry_args(
+    entry: Entry, rest: list[str], *, peers: list[str] | None, repeats: int | None
+) -> list[str]:
     """The options ``entry``'s ``main`` gets: ``rest`` as given, then the shared ones translated."""
     args = list(rest)
     if repeats is not None:
         if not entry.repeats:
-            raise UnknownBenchmarkError(f"{entry.name} takes no --repeats; see run {entry.name} --help")
+            raise UnknownBenchmarkError(
+                f"{entry.name} takes no --repeats; see run {entry.name} --help"
+            )
         args += ["--repeats", str(repeats)]
     if peers is not None:
         if unknown := set(peers) - set(entry.peers):
@@ -121,11 +193,15 @@ def _list() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
-    parser = argparse.ArgumentParser(prog="python -m cjob_bench", description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m cjob_bench", description=(__doc__ or "").split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the workloads and benchmarks, one a line")
     run = sub.add_parser("run", help="run one benchmark (its own options follow)", add_help=False)
-    run.add_argument("name", help="W1, W2, W3, W3v (comma-separated), W4, W4-kafka, W5, or a benchmark of `list`")
+    run.add_argument(
+        "name", help="W1, W2, W3, W3v (comma-separated), W4, W4-kafka, W5, or a benchmark of `list`"
+    )
     run.add_argument("--peers", default=None, help="comma-separated peers ('' for none)")
     run.add_argument("--repeats", type=int, default=None, help="interleaved repeats")
     ns, rest = parser.parse_known_args(argv)

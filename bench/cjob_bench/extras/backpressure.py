@@ -28,13 +28,12 @@ import sys
 import uuid
 from typing import Any
 
-from cjob_bench import probe
-
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage import embedded
 from barrier_runtime.testing import check_exactly_once
+from cjob_bench import probe
 
 PIPELINE = (
     pathlib.Path(__file__).resolve().parents[3]

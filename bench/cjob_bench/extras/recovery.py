@@ -42,9 +42,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from cjob_bench.extras import recovery_measure as w1_measure
-from cjob_bench.extras import recovery_report as w1_report
-from cjob_bench.harness.runs import s3_credentials
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.core import metadata
@@ -52,6 +49,9 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench.extras import recovery_measure as w1_measure
+from cjob_bench.extras import recovery_report as w1_report
+from cjob_bench.harness.runs import s3_credentials
 
 PIPELINE = str(pathlib.Path(__file__).with_name("recovery_pipeline.py"))
 BUCKET = "cjob-bench"

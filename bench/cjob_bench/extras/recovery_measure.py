@@ -14,11 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from cjob_bench.extras import recovery_report as w1_report
-from cjob_bench.harness.machine import cpu_seconds, jvm_pid
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.spark import driver
+from cjob_bench.extras import recovery_report as w1_report
+from cjob_bench.harness.machine import cpu_seconds, jvm_pid
 
 
 class CpuMeter:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from w1_keyed_sum import Bench
+    from cjob_bench.extras.recovery import Bench
 
 
 def rounded(x: float | None, digits: int = 3) -> float | None:
@@ -36,7 +36,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def median_of(runs: list[dict[str, Any]], field: str) -> float:
-    return statistics.median(r[field] for r in runs)
+    return float(statistics.median(r[field] for r in runs))
 
 
 Series = dict[str, list[dict[str, Any]]]
@@ -53,7 +53,8 @@ def describe_series(runs: Series) -> dict[str, Any]:
         }
         out[label]["runs"] = runs[key]
     cpu = {
-        k: rounded(statistics.median(r["cpu_seconds"]["total"] for r in runs[k]), 3) for k in runs
+        k: round(float(statistics.median(r["cpu_seconds"]["total"] for r in runs[k])), 3)
+        for k in runs
     }
     checkpoints = statistics.median(r["periodic_checkpoints_completed"] for r in runs["with"])
     out["cpu"] = {
@@ -166,7 +167,7 @@ def targets(
     out: dict[str, Any] = {}
     if ss is not None:
         ratios = {
-            m: rounded(
+            m: round(
                 w1["with_checkpoints"][f"{m}_events_per_second"] / ss[f"{m}_events_per_second"], 3
             )
             for m in MEASURES
@@ -215,4 +216,4 @@ def pyspark_version() -> str:
 
 
 def loadavg() -> list[float]:
-    return [rounded(x, 2) for x in os.getloadavg()]
+    return [round(x, 2) for x in os.getloadavg()]

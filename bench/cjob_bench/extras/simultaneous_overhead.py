@@ -32,14 +32,12 @@ import tempfile
 import time
 from typing import Any
 
-from cjob_bench.harness import bytecode
-from cjob_bench.harness import runs as harness
-from cjob_bench.workloads import data
-from cjob_bench.harness import machine, simultaneous
-from cjob_bench.peers import ours
-
 from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench.harness import bytecode, machine, simultaneous
+from cjob_bench.harness import runs as harness
+from cjob_bench.peers import ours
+from cjob_bench.workloads import data
 
 MARGIN = 2.0
 """Seconds left out at each end of the common window (simultaneous.compare's default)."""

@@ -42,11 +42,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cjob_bench.harness import bytecode
-
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline, session, stage
+from cjob_bench.harness import bytecode
 
 HERE = pathlib.Path(__file__).resolve().parent
 PIPELINE = str(HERE / "startup_pipeline.py")

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 
 from barrier_runtime.core import metadata
 from barrier_runtime.core.types import CheckpointConfig
@@ -35,7 +36,7 @@ from barrier_runtime.testing import (
 )
 
 
-def run(unaligned: bool, events_per_key: int, crash: bool = False) -> dict:
+def run(unaligned: bool, events_per_key: int, crash: bool = False) -> dict[str, Any]:
     sink = TestingSink()
     store = CheckpointStore(open_object_store(tempfile.mkdtemp(prefix="bench-")), "bench/job")
     injector = FaultInjector(

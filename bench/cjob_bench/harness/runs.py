@@ -85,5 +85,3 @@ def bench_script(module: str, args: list[str]) -> dict[str, Any]:
     if done.returncode != 0:
         return {"error": f"exit {done.returncode}", "stderr": done.stderr[-2000:]}
     return {"wall_seconds": round(time.time() - started, 3), "result": json.loads(done.stdout)}
-
-

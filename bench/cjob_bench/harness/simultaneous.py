@@ -32,9 +32,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cjob_bench.workloads import data
 from cjob_bench.harness import machine
 from cjob_bench.peers import ours
+from cjob_bench.workloads import data
 
 Timeline = Sequence[tuple[float, int]]
 """A sink's writes: (wall-clock time, records written), in time order."""

@@ -24,8 +24,7 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.storage.embedded import EmbeddedS3Server
-from cjob_bench.harness import checkpoint_counts
-from cjob_bench.harness import answers, machine
+from cjob_bench.harness import answers, checkpoint_counts, machine
 from cjob_bench.workloads import data
 
 PIPELINE = str(pathlib.Path(__file__).parents[1] / "workloads" / "files_pipeline.py")

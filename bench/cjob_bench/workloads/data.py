@@ -43,8 +43,8 @@ import os
 import pathlib
 
 import numpy as np
-import pyarrow as pa
 import numpy.typing as npt
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -155,9 +155,6 @@ def _write_jsonl(table: pa.Table, path: pathlib.Path) -> None:
 
 
 # -- W5: events in event-time order with bounded disorder ----------------------------------
-
-
-
 
 
 T0 = 1_700_000_040_000

@@ -17,27 +17,23 @@ run's final per-key answer is checked (:mod:`cjob_bench.harness.answers`).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
-import json
 import math
-import os
 import pathlib
 import statistics
-import subprocess
-import sys
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
-from cjob_bench.peers import bytewax as bytewax_peer, ours, spark as spark_peer
-from cjob_bench.workloads import data
 from cjob_bench.harness import machine, report
 from cjob_bench.harness import runs as harness
+from cjob_bench.peers import bytewax as bytewax_peer
+from cjob_bench.peers import ours
+from cjob_bench.peers import spark as spark_peer
+from cjob_bench.workloads import data
 
 Run = Callable[[], dict[str, Any]]
 W4 = "cjob_bench.workloads.w4"
@@ -85,7 +81,7 @@ def run_suite(
         dataset = data.generate(
             work / "data", events=ns.events, keys=ns.keys, files=ns.files, seed=ns.seed
         )
-        log(
+        harness.log(
             f"generated {ns.events:,} events in {ns.files} Parquet + {ns.files} JSON-lines files in {time.monotonic() - started:.1f}s"
         )
         with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, harness.s3_credentials(s3):
@@ -99,7 +95,7 @@ def run_suite(
             try:
                 o = ours.Ours(spark, s3, ns.parallelism, ns.batch_size, ns.record_batch_size, work)
                 if ns.warmup:
-                    log("warm-up (not counted): ours W1, Spark SS W1 available_now")
+                    harness.log("warm-up (not counted): ours W1, Spark SS W1 available_now")
                     harness.attempt("warm-up ours", lambda: o.run("W1", dataset, interval=None))
                 if ns.warmup and "spark" in ns.peers:
                     harness.attempt(

@@ -28,8 +28,7 @@ import sys
 import tempfile
 from typing import Any
 
-from cjob_bench.harness import bytecode
-from cjob_bench.harness import report
+from cjob_bench.harness import bytecode, report
 from cjob_bench.workloads import files as runner
 
 RESULTS = pathlib.Path(__file__).resolve().parents[2] / "results"

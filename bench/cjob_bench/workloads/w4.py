@@ -43,16 +43,15 @@ import uuid
 from typing import Any
 
 import numpy as np
-from cjob_bench.harness import machine
-from cjob_bench.workloads import w4_pipeline
-from cjob_bench.harness import bytecode
-from cjob_bench.harness import runs as harness
 
 from barrier_runtime.core import latency
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench.harness import bytecode, machine
+from cjob_bench.harness import runs as harness
+from cjob_bench.workloads import w4_pipeline
 
 PIPELINE = str(pathlib.Path(__file__).with_name("w4_pipeline.py"))
 BUCKET = "cjob-bench"
@@ -64,7 +63,7 @@ def log(message: str) -> None:
     print(f"[w4 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def quantiles_ms(bins: np.ndarray, bin_ns: int) -> dict[str, float | None]:  # type: ignore[type-arg]
+def quantiles_ms(bins: np.ndarray, bin_ns: int) -> dict[str, float | None]:
     """Quantiles of a latency histogram (upper edge of the bin that holds each), in ms."""
     total = int(bins.sum())
     if not total:
@@ -177,7 +176,7 @@ def spark_ss(
     """Micro-batches every second on the ``rate`` source: batch commit time minus event time."""
     from pyspark.sql import functions as F  # noqa: N812, PLC0415 (pyspark only here)
 
-    stamps: dict[int, np.ndarray] = {}  # type: ignore[type-arg]
+    stamps: dict[int, np.ndarray] = {}
 
     def collect(batch: Any, batch_id: int) -> None:
         table = batch.select(F.unix_micros("timestamp").alias("t")).toArrow()

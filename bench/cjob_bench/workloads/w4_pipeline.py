@@ -105,7 +105,7 @@ class _LatencyWriter(DiscardWriter):
         super().write_batch(batch)
         self._measure(batch.column(CREATED_COLUMN).to_numpy().astype(np.int64))
 
-    def _measure(self, created: np.ndarray) -> None:  # type: ignore[type-arg]
+    def _measure(self, created: np.ndarray) -> None:
         now = time.time_ns()
         self._writes += 1
         self._last = now / 1e9

@@ -41,13 +41,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from cjob_bench.harness import bytecode
-from cjob_bench.harness import machine
-from cjob_bench.harness import runs as harness
-from cjob_bench.workloads import data, w5_ours as ours, w5_spark as spark_peer
 
 from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench.harness import bytecode, machine
+from cjob_bench.harness import runs as harness
+from cjob_bench.workloads import data
+from cjob_bench.workloads import w5_ours as ours
+from cjob_bench.workloads import w5_spark as spark_peer
 
 SYSTEMS = ("ours", "spark_ss", "spark_ss_unthrottled")
 

@@ -22,9 +22,9 @@ from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.storage.embedded import EmbeddedS3Server
-from cjob_bench.harness import checkpoint_counts
-from cjob_bench.harness import machine
-from cjob_bench.workloads import data, w5_latency as latency
+from cjob_bench.harness import checkpoint_counts, machine
+from cjob_bench.workloads import data
+from cjob_bench.workloads import w5_latency as latency
 
 PIPELINE = str(pathlib.Path(__file__).with_name("w5_pipeline.py"))
 BUCKET = "cjob-bench"

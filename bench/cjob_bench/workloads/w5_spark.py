@@ -40,7 +40,8 @@ import pyarrow as pa
 
 from cjob_bench.harness import machine
 from cjob_bench.peers import spark as suite_spark
-from cjob_bench.workloads import data, w5_latency as latency
+from cjob_bench.workloads import data
+from cjob_bench.workloads import w5_latency as latency
 
 POLL = 0.02
 STALL = 60.0

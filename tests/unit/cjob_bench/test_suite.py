@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from cjob_bench.harness import answers, report, simultaneous
 from cjob_bench.peers import bytewax as bytewax_peer
-from cjob_bench.workloads import data, files_pipeline as pipeline
+from cjob_bench.workloads import data
+from cjob_bench.workloads import files_pipeline as pipeline
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore

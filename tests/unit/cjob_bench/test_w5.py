@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cjob_bench.workloads import w5_pipeline
-from cjob_bench.workloads import data, w5_latency as latency
+from cjob_bench.workloads import data, w5_pipeline
+from cjob_bench.workloads import w5_latency as latency
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore

@@ -42,12 +42,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from barrier_runtime.spark import session
+from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode
 from cjob_bench.harness import runs as harness
 from cjob_bench.workloads.w4_kafka import bench, facts, ours, report, runs
-
-from barrier_runtime.spark import session
-from barrier_runtime.storage.embedded import EmbeddedS3Server
 
 
 @dataclass(frozen=True)

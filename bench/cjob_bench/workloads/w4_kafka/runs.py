@@ -90,7 +90,9 @@ def start_system(
             create_topic(broker.bootstrap_servers, topic, s.partitions)
         fill(broker.bootstrap_servers, warm[0], s.spark_warmup_records, s.partitions, s.keys)
         args += ["--warmup-in-topic", warm[0], "--warmup-out-topic", warm[1]]
-    child = children.Child("cjob_bench.workloads.w4_kafka.spark_peer", args, s.work / f"spark-{in_topic}.log")
+    child = children.Child(
+        "cjob_bench.workloads.w4_kafka.spark_peer", args, s.work / f"spark-{in_topic}.log"
+    )
     try:
         child.answer(240.0)  # {"ready": true}
     except BaseException:
