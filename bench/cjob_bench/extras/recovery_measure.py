@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import resource
@@ -19,6 +18,7 @@ from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSourc
 from barrier_runtime.spark import driver
 from cjob_bench.extras import recovery_report as w1_report
 from cjob_bench.harness.machine import cpu_seconds, jvm_pid
+from cjob_bench.peers import spark as spark_runner
 
 
 class CpuMeter:
@@ -145,7 +145,7 @@ def run_spark_ss(
     meter = CpuMeter(None)
     meter.start()
     started = time.time()
-    query = (
+    writer = (
         spark.readStream.schema("key LONG, value LONG")
         .parquet(str(parquet_dir))
         .groupBy("key")
@@ -153,34 +153,27 @@ def run_spark_ss(
         .writeStream.outputMode("update")
         .format("noop")
         .option("checkpointLocation", str(checkpoint_dir))
-        .trigger(availableNow=True)
-        .start()
     )
+    query = spark_runner.trigger(writer, "available-now").start()
     query.awaitTermination()
     ended = time.time()
     cpu = meter.stop()
     cpu.pop("s3_server")
-    progress = [_progress(p) for p in query.recentProgress]
+    progress = spark_runner.progress(query)
     rows = sum(int(p.get("numInputRows", 0)) for p in progress)
     if rows != events:
         raise RuntimeError(f"Spark SS read {rows} rows, expected {events}")
-    trigger = sum(p.get("durationMs", {}).get("triggerExecution", 0) for p in progress) / 1000
+    trigger = spark_runner.trigger_seconds(progress)
     return {
         "wall_seconds": round(ended - started, 3),
         "end_to_end_events_per_second": round(events / (ended - started)),
-        "micro_batches": sum(1 for p in progress if int(p.get("numInputRows", 0)) > 0),
+        "micro_batches": len(spark_runner.with_input(progress)),
         "trigger_execution_seconds": round(trigger, 3),
         "processing_events_per_second": round(events / trigger) if trigger else None,
         "cpu_seconds": cpu,
         "loadavg_before": load_before,
         "loadavg_after": w1_report.loadavg(),
     }
-
-
-def _progress(p: Any) -> dict[str, Any]:
-    if isinstance(p, dict):
-        return p
-    return json.loads(p.json) if hasattr(p, "json") else dict(p)
 
 
 def chunks(source: ColumnarGeneratorSource, size: int) -> Iterator[pa.Table]:

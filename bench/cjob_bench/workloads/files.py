@@ -32,7 +32,7 @@ from cjob_bench.harness import machine, report
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers import bytewax as bytewax_peer
 from cjob_bench.peers import ours
-from cjob_bench.peers import spark as spark_peer
+from cjob_bench.peers.spark import files as spark_peer
 from cjob_bench.workloads import data
 
 Run = Callable[[], dict[str, Any]]

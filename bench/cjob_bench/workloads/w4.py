@@ -51,6 +51,7 @@ from barrier_runtime.spark import config, driver, pipeline, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine
 from cjob_bench.harness import runs as harness
+from cjob_bench.peers.spark import rate as spark_rate
 from cjob_bench.workloads import w4_pipeline
 
 PIPELINE = str(pathlib.Path(__file__).with_name("w4_pipeline.py"))
@@ -174,39 +175,12 @@ def spark_ss(
     spark: Any, args: argparse.Namespace, rate: float, work: pathlib.Path
 ) -> dict[str, Any]:
     """Micro-batches every second on the ``rate`` source: batch commit time minus event time."""
-    from pyspark.sql import functions as F  # noqa: N812, PLC0415 (pyspark only here)
-
-    stamps: dict[int, np.ndarray] = {}
-
-    def collect(batch: Any, batch_id: int) -> None:
-        table = batch.select(F.unix_micros("timestamp").alias("t")).toArrow()
-        stamps[batch_id] = table.column("t").to_numpy()
-
-    stream = (
-        spark.readStream.format("rate")
-        .option("rowsPerSecond", int(rate))
-        .option("numPartitions", args.parallelism)
-        .load()
-    )
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .trigger(processingTime="1 second")
-        .option("checkpointLocation", str(work / "ss-checkpoint"))
-        .start()
-    )
-    time.sleep(args.seconds)  # the query runs for a fixed time; nothing to wait for
-    query.stop()
     bin_ns = w4_pipeline.BIN_NS
     bins = np.zeros(w4_pipeline.MAX_BINS, dtype=np.int64)
-    first_ts = min((int(t.min()) for t in stamps.values() if len(t)), default=0)
     batches = 0
-    for progress in query.recentProgress:
-        t = stamps.get(progress["batchId"])
-        if t is None or not len(t):
-            continue
-        start = np.datetime64(progress["timestamp"].rstrip("Z"), "us").astype(np.int64)
-        committed_us = int(start) + int(progress["durationMs"]["triggerExecution"]) * 1000
-        t = t[t >= first_ts + int(args.warmup * 1e6)]
+    for committed_us, t in spark_rate.micro_batches(
+        spark, rate=rate, parallelism=args.parallelism, seconds=args.seconds, work=work
+    ).measured(warmup=args.warmup):
         lat_bins = np.clip((committed_us - t) * 1000 // bin_ns, 0, len(bins) - 1)
         bins += np.bincount(lat_bins, minlength=len(bins))
         batches += 1
@@ -222,39 +196,6 @@ def spark_ss(
     }
     log(f"spark-ss: {json.dumps(out)}")
     return out
-
-
-def real_time_mode(spark: Any, rate: float, work: pathlib.Path) -> dict[str, Any]:
-    """Try ``trigger(realTime=...)`` on the rate source; report what Spark says."""
-
-    class Writer:
-        def open(self, partition_id: int, epoch_id: int) -> bool:
-            return True
-
-        def process(self, row: Any) -> None:
-            pass
-
-        def close(self, error: Any) -> None:
-            pass
-
-    stream = spark.readStream.format("rate").option("rowsPerSecond", int(rate)).load()
-    writer = stream.writeStream.foreach(Writer()).outputMode("update")
-    if not hasattr(writer, "trigger"):
-        return {"available": False, "why": "no DataStreamWriter.trigger"}
-    try:
-        query = (
-            writer.trigger(realTime="5 seconds")
-            .option("checkpointLocation", str(work / "rtm-checkpoint"))
-            .start()
-        )
-        query.awaitTermination(10)
-        error = query.exception()
-        query.stop()
-    except Exception as exc:  # what Spark refuses is the finding
-        return {"available": True, "ran": False, "spark_said": str(exc)[:400]}
-    if error is not None:
-        return {"available": True, "ran": False, "spark_said": str(error)[:400]}
-    return {"available": True, "ran": True, "note": "started; latency not measured by this bench"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -318,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
                 if not args.skip_spark_ss:
                     report["spark_ss"] = spark_ss(spark, args, rate, work)
                 if not args.skip_real_time:
-                    report["spark_real_time_mode"] = real_time_mode(spark, rate, work)
+                    report["spark_real_time_mode"] = spark_rate.real_time_mode(spark, rate, work)
             finally:
                 spark.stop()
     finally:

@@ -13,7 +13,7 @@ at P = ``--parallelism`` on one warm ``local[P]`` SparkSession:
   submission to the end of the job (:mod:`cjob_bench.workloads.w5_ours`);
 * Spark SS: ``withWatermark`` + ``groupBy(window, key).count()``, append mode,
   one file per ~1 s micro-batch, timed from the query's start until every
-  window its final watermark closes has arrived (:mod:`cjob_bench.workloads.w5_spark`);
+  window its final watermark closes has arrived (:mod:`cjob_bench.peers.spark.windows`);
   ``spark_ss`` at the issue's ~1 s cadence (``processingTime="1 second"``) and
   ``spark_ss_unthrottled`` with the same micro-batches back to back
   (``processingTime="0 seconds"``), Spark's best case.
@@ -46,9 +46,9 @@ from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine
 from cjob_bench.harness import runs as harness
+from cjob_bench.peers.spark import windows as spark_peer
 from cjob_bench.workloads import data
 from cjob_bench.workloads import w5_ours as ours
-from cjob_bench.workloads import w5_spark as spark_peer
 
 SYSTEMS = ("ours", "spark_ss", "spark_ss_unthrottled")
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
                     ),
                     "spark_ss": lambda d: spark_peer.run(spark, d, work),
                     "spark_ss_unthrottled": lambda d: spark_peer.run(
-                        spark, d, work, trigger="0 seconds"
+                        spark, d, work, mode="back-to-back"
                     ),
                 }
                 chosen = ns.systems.split(",")

@@ -43,7 +43,18 @@ def test_w4_kafka_accounts_for_every_record_of_ours_and_spark(
     tmp_path: pathlib.Path, spark_kafka_libs: pathlib.Path
 ) -> None:
     saved = tmp_path / "w4-kafka.json"
-    args = ["run", "W4-kafka", "--rates", "500", "--table-rate", "500", "--table-repeats", "1", "--repeats", "1"]
+    args = [
+        "run",
+        "W4-kafka",
+        "--rates",
+        "500",
+        "--table-rate",
+        "500",
+        "--table-repeats",
+        "1",
+        "--repeats",
+        "1",
+    ]
     args += ["--seconds", "4", "--warmup", "1", "--drain", "20", "--systems", ",".join(SYSTEMS)]
     args += ["--out", str(saved)]
     done = run_bench(args, timeout=400)

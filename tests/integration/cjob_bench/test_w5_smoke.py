@@ -20,7 +20,20 @@ pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 def test_w5_prints_exact_windows_and_latencies_for_both_systems(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("pyspark")
     saved = tmp_path / "w5.json"
-    args = ["run", "W5", "--peers", "spark", "--events", "60000", "--keys", "50", "--files", "3", "--span-minutes", "6"]
+    args = [
+        "run",
+        "W5",
+        "--peers",
+        "spark",
+        "--events",
+        "60000",
+        "--keys",
+        "50",
+        "--files",
+        "3",
+        "--span-minutes",
+        "6",
+    ]
     args += ["--repeats", "1", "--output", str(saved)]
     done = run_bench(args)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -51,7 +51,7 @@ class Stoppable(Protocol):
 
 
 class SparkPeer:
-    """The Spark peer's process (:mod:`.spark_peer`) as a started system."""
+    """The Spark peer's process (:mod:`cjob_bench.peers.spark.kafka`) as a started system."""
 
     def __init__(self, child: children.Child) -> None:
         self.child = child
@@ -90,9 +90,7 @@ def start_system(
             create_topic(broker.bootstrap_servers, topic, s.partitions)
         fill(broker.bootstrap_servers, warm[0], s.spark_warmup_records, s.partitions, s.keys)
         args += ["--warmup-in-topic", warm[0], "--warmup-out-topic", warm[1]]
-    child = children.Child(
-        "cjob_bench.workloads.w4_kafka.spark_peer", args, s.work / f"spark-{in_topic}.log"
-    )
+    child = children.Child("cjob_bench.peers.spark.kafka", args, s.work / f"spark-{in_topic}.log")
     try:
         child.answer(240.0)  # {"ready": true}
     except BaseException:

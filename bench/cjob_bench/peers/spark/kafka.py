@@ -1,6 +1,6 @@
-"""The Spark peer: Structured Streaming, Kafka source -> the same transform -> Kafka sink.
+"""W4 on Kafka for Spark Structured Streaming: Kafka source -> the same transform -> Kafka sink.
 
-    python -m cjob_bench.workloads.w4_kafka.spark_peer --bootstrap HOST:PORT --in-topic IN \
+    python -m cjob_bench.peers.spark.kafka --bootstrap HOST:PORT --in-topic IN \
         --out-topic OUT --trigger real-time|micro-batch --checkpoint DIR --jars A.jar,B.jar
 
 Runs in its own process with its own ``local[N]`` SparkSession (``spark.jars``: the connector
@@ -13,7 +13,7 @@ With ``--warmup-in-topic`` the same query first runs once (``availableNow``) ove
 into ``--warmup-out-topic``, so that the measured query starts in a warm JVM, as ours does
 (the sweep warms our SparkSession once; every Spark peer run is a fresh process).
 
-Triggers: ``real-time`` is ``trigger(realTime=...)`` in update output mode (Spark 4.x
+Modes of :mod:`cjob_bench.peers.spark`: ``real-time`` is ``trigger(realTime=...)`` in update output mode (Spark 4.x
 real-time mode: long-running batches of ``--batch-duration``, records flow through as they
 arrive); ``micro-batch`` is ``trigger(processingTime='1 second')``. Prints ``{"ready": true}``
 once the query runs, then waits for a line on stdin (or its end), stops the query and prints
@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from barrier_runtime.spark import session as session_mod
+from cjob_bench.peers import spark as runner
 
-TRIGGERS = ("real-time", "micro-batch")
+TRIGGERS: tuple[runner.Mode, ...] = ("real-time", "micro-batch")
 PYSPARK_JARS = pathlib.Path(str(__import__("pyspark").__file__)).parent / "jars"
 
 
@@ -54,7 +55,7 @@ def _artifact(name: str) -> str:
 
 
 def start_query(
-    spark: Any, ns: argparse.Namespace, in_topic: str, out_topic: str, trigger: str
+    spark: Any, ns: argparse.Namespace, in_topic: str, out_topic: str, trigger: runner.Mode
 ) -> Any:
     from pyspark.sql import functions as F  # noqa: N812, PLC0415
     from pyspark.sql import types as T  # noqa: N812, PLC0415
@@ -96,13 +97,9 @@ def start_query(
         .option("kafka.linger.ms", "5")
         .option("checkpointLocation", f"{ns.checkpoint}-{trigger}-{in_topic}")
     )
-    if trigger == "real-time":
-        writer = writer.outputMode("update").trigger(realTime=ns.batch_duration)
-    elif trigger == "micro-batch":
-        writer = writer.outputMode("append").trigger(processingTime="1 second")
-    else:  # the warm-up: what the topic holds, then the query ends
-        writer = writer.outputMode("append").trigger(availableNow=True)
-    return writer.start()
+    # the warm-up runs "available-now": what the topic holds, then the query ends
+    writer = writer.outputMode("update" if trigger == "real-time" else "append")
+    return runner.trigger(writer, trigger, real_time_batch=ns.batch_duration).start()
 
 
 def warm_up(spark: Any, ns: argparse.Namespace, timeout: float = 240.0) -> None:

@@ -1,7 +1,10 @@
 """W5 on Spark Structured Streaming: ``withWatermark`` + ``groupBy(window, key).count()``.
 
+Run through the runner of :mod:`cjob_bench.peers.spark`, in its ``micro-batch`` or
+``back-to-back`` mode.
+
 The query, on the same Parquet files (``maxFilesPerTrigger=1``, one file per
-micro-batch, ``trigger(processingTime="1 second")``,
+micro-batch, ``trigger(processingTime="1 second")`` in the ``micro-batch`` mode,
 ``spark.sql.shuffle.partitions`` = P, state store and checkpoint on local
 disk)::
 
@@ -18,8 +21,8 @@ micro-batch then emits what it closed. Windows the final watermark does not
 close are never emitted (Spark does not flush them at the end of the files);
 the run ends when every window the final watermark closes has arrived.
 ``busy_fraction`` is the share of that time spent in micro-batches: near 1,
-Spark is bound by its processing, not by the trigger's cadence. With
-``trigger="0 seconds"`` each micro-batch starts as soon as the last ended:
+Spark is bound by its processing, not by the trigger's cadence. In the
+``back-to-back`` mode (``processingTime="0 seconds"``) each micro-batch starts as soon as the last ended:
 Spark's best case for the same micro-batches.
 
 The clock runs from ``start()`` of the query on the warm SparkSession.
@@ -39,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from cjob_bench.harness import machine
-from cjob_bench.peers import spark as suite_spark
+from cjob_bench.peers import spark as runner
 from cjob_bench.workloads import data
 from cjob_bench.workloads import w5_latency as latency
 
@@ -49,9 +52,13 @@ STALL = 60.0
 
 
 def run(
-    spark: Any, dataset: data.WindowDataSet, work: pathlib.Path, *, trigger: str = "1 second"
+    spark: Any,
+    dataset: data.WindowDataSet,
+    work: pathlib.Path,
+    *,
+    mode: runner.Mode = "micro-batch",
 ) -> dict[str, Any]:
-    """One run; ``trigger``: the ``processingTime`` between micro-batch starts."""
+    """One run in ``mode``: ``micro-batch`` (every 1 s) or ``back-to-back``."""
     from pyspark.sql import functions as sf  # noqa: PLC0415 (only where Spark runs)
 
     out = work / f"spark-w5-{time.monotonic_ns()}"
@@ -76,18 +83,17 @@ def run(
     )
     load_before = machine.loadavg()
     started = time.time()
-    query = (
+    writer = (
         counts.writeStream.outputMode("append")
         .foreachBatch(collect)
-        .trigger(processingTime=trigger)
         .option("checkpointLocation", str(out / "checkpoint"))
-        .start()
     )
+    query = runner.trigger(writer, mode).start()
     try:
         last_change, rows = time.time(), 0
         while rows < len(expected.counts):
             if query.exception() is not None:
-                raise RuntimeError(f"Spark query failed: {query.exception()}")
+                raise runner.SparkQueryFailedError(f"Spark query failed: {query.exception()}")
             if time.time() - last_change > STALL:
                 break  # the check below reports what is missing
             time.sleep(POLL)
@@ -97,7 +103,7 @@ def run(
         wall = max(float(t.column("arrived").to_numpy().max()) for t in arrived) - started
     finally:
         query.stop()
-        suite_spark.unload_state_stores(spark)
+        runner.unload_state_stores(spark)
     results = pa.concat_tables(arrived)
     got = data.WindowCounts(
         results.column("key").to_numpy(),
@@ -111,7 +117,7 @@ def run(
     lat = results.column("arrived").to_numpy() - complete(got.starts + data.WINDOW_MS)
     return {
         "system": "spark_ss",
-        "trigger_processing_time": trigger,
+        "trigger_processing_time": runner.trigger_kwargs(mode)["processingTime"],
         "wall_seconds": round(wall, 3),
         "events_per_second": round(dataset.events / wall),
         "micro_batches_with_input": len(progress),

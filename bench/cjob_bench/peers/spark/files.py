@@ -1,4 +1,4 @@
-"""Spark Structured Streaming on the suite's files: the peer most of our users compare with.
+"""Spark Structured Streaming on the suite's files (W1-W3), through the runner of :mod:`cjob_bench.peers.spark`.
 
 Queries (``spark.sql.shuffle.partitions`` = P, state store and
 ``checkpointLocation`` on local disk, a fresh one per run):
@@ -15,15 +15,16 @@ micro-batch's updated rows as Parquet (W1, W2) or JSON (W3) files (Spark's
 own file sink takes only ``append``, which an aggregation without a
 watermark cannot use). Modes:
 
-* ``stream``: ``trigger(processingTime="1 second")`` with
+* ``stream``: the ``micro-batch`` mode (``trigger(processingTime="1 second")``) with
   ``maxFilesPerTrigger=1`` (one micro-batch per file; the query is stopped
   once as many micro-batches with input as files have run, seen in its
   progress reports);
-* ``available_now``: ``trigger(availableNow=True)``, one micro-batch: the best case;
+* ``available_now``: the ``available-now`` mode (``trigger(availableNow=True)``),
+  one micro-batch: the best case;
 * ``cold``: ``stream`` in a new Python process with a new SparkSession,
-  timed from process launch to exit (``python -m cjob_bench.peers.spark``).
+  timed from process launch to exit (``python -m cjob_bench.peers.spark.files``).
 
-After each query its state stores are unloaded (:func:`unload_state_stores`):
+After each query its state stores are unloaded (:func:`~cjob_bench.peers.spark.unload_state_stores`):
 the suite's later runs, ours included, share the driver JVM's heap.
 """
 
@@ -38,10 +39,9 @@ import sys
 import time
 from typing import Any
 
-from cjob_bench.harness import answers, machine
+from cjob_bench.harness import answers, machine, runs
+from cjob_bench.peers import spark as runner
 from cjob_bench.workloads import data
-
-POLL = 0.02
 
 
 def run(
@@ -114,19 +114,16 @@ def query(
         .option("checkpointLocation", str(out / "checkpoint"))
     )
     if mode == "available_now":
-        q = writer.trigger(availableNow=True).start()
+        q = runner.trigger(writer, "available-now").start()
         q.awaitTermination()
     else:
-        q = writer.trigger(processingTime="1 second").start()
-        while _batches(q.recentProgress) < dataset.files:  # one file per micro-batch
-            if q.exception() is not None:
-                raise RuntimeError(f"Spark query failed: {q.exception()}")
-            time.sleep(POLL)
+        q = runner.trigger(writer, "micro-batch").start()
+        # one file per micro-batch
+        runner.wait_until(q, lambda: len(runner.with_input(runner.progress(q))) >= dataset.files)
         q.stop()
-    unload_state_stores(spark)
-    progress = [_progress(p) for p in q.recentProgress]
-    batches = [p for p in progress if int(p.get("numInputRows", 0)) > 0]
-    trigger = sum(p.get("durationMs", {}).get("triggerExecution", 0) for p in batches) / 1000
+    runner.unload_state_stores(spark)
+    batches = runner.with_input(runner.progress(q))
+    trigger = runner.trigger_seconds(batches)
     return {
         "input_rows": sum(int(p.get("numInputRows", 0)) for p in batches),
         "micro_batches": len(batches),
@@ -135,33 +132,11 @@ def query(
     }
 
 
-def unload_state_stores(spark: Any) -> None:
-    """Unload the state stores a stopped query leaves loaded in the driver JVM.
-
-    Spark keeps a stopped query's state-store providers (and their maintenance
-    task) until it needs the memory; across repeats they fill the heap the next
-    runs, ours included, share. ``StateStore.stop()`` unloads them all.
-    """
-    store = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state.StateStore
-    store.stop()
-
-
-def _batches(progress: Any) -> int:
-    return sum(1 for p in progress if int(_progress(p).get("numInputRows", 0)) > 0)
-
-
-def _progress(p: Any) -> dict[str, Any]:
-    if isinstance(p, dict):
-        return p
-    return json.loads(p.json) if hasattr(p, "json") else dict(p)
-
-
 def run_cold(workload: str, dataset: data.DataSet, work: pathlib.Path) -> dict[str, Any]:
     out = work / f"spark-{workload}-cold-{time.monotonic_ns()}"
-    here = pathlib.Path(__file__).resolve().parents[2]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(here), *sys.path]))
-    args = [sys.executable, "-m", "cjob_bench.peers.spark", "--workload", workload]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(runs.BENCH), *sys.path]))
+    args = [sys.executable, "-m", "cjob_bench.peers.spark.files", "--workload", workload]
     args += ["--parquet", str(dataset.parquet), "--jsonl", str(dataset.jsonl)]
     args += ["--events", str(dataset.events), "--keys", str(dataset.keys), "--output", str(out)]
     args += ["--files", str(dataset.files)]
