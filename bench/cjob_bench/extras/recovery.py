@@ -45,17 +45,17 @@ import pyarrow as pa
 
 from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.core import metadata
-from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import config, driver, pipeline, session
+from barrier_runtime.spark import driver, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.extras import recovery_measure as w1_measure
 from cjob_bench.extras import recovery_report as w1_report
 from cjob_bench.harness.runs import s3_credentials
+from cjob_bench.peers import ours
 
 PIPELINE = str(pathlib.Path(__file__).with_name("recovery_pipeline.py"))
-BUCKET = "cjob-bench"
-NO_CHECKPOINTS = 1e9
+BUCKET = ours.BUCKET
+NO_CHECKPOINTS = ours.NO_CHECKPOINTS
 """Periodic interval of the run "without checkpoints" (the end-of-input checkpoint remains)."""
 
 
@@ -104,11 +104,13 @@ class Bench:
             "--stamps",
             str(stamps),
         ]
-        return driver.SparkJobSpec(
-            pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
+        return ours.job_spec(
+            PIPELINE,
+            args,
+            s3=self.s3,
+            prefix=f"w1/{name}-{uuid.uuid4().hex[:8]}",
             parallelism=a.parallelism,
-            store=config.StoreRef(self.s3.url(BUCKET, ""), f"w1/{name}-{uuid.uuid4().hex[:8]}"),
-            checkpoint=CheckpointConfig(interval=interval, timeout=120.0),
+            checkpoint=ours.checkpoints(interval),
             restart=driver.RestartSettings(
                 max_restarts=3, window=600, backoff=Backoff(initial=a.restart_delay, max=5.0)
             ),

@@ -36,8 +36,8 @@ from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine, simultaneous
 from cjob_bench.harness import runs as harness
-from cjob_bench.peers import ours
 from cjob_bench.workloads import data
+from cjob_bench.workloads import files_ours as ours
 
 MARGIN = 2.0
 """Seconds left out at each end of the common window (simultaneous.compare's default)."""

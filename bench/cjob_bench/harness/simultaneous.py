@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from cjob_bench.harness import machine
-from cjob_bench.peers import ours
 from cjob_bench.workloads import data
+from cjob_bench.workloads import files_ours as ours
 
 Timeline = Sequence[tuple[float, int]]
 """A sink's writes: (wall-clock time, records written), in time order."""

@@ -1,134 +1,63 @@
-"""Our runtime end to end on local Spark: one pipeline-file job per run, timed like a user sees it.
+"""Our runtime, the system under test: a pipeline file submitted to local Spark, as a user submits it.
 
-Each run submits :mod:`.pipeline` through ``barrier_runtime.spark.driver``
-on the suite's warm SparkSession (``local[P]``) with checkpoints to the
-embedded SeaweedFS S3 server, and is timed from submission to completion:
-worker start-up, source I/O, processing and the final (end-of-input)
-checkpoint included. "Without checkpoints" sets the periodic interval to
-10⁹ s; the end-of-input checkpoint remains, so the difference is the cost
-of the periodic ones.
+Every workload runs ours the same way: its pipeline file (loaded by path by
+the Spark driver and every worker, with the workload's arguments) through
+``barrier_runtime.spark.driver`` on the benchmark's warm SparkSession
+(``local[P]``), checkpoints in the embedded SeaweedFS S3 server's
+:data:`BUCKET` under a prefix of its own per run. :func:`job_spec` builds that
+job; each workload says its checkpoint settings (:func:`checkpoints`) and its
+restart strategy (:func:`no_restarts` unless it measures recovery), and reads
+what its pipeline's sink recorded. "Without periodic checkpoints" is an
+interval of :data:`NO_CHECKPOINTS` seconds: the end-of-input checkpoint
+remains, so the difference is the cost of the periodic ones.
+
+>>> checkpoints(None).interval == NO_CHECKPOINTS, checkpoints(1.0, unaligned=True).unaligned
+(True, True)
 """
 
 from __future__ import annotations
-
-import dataclasses
-import json
-import pathlib
-import time
-import uuid
-from typing import Any
-
-import numpy as np
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
 from barrier_runtime.storage.embedded import EmbeddedS3Server
-from cjob_bench.harness import answers, checkpoint_counts, machine
-from cjob_bench.workloads import data
 
-PIPELINE = str(pathlib.Path(__file__).parents[1] / "workloads" / "files_pipeline.py")
 BUCKET = "cjob-bench"
 NO_CHECKPOINTS = 1e9
-VECTORISED = ("W1", "W3v")
-"""Workloads written with batch functions: they read ``batch_size`` records per batch."""
+"""The periodic interval of a run without periodic checkpoints (about 30 years)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Ours:
-    spark: Any
-    s3: EmbeddedS3Server
-    parallelism: int
-    batch_size: int
-    """Records per source batch in W1 and W3v (vectorised)."""
-    record_batch_size: int
-    """Records per source batch in W2 and W3 (per record), as the Bytewax peer reads them."""
-    work: pathlib.Path
-    sink_timeline: bool = False
-    """W1 and W2: the result also holds the sink's ``(time, records)`` of every write."""
-
-    def run(
-        self, workload: str, dataset: data.DataSet, *, interval: float | None
-    ) -> dict[str, Any]:
-        """One run; ``interval=None``: no periodic checkpoints."""
-        name = f"{workload}-{'cp' if interval else 'nocp'}-{uuid.uuid4().hex[:8]}"
-        output = self.work / f"out-{name}"
-        source = dataset.jsonl if data.reads_json_lines(workload) else dataset.parquet
-        args = ["--workload", workload, "--input", str(source), "--output", str(output)]
-        batch = self.batch_size if workload in VECTORISED else self.record_batch_size
-        args += ["--keys", str(dataset.keys), "--batch-size", str(batch)]
-        if self.sink_timeline:
-            args.append("--timeline")
-        spec = driver.SparkJobSpec(
-            pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
-            parallelism=self.parallelism,
-            store=config.StoreRef(self.s3.url(BUCKET, ""), f"suite/{name}"),
-            checkpoint=CheckpointConfig(interval=interval or NO_CHECKPOINTS, timeout=120.0),
-            restart=driver.RestartSettings(
-                max_restarts=0, window=600, backoff=Backoff(initial=0.2, max=1.0)
-            ),
-        )
-        load_before = machine.loadavg()
-        jvm = machine.jvm_pid()
-        cpu_before = machine.cpu_seconds(jvm), machine.self_cpu_seconds()
-        started = time.time()
-        job = driver.SparkDriver(spec, session=self.spark)
-        result = job.run()
-        ended = time.time()
-        wall = ended - started
-        periodic, history = checkpoint_counts.periodic(
-            job.job.checkpoint_stats(), result.final_checkpoint
-        )
-        out: dict[str, Any] = {
-            "system": "ours",
-            "variant": "checkpoints_1s" if interval else "no_periodic_checkpoints",
-            "wall_seconds": round(wall, 3),
-            "events_per_second": round(dataset.events / wall),
-            "attempts": result.attempts,
-            "periodic_checkpoints_completed": periodic,
-            "checkpoint_seconds_median": _median([e.duration for e in history]),
-            "checkpoint_seconds_median_of": len(history),
-            "driver_jvm_cpu_seconds": _delta(
-                (machine.cpu_seconds(jvm), machine.self_cpu_seconds()), cpu_before
-            ),
-            "loadavg_before": load_before,
-            "loadavg_after": machine.loadavg(),
-        }
-        if data.reads_json_lines(workload):
-            got = answers.from_jsonl_files(output, dataset.keys, value="count")
-        else:
-            got, window = _last_values(output, dataset.keys)
-            out |= window
-        out["correct"] = answers.check(got, dataset.expected(workload))
-        return out
+def checkpoints(
+    interval: float | None, *, unaligned: bool = False, timeout: float = 120.0
+) -> CheckpointConfig:
+    """Checkpoints every ``interval`` seconds (``None``: none but the end-of-input one)."""
+    return CheckpointConfig(
+        interval=NO_CHECKPOINTS if interval is None else interval,
+        timeout=timeout,
+        unaligned=unaligned,
+    )
 
 
-def _last_values(output: pathlib.Path, keys: int) -> tuple[np.ndarray, dict[str, Any]]:
-    got = np.full(keys, -1, dtype=np.int64)
-    marks = [json.loads(p.read_text()) for p in output.glob("*.json")]
-    for m in marks:
-        got[np.asarray(m["keys"], dtype=np.int64)] = np.asarray(m["values"], dtype=np.int64)
-    firsts = [m["first"] for m in marks if m["first"] is not None]
-    lasts = [m["last"] for m in marks if m["last"] is not None]
-    records = sum(m["records"] for m in marks)
-    window: dict[str, Any] = {"sink_records": records}
-    if any("timeline" in m for m in marks):
-        window["sink_timeline"] = sorted(tuple(w) for m in marks for w in m.get("timeline", ()))
-    if firsts and lasts and max(lasts) > min(firsts):
-        seconds = max(lasts) - min(firsts)
-        window |= {
-            "processing_window_seconds": round(seconds, 3),
-            "processing_window_definition": "first to last write at the sink (excludes start-up and the final checkpoint)",
-        }
-    return got, window
+def no_restarts(backoff: Backoff) -> driver.RestartSettings:
+    """A measured run that fails is reported, not restarted."""
+    return driver.RestartSettings(max_restarts=0, window=600, backoff=backoff)
 
 
-def _median(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return round(float(np.median(present)), 4) if present else None
-
-
-def _delta(after: tuple[float | None, float], before: tuple[float | None, float]) -> float | None:
-    if after[0] is None or before[0] is None:
-        return None
-    return round(after[0] - before[0] + after[1] - before[1], 3)
+def job_spec(
+    pipeline_file: str,
+    args: list[str],
+    *,
+    s3: EmbeddedS3Server,
+    prefix: str,
+    parallelism: int,
+    checkpoint: CheckpointConfig,
+    restart: driver.RestartSettings,
+) -> driver.SparkJobSpec:
+    """The job of one run: ``pipeline_file`` with ``args``, its checkpoints under ``prefix``."""
+    return driver.SparkJobSpec(
+        pipeline=pipeline.PipelineRef.parse(pipeline_file, args),
+        parallelism=parallelism,
+        store=config.StoreRef(s3.url(BUCKET, ""), prefix),
+        checkpoint=checkpoint,
+        restart=restart,
+    )

@@ -8,7 +8,7 @@ The workloads (pipeline file :mod:`.files_pipeline`, data :mod:`.data`):
 * **W3** JSON lines → parse → filter → keyed count → file sink;
 * **W3v** W3 written with batch functions (the peers run their W3).
 
-Systems: ours (:mod:`cjob_bench.peers.ours`), Spark Structured Streaming
+Systems: ours (:mod:`cjob_bench.workloads.files_ours`), Spark Structured Streaming
 (:mod:`cjob_bench.peers.spark`), Bytewax (:mod:`cjob_bench.peers.bytewax`),
 run in the harness's interleaved order (:mod:`cjob_bench.harness.runs`); a
 failed run is recorded with its error and left out of the medians. Every
@@ -31,9 +31,9 @@ from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import machine, report
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers import bytewax as bytewax_peer
-from cjob_bench.peers import ours
 from cjob_bench.peers.spark import files as spark_peer
 from cjob_bench.workloads import data
+from cjob_bench.workloads import files_ours as ours
 
 Run = Callable[[], dict[str, Any]]
 W4 = "cjob_bench.workloads.w4"

@@ -45,17 +45,17 @@ from typing import Any
 import numpy as np
 
 from barrier_runtime.core import latency
-from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import config, driver, pipeline, session
+from barrier_runtime.spark import driver, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine
 from cjob_bench.harness import runs as harness
+from cjob_bench.peers import ours
 from cjob_bench.peers.spark import rate as spark_rate
 from cjob_bench.workloads import w4_pipeline
 
 PIPELINE = str(pathlib.Path(__file__).with_name("w4_pipeline.py"))
-BUCKET = "cjob-bench"
+BUCKET = ours.BUCKET
 MODES = ("none", "aligned", "unaligned")
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99_9": 0.999}
 
@@ -101,19 +101,16 @@ class Ours:
             args += ["--rate", str(rate)]
         if a.switch_interval is not None:
             args += ["--switch-interval", str(a.switch_interval)]
-        checkpoint = CheckpointConfig(
-            interval=1e9 if mode == "none" else a.interval,
-            timeout=120.0,
-            unaligned=mode == "unaligned",
-        )
-        spec = driver.SparkJobSpec(
-            pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
+        spec = ours.job_spec(
+            PIPELINE,
+            args,
+            s3=self.s3,
+            prefix=f"w4/{name}-{uuid.uuid4().hex[:8]}",
             parallelism=a.parallelism,
-            store=config.StoreRef(self.s3.url(BUCKET, ""), f"w4/{name}-{uuid.uuid4().hex[:8]}"),
-            checkpoint=checkpoint,
-            restart=driver.RestartSettings(
-                max_restarts=0, window=600, backoff=Backoff(initial=0.2)
+            checkpoint=ours.checkpoints(
+                None if mode == "none" else a.interval, unaligned=mode == "unaligned"
             ),
+            restart=ours.no_restarts(Backoff(initial=0.2)),
         )
         job = driver.SparkDriver(spec, session=self.spark)
         load_before = machine.loadavg()

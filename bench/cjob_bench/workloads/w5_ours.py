@@ -1,4 +1,4 @@
-"""W5 on our runtime: ``bench/w5_pipeline.py`` submitted to local Spark, timed like a user sees it.
+"""W5 on our runtime: :mod:`.w5_pipeline` submitted to local Spark (:mod:`cjob_bench.peers.ours`), timed like a user sees it.
 
 Timed from submission to completion (start-up, source I/O and the final
 end-of-input checkpoint included), with exactly-once aligned checkpoints to
@@ -18,16 +18,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import config, driver, pipeline
+from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import checkpoint_counts, machine
+from cjob_bench.peers import ours
 from cjob_bench.workloads import data
 from cjob_bench.workloads import w5_latency as latency
 
 PIPELINE = str(pathlib.Path(__file__).with_name("w5_pipeline.py"))
-BUCKET = "cjob-bench"
+BUCKET = ours.BUCKET
 
 
 def run(
@@ -45,14 +45,14 @@ def run(
     reads.mkdir()
     args = ["--input", str(dataset.parquet), "--output", str(output), "--reads", str(reads)]
     args += ["--batch-size", str(batch_size), "--bound-ms", str(dataset.disorder_ms)]
-    spec = driver.SparkJobSpec(
-        pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
+    spec = ours.job_spec(
+        PIPELINE,
+        args,
+        s3=s3,
+        prefix=f"w5/{name}",
         parallelism=parallelism,
-        store=config.StoreRef(s3.url(BUCKET, ""), f"w5/{name}"),
-        checkpoint=CheckpointConfig(interval=interval, timeout=120.0),
-        restart=driver.RestartSettings(
-            max_restarts=0, window=600, backoff=Backoff(initial=0.2, max=1.0)
-        ),
+        checkpoint=ours.checkpoints(interval),
+        restart=ours.no_restarts(Backoff(initial=0.2, max=1.0)),
     )
     load_before = machine.loadavg()
     started = time.time()

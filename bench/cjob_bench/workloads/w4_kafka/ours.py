@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from barrier_runtime.core import latency
-from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import config, driver, pipeline
+from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
+from cjob_bench.peers import ours as peer
 
 PIPELINE = str(pathlib.Path(__file__).with_name("pipeline.py"))
-BUCKET = "cjob-bench"
+BUCKET = peer.BUCKET
 MODES = ("aligned", "unaligned")
 
 
@@ -102,16 +102,14 @@ class OursRunner:
         probe_dir = pathlib.Path(tempfile.mkdtemp(prefix="w4k-probe-")) if probe else None
         if probe_dir is not None:
             args += ["--probe-dir", str(probe_dir)]
-        spec = driver.SparkJobSpec(
-            pipeline=pipeline.PipelineRef.parse(PIPELINE, args),
+        spec = peer.job_spec(
+            PIPELINE,
+            args,
+            s3=self.s3,
+            prefix=f"w4kafka/{mode}-{run_id}",
             parallelism=self.parallelism,
-            store=config.StoreRef(self.s3.url(BUCKET, ""), f"w4kafka/{mode}-{run_id}"),
-            checkpoint=CheckpointConfig(
-                interval=self.interval, timeout=60.0, unaligned=mode == "unaligned"
-            ),
-            restart=driver.RestartSettings(
-                max_restarts=0, window=600, backoff=Backoff(initial=0.2)
-            ),
+            checkpoint=peer.checkpoints(self.interval, timeout=60.0, unaligned=mode == "unaligned"),
+            restart=peer.no_restarts(Backoff(initial=0.2)),
         )
         job = driver.SparkDriver(spec, session=self.spark)
         running = RunningJob(job, threading.Thread(daemon=True), mode, probe_dir)
