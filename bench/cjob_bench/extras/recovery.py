@@ -50,6 +50,7 @@ from barrier_runtime.spark import driver, session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.extras import recovery_measure as w1_measure
 from cjob_bench.extras import recovery_report as w1_report
+from cjob_bench.harness import runs as harness
 from cjob_bench.harness.runs import s3_credentials
 from cjob_bench.peers import ours
 
@@ -322,8 +323,7 @@ def series(bench: Bench, name: str, events: int) -> dict[str, list[dict[str, Any
         return None
     out: dict[str, list[dict[str, Any]]] = {"without": [], "with": []}
     for i in range(bench.args.repeats):
-        order = ("without", "with") if i % 2 == 0 else ("with", "without")  # ABBA: no drift bias
-        for kind in order:
+        for kind in harness.interleaved(["without", "with"], i):  # ABBA: no drift bias
             if kind == "without":
                 out[kind].append(bench.run_ours(f"{name}-nocp-{i}", events, NO_CHECKPOINTS))
             else:

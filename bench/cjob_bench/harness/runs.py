@@ -6,8 +6,13 @@ drift of the machine biases no system; a failed run is recorded with its
 error and left out of the medians (:mod:`.report`); the machine and its load
 are recorded around every run (:mod:`.machine`).
 
+Latency workloads (W4, W4 on Kafka) rotate the order instead (A B C, B C A, …),
+so that every system runs in every position of a repeat.
+
 >>> [interleaved(["ours", "spark", "bytewax"], i) for i in range(2)]
 [['ours', 'spark', 'bytewax'], ['bytewax', 'spark', 'ours']]
+>>> [rotated(["none", "aligned", "unaligned"], i) for i in range(4)][1:]
+[['aligned', 'unaligned', 'none'], ['unaligned', 'none', 'aligned'], ['none', 'aligned', 'unaligned']]
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ BENCH = pathlib.Path(__file__).resolve().parents[2]
 def interleaved(names: list[str], repeat: int) -> list[str]:
     """The order of repeat ``repeat``: ``names`` as given, reversed every other repeat."""
     return list(names) if repeat % 2 == 0 else list(reversed(names))
+
+
+def rotated(names: list[str], repeat: int) -> list[str]:
+    """The order of repeat ``repeat``: ``names`` rotated left by ``repeat``."""
+    shift = repeat % len(names) if names else 0
+    return names[shift:] + names[:shift]
 
 
 def log(message: str) -> None:

@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
                 events = int(rate * args.seconds) // args.keys * args.keys
                 runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
                 for i in range(args.repeats if modes else 0):
-                    for mode in modes[i % len(modes) :] + modes[: i % len(modes)]:
+                    for mode in harness.rotated(modes, i):
                         runs[mode].append(ours.run(f"{mode}-{i}", events, rate, mode))
                 report["ours"] = {m: _summary(r) for m, r in runs.items()}
                 if not args.skip_spark_ss:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cjob_bench.harness import runs as harness
 from cjob_bench.workloads.w4_kafka import ours, report, runs
 
 
@@ -50,8 +51,7 @@ def sweep(
     for rate in rates:
         n = max(repeats, table_repeats) if rate == table_rate else repeats
         for r in range(n):
-            shift = r % len(active)
-            for system in active[shift:] + active[:shift]:
+            for system in harness.rotated(active, r):
                 results.append(_one(run, system, rate, r, settings, broker, runner, False))
         summary = report.summarise(results)
         active = [s for s in active if summary[s][report._rate_key(rate)]["kept_up"]]
