@@ -53,6 +53,7 @@ from cjob_bench.extras import recovery_report as w1_report
 from cjob_bench.harness import runs as harness
 from cjob_bench.harness.runs import s3_credentials
 from cjob_bench.peers import ours
+from cjob_bench.workloads import data
 
 PIPELINE = str(pathlib.Path(__file__).with_name("recovery_pipeline.py"))
 BUCKET = ours.BUCKET
@@ -238,7 +239,7 @@ class Bench:
                     )
                 )
         expected = np.zeros(self.args.keys, dtype=np.int64)
-        for table in w1_measure.chunks(self.source(events), 1_000_000):
+        for table in data.generated_chunks(self.source(events), 1_000_000):
             keys, values = table.column("key").to_numpy(), table.column("value").to_numpy()
             # float64 weights are exact here: every partial sum stays far below 2**53
             expected += np.bincount(keys, weights=values, minlength=self.args.keys).astype(np.int64)
@@ -334,7 +335,9 @@ def series(bench: Bench, name: str, events: int) -> dict[str, list[dict[str, Any
 def spark_ss(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     parquet = bench.work / "parquet"
     started = time.monotonic()
-    files = w1_measure.write_parquet(bench.source(args.events), parquet, rows_per_file=1_000_000)
+    files = data.write_generated_parquet(
+        bench.source(args.events), parquet, rows_per_file=1_000_000
+    )
     log(f"wrote {files} Parquet files in {time.monotonic() - started:.1f}s")
     bench.spark.conf.set("spark.sql.shuffle.partitions", str(args.parallelism))
     runs = []

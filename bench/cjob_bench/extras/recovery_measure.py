@@ -8,13 +8,8 @@ import resource
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 from barrier_runtime.spark import driver
 from cjob_bench.extras import recovery_report as w1_report
 from cjob_bench.harness.machine import cpu_seconds, jvm_pid
@@ -128,16 +123,6 @@ class Monitor:
 # -- Spark Structured Streaming -----------------------------------------------------------------
 
 
-def write_parquet(
-    source: ColumnarGeneratorSource, directory: pathlib.Path, rows_per_file: int
-) -> int:
-    directory.mkdir()
-    files = 0
-    for files, table in enumerate(chunks(source, rows_per_file), start=1):
-        pq.write_table(table, directory / f"part-{files:05d}.parquet")
-    return files
-
-
 def run_spark_ss(
     spark: Any, parquet_dir: pathlib.Path, checkpoint_dir: pathlib.Path, events: int
 ) -> dict[str, Any]:
@@ -174,10 +159,3 @@ def run_spark_ss(
         "loadavg_before": load_before,
         "loadavg_after": w1_report.loadavg(),
     }
-
-
-def chunks(source: ColumnarGeneratorSource, size: int) -> Iterator[pa.Table]:
-    for p in range(source.num_partitions):
-        total = source.partition_events(p) or 0
-        for start in range(0, total, size):
-            yield pa.Table.from_batches([source.events_between(p, start, min(start + size, total))])

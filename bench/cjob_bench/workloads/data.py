@@ -1,6 +1,9 @@
 """Every workload's input: generated events as files, and the exact answers to check runs against.
 
 **W1-W3v** (:func:`generate`): the same events as Parquet and JSON-lines files.
+The recovery run (``run recovery``) generates its W1 events in the job
+(``ColumnarGeneratorSource``) and gives Spark SS the same events as Parquet
+(:func:`write_generated_parquet`).
 
 Events: ``key`` int64 uniform over ``keys``, ``value`` int64 in [0, 1000),
 ``ts`` int64 event time (milliseconds, increasing), ``kind`` one of
@@ -41,12 +44,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from barrier_runtime.connectors.columnar_generator import ColumnarGeneratorSource
 
 KINDS = ("view", "click", "buy", "scroll")
 FILTER_KIND = "buy"
@@ -152,6 +158,28 @@ def _write_jsonl(table: pa.Table, path: pathlib.Path) -> None:
             offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)
             first, last = offsets[large.offset], offsets[large.offset + len(large)]
             out.write(memoryview(large.buffers()[2])[first:last])
+
+
+# -- the recovery run's events: the columnar generator's, as Parquet for Spark SS ----------------
+
+
+def write_generated_parquet(
+    source: ColumnarGeneratorSource, directory: pathlib.Path, rows_per_file: int
+) -> int:
+    """Every partition of ``source`` in files of ``rows_per_file`` rows: how many files."""
+    directory.mkdir()
+    files = 0
+    for files, table in enumerate(generated_chunks(source, rows_per_file), start=1):
+        pq.write_table(table, directory / f"part-{files:05d}.parquet")
+    return files
+
+
+def generated_chunks(source: ColumnarGeneratorSource, size: int) -> Iterator[pa.Table]:
+    """The events of ``source``, partition after partition, ``size`` rows a table."""
+    for p in range(source.num_partitions):
+        total = source.partition_events(p) or 0
+        for start in range(0, total, size):
+            yield pa.Table.from_batches([source.events_between(p, start, min(start + size, total))])
 
 
 # -- W5: events in event-time order with bounded disorder ----------------------------------
