@@ -14,7 +14,7 @@ Exit status 0 when every worker stayed within the bound and the output is
 exactly once (the same checks as
 ``tests/integration/barrier_runtime/spark/test_spark_backpressure.py``).
 
-    .venv/bin/python bench/spark_backpressure.py [--quick] [--compare-aligned]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run backpressure [--quick] [--compare-aligned]
 """
 
 from __future__ import annotations

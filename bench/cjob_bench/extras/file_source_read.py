@@ -14,7 +14,7 @@ interleaved (so load from other processes hits them alike), medians reported:
   Arrow-native :class:`ColumnarGeneratorSource` (the ceiling); with the
   median checkpoint duration of each run.
 
-    PYTHONPATH=runtime/src python bench/file_source_read.py --events 4000000
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run file-source-read --events 4000000
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Benchmark W1: keyed running sum on real local Spark, against Spark Structured Streaming.
 
-    .venv/bin/python bench/w1_keyed_sum.py [--events 10000000] [--repeats 5]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run recovery [--events 10000000] [--repeats 5]
 
 Workload W1: a keyed running sum of ``--events`` events (int64 key uniform
 over 100,000 keys, int64 value), P = 2, run by our runtime inside a Spark
 barrier stage (``local[2]``, one Python worker process per slice) through the
 vectorised path (columnar generator → key_by column → ``sum`` → discarding
-sink; ``bench/w1_pipeline.py``). Measured, all in one run with one warm
+sink; :mod:`.recovery_pipeline`). Measured, all in one run with one warm
 SparkSession and one embedded SeaweedFS S3 server:
 
 1. ours without periodic checkpoints and with exactly-once (aligned)

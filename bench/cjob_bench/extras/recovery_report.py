@@ -1,6 +1,6 @@
 """W1's report: medians of interleaved repeats, ratios against the peers, and the targets.
 
-Used by ``bench/w1_keyed_sum.py``; it turns the raw runs into the JSON it prints.
+Used by :mod:`.recovery` (``run recovery``); it turns the raw runs into the JSON it prints.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def summarize(
             "value": "int64, uniform over [0, 1000)",
             "parallelism": args.parallelism,
             "batch_size": args.batch_size,
-            "pipeline": "ColumnarGeneratorSource -> key_by('key') -> sum('sum', 'value') -> DiscardSink (bench/w1_pipeline.py)",
+            "pipeline": "ColumnarGeneratorSource -> key_by('key') -> sum('sum', 'value') -> DiscardSink (cjob_bench/extras/recovery_pipeline.py)",
             "output": "every event emitted with its key's running sum",
         },
         "definitions": {

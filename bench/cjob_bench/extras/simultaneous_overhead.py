@@ -1,8 +1,8 @@
 """Checkpoint overhead of W1 and W2 with the two runs at the same time, so the machine's drift cancels.
 
-    .venv/bin/python bench/simultaneous_overhead.py [--workloads W1,W2] [--pairs 3] [--seconds 60]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run simultaneous [--workloads W1,W2] [--pairs 3] [--seconds 60]
 
-The suite's long runs (``bench/suite.py --long``) measure the overhead of
+The suite's long runs (``run W1,W2 --long``) measure the overhead of
 checkpoints every 1 s as ``1 - with / without`` over runs back to back; on a
 shared machine two identical runs differ by much more than the few percent
 being measured. Here each pair submits the job with checkpoints every 1 s

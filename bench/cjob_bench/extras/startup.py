@@ -21,7 +21,7 @@ sets ``PYTHONDONTWRITEBYTECODE=1``; the benchmark unsets it (also for the
 Spark workers, which inherit this process's environment) and compiles the
 runtime and the benchmark first.
 
-Usage: ``python bench/startup.py [--repeats 3] [--modes warm,cold] [--out FILE]``
+Usage: ``python -m cjob_bench run startup [--repeats 3] [--modes warm,cold] [--out FILE]``
 (with ``runtime/src`` and ``bench`` on ``PYTHONPATH``).
 """
 

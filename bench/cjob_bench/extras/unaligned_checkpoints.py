@@ -7,7 +7,7 @@ object: per mode the median/max checkpoint duration, then the ratio, and the
 result of a third run that crashes after restoring from unaligned checkpoints
 (exactly-once checker against the aligned run's output).
 
-    .venv/bin/python bench/unaligned_checkpoints.py [--quick]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run unaligned [--quick]
 """
 
 from __future__ import annotations

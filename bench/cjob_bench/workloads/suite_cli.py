@@ -1,6 +1,6 @@
 """The benchmark suite: ours against Spark Structured Streaming and Bytewax on the same files.
 
-    .venv/bin/python bench/suite.py [--events 10000000] [--repeats 3] [--only W1,W2,W3,W3v,W4] [--long] [--simultaneous]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run W1,W2,W3,W3v [--peers spark,bytewax] [--events 10000000] [--repeats 3] [--long] [--simultaneous]
 
 Generates the events once (Parquet and JSON lines, ``--files`` files each),
 then runs W1 (vectorised keyed sum), W2 (per-record keyed running count in
@@ -9,12 +9,12 @@ with batch functions; the peers run their W3) on our runtime
 (local Spark, P=2, checkpoints every 1 s to an embedded S3 server, and without
 periodic checkpoints), on Spark Structured Streaming (streaming cadence warm
 and cold, and ``availableNow``) and on Bytewax (W2, W3; two processes,
-recovery every 1 s); W4 (latency) is ``bench/w4_latency.py`` when present.
-``--simultaneous`` adds ``bench/simultaneous_overhead.py``: the checkpoint
+recovery every 1 s); ``--only`` with W4 also runs W4 (:mod:`.w4`) in its own process.
+``--simultaneous`` adds :mod:`cjob_bench.extras.simultaneous_overhead`: the checkpoint
 overhead of W1 and W2 with and without checkpoints running at the same time.
 Every run's answer is checked. Prints one JSON document on stdout, a table
 on stderr, and saves the JSON as ``bench/results/<date>.json``. See
-:mod:`cjob_bench.suite` and the ``definitions`` in the JSON.
+:mod:`.files` and the ``definitions`` in the JSON.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--simultaneous",
         action="store_true",
-        help="also bench/simultaneous_overhead.py: W1, W2 overhead with both variants running at "
+        help="also `run simultaneous`: W1, W2 overhead with both variants running at "
         "the same time, --long-repeats pairs of >= --long-seconds",
     )
     p.add_argument(

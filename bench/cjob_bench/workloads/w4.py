@@ -1,8 +1,8 @@
 """Benchmark W4: record latency at half of the maximum throughput, against Spark Structured Streaming.
 
-    .venv/bin/python bench/w4_latency.py [--seconds 25] [--rate EVENTS_PER_S] [--repeats 1]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run W4 [--seconds 25] [--rate EVENTS_PER_S] [--repeats 1]
 
-Workload (``bench/w4_pipeline.py``): a rate-limited generator (``--rate``
+Workload (:mod:`.w4_pipeline`): a rate-limited generator (``--rate``
 events/s over P = 2 partitions, each record stamped with ``event_created`` =
 the instant the rate made it due) → ``key_by`` → a per-record Python
 ``stateful_map`` (running count per key) → a sink that takes

@@ -1,13 +1,13 @@
 """Benchmark W5: a 1-minute tumbling count per key, ours against Spark Structured Streaming.
 
-    PYTHONPATH=runtime/src:bench .venv/bin/python bench/w5_windows.py [--events 10000000]
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run W5 [--events 10000000]
 
 Both systems read the same Parquet files (:mod:`cjob_bench.workloads.w5_data`: events in
 global event-time order over ``--span-minutes``, ``--out-of-order`` of them
 moved back by up to ``--disorder-ms``, which is also the watermark's bound),
 at P = ``--parallelism`` on one warm ``local[P]`` SparkSession:
 
-* ours: ``bench/w5_pipeline.py`` (``FileSource`` → ``key_by`` →
+* ours: :mod:`.w5_pipeline` (``FileSource`` → ``key_by`` →
   ``window_agg(Tumbling(60 s), how="count")``), exactly-once aligned
   checkpoints every ``--interval`` s to the embedded S3 server, timed from
   submission to the end of the job (:mod:`cjob_bench.workloads.w5_ours`);
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     bytecode.use_bytecode_cache()
     work = pathlib.Path(tempfile.mkdtemp(prefix="w5-bench-"))
     doc: dict[str, Any] = {
-        "benchmark": "bench/w5_windows.py",
+        "benchmark": "python -m cjob_bench run W5",
         "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine.describe(),
         "config": {k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(ns).items()},

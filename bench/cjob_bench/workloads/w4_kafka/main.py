@@ -1,6 +1,6 @@
 """Benchmark W4 on Kafka: end-to-end latency, ours (exactly-once) vs Spark real-time mode vs micro-batch.
 
-    .venv/bin/python bench/w4_kafka.py [--rates 1000,5000,20000,50000] [--table-rate 5000] \
+    PYTHONPATH=runtime/src:bench .venv/bin/python -m cjob_bench run W4-kafka [--rates 1000,5000,20000,50000] [--table-rate 5000] \
         [--table-repeats 3] [--repeats 1] [--seconds 30] [--warmup 10] \
         [--profile-rate 5000] [--out bench/results/FILE.json]
 
