@@ -1,7 +1,8 @@
 """The one command: ``python -m cjob_bench list`` and ``python -m cjob_bench run W1 --peers spark``.
 
 ``run`` takes a workload (``W1``, ``W2``, ``W3``, ``W3v``, several of them
-comma-separated, ``W4``, ``W4-kafka``, ``W5``) or another benchmark
+comma-separated and with ``W4`` after them in the same session, ``W4``,
+``W4-kafka``, ``W5``) or another benchmark
 (``startup``, ``recovery``, …: ``list`` shows them all), the options every
 entry shares (``--peers``, ``--repeats``), and passes every other option to the
 entry as it is; ``run NAME --help`` lists them. Each entry prints one JSON
@@ -212,14 +213,18 @@ def main(argv: Sequence[str] | None = None) -> Any:
     names = [n.strip() for n in ns.name.split(",") if n.strip()]
     try:
         entries = [find(n) for n in names]
-        if len(entries) > 1 and not all(e.suite for e in entries):
-            raise UnknownBenchmarkError("only W1, W2, W3 and W3v run together (one data set)")
-        entry = entries[0]
+        if len(entries) > 1 and not all(e.suite or e.name == "W4" for e in entries):
+            raise UnknownBenchmarkError("only W1, W2, W3, W3v (one data set) and W4 run together")
+        entry = next((e for e in entries if e.suite), entries[0])
+        # workloads of one session: a peer of any of them is run where it applies
+        together = tuple(dict.fromkeys(p for e in entries for p in e.peers))
+        entry = dataclasses.replace(entry, peers=together)
         args = entry_args(entry, rest, peers=peers, repeats=ns.repeats)
     except UnknownBenchmarkError as exc:
         parser.exit(2, f"error: {exc}\n")
     if entry.suite:
         args = ["--only", ",".join(e.name for e in entries), *args]
+    sys.argv[0] = f"python -m cjob_bench run {entry.name}"  # the entry's usage line
     module = importlib.import_module(entry.module)
     result = module.main(args)
     if isinstance(result, int) and not isinstance(result, bool):

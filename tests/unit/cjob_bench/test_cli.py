@@ -54,7 +54,7 @@ def test_other_options_pass_through_before_the_shared_ones() -> None:
         ["run", "W9"],
         ["run", "W1", "--peers", "bytewax"],  # W1 has no Bytewax flow
         ["run", "unaligned", "--repeats", "3"],
-        ["run", "W1,W4"],  # only the file suite's workloads share a run
+        ["run", "W1,W5"],  # only the file suite's workloads and W4 share a session
     ],
 )
 def test_a_wrong_name_or_option_exits_2_with_one_sentence(
@@ -65,3 +65,12 @@ def test_a_wrong_name_or_option_exits_2_with_one_sentence(
     assert exit_.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: ")
+
+
+def test_workloads_of_one_session_take_the_peers_of_any_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr("cjob_bench.workloads.suite_cli.main", lambda argv: seen.append(argv) or {})
+    cli.main(["run", "W1,W2,W4", "--peers", "spark,bytewax", "--long"])
+    assert seen == [["--only", "W1,W2,W4", "--long", "--peers", "spark,bytewax"]]
