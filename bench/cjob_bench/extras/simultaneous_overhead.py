@@ -32,8 +32,6 @@ import tempfile
 import time
 from typing import Any
 
-from barrier_runtime.spark import session
-from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine, simultaneous
 from cjob_bench.harness import runs as harness
 from cjob_bench.workloads import data
@@ -79,29 +77,26 @@ def measure(ns: argparse.Namespace, work: pathlib.Path) -> dict[str, Any]:
         "margin_seconds": MARGIN,
         "workloads": {},
     }
-    with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, harness.s3_credentials(s3):
-        spark = session.build_session(
-            f"local[{2 * ns.parallelism}]",
-            app_name="simultaneous-overhead",
-            parallelism=ns.parallelism,
-            conf={"spark.driver.memory": ns.driver_memory},
+    with harness.spark_and_s3(
+        f"local[{2 * ns.parallelism}]",
+        app_name="simultaneous-overhead",
+        parallelism=ns.parallelism,
+        bucket=ours.BUCKET,
+        conf={"spark.driver.memory": ns.driver_memory},
+    ) as (spark, s3):
+        o = ours.Ours(
+            spark,
+            s3,
+            ns.parallelism,
+            ns.batch_size,
+            ns.record_batch_size,
+            work,
+            sink_timeline=True,
         )
-        try:
-            o = ours.Ours(
-                spark,
-                s3,
-                ns.parallelism,
-                ns.batch_size,
-                ns.record_batch_size,
-                work,
-                sink_timeline=True,
-            )
-            log("warm-up (not counted): a W1 pair on the base files")
-            simultaneous.run_pair(o, "W1", dataset, compared=False)
-            for workload in ns.workloads:
-                doc["workloads"][workload] = pairs_of(o, workload, dataset, ns, work)
-        finally:
-            spark.stop()
+        log("warm-up (not counted): a W1 pair on the base files")
+        simultaneous.run_pair(o, "W1", dataset, compared=False)
+        for workload in ns.workloads:
+            doc["workloads"][workload] = pairs_of(o, workload, dataset, ns, work)
     return doc
 
 

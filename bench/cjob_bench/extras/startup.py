@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", default="warm,cold")
-    parser.add_argument("--out", default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--out", "--output", dest="out", default=None, help="also write the JSON here"
+    )
     ns = parser.parse_args(argv)
     modes = [m for m in ns.modes.split(",") if m]
     bytecode.use_bytecode_cache()  # measure as users run: with a cache

@@ -28,6 +28,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from barrier_runtime.spark import session
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 
 Run = Callable[[], dict[str, Any]]
@@ -77,6 +78,28 @@ def attempt(label: str, run: Run) -> dict[str, Any]:
     }
     log(f"{label}: {brief} correct={result['correct']['equal']}")
     return result
+
+
+@contextlib.contextmanager
+def spark_and_s3(
+    master: str,
+    *,
+    app_name: str,
+    parallelism: int,
+    bucket: str,
+    conf: dict[str, str] | None = None,
+    shuffle_partitions: int | None = None,
+) -> Iterator[tuple[Any, EmbeddedS3Server]]:
+    """A warm SparkSession and the embedded S3 server with ``bucket``, its credentials in the
+    environment before Spark starts (the executors inherit them); both stopped at the end."""
+    with EmbeddedS3Server(buckets=[bucket]) as s3, s3_credentials(s3):
+        spark = session.build_session(master, app_name=app_name, parallelism=parallelism, conf=conf)
+        try:
+            if shuffle_partitions is not None:
+                spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            yield spark, s3
+        finally:
+            spark.stop()
 
 
 def bench_script(module: str, args: list[str]) -> dict[str, Any]:

@@ -26,8 +26,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from barrier_runtime.spark import session
-from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import machine, report
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers import bytewax as bytewax_peer
@@ -84,36 +82,33 @@ def run_suite(
         harness.log(
             f"generated {ns.events:,} events in {ns.files} Parquet + {ns.files} JSON-lines files in {time.monotonic() - started:.1f}s"
         )
-        with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, harness.s3_credentials(s3):
-            spark = session.build_session(
-                f"local[{ns.parallelism}]",
-                app_name="suite",
-                parallelism=ns.parallelism,
-                conf={"spark.driver.memory": ns.driver_memory},
-            )
-            spark.conf.set("spark.sql.shuffle.partitions", str(ns.parallelism))
-            try:
-                o = ours.Ours(spark, s3, ns.parallelism, ns.batch_size, ns.record_batch_size, work)
-                if ns.warmup:
-                    harness.log("warm-up (not counted): ours W1, Spark SS W1 available_now")
-                    harness.attempt("warm-up ours", lambda: o.run("W1", dataset, interval=None))
-                if ns.warmup and "spark" in ns.peers:
-                    harness.attempt(
-                        "warm-up spark",
-                        lambda: spark_peer.run(spark, "W1", dataset, "available_now", work),
-                    )
-                for w in workloads:
-                    doc["workloads"][w] = measure(w, ns, o, dataset, work)
-                    if save is not None:
-                        save({**doc, "partial": True})
-                if ns.long:
-                    doc["long_runs"] = {
-                        w: long_runs(w, ns, o, dataset, doc["workloads"][w], work)
-                        for w in workloads
-                        if w in ("W1", "W2")
-                    }
-            finally:
-                spark.stop()
+        with harness.spark_and_s3(
+            f"local[{ns.parallelism}]",
+            app_name="suite",
+            parallelism=ns.parallelism,
+            bucket=ours.BUCKET,
+            conf={"spark.driver.memory": ns.driver_memory},
+            shuffle_partitions=ns.parallelism,
+        ) as (spark, s3):
+            o = ours.Ours(spark, s3, ns.parallelism, ns.batch_size, ns.record_batch_size, work)
+            if ns.warmup:
+                harness.log("warm-up (not counted): ours W1, Spark SS W1 available_now")
+                harness.attempt("warm-up ours", lambda: o.run("W1", dataset, interval=None))
+            if ns.warmup and "spark" in ns.peers:
+                harness.attempt(
+                    "warm-up spark",
+                    lambda: spark_peer.run(spark, "W1", dataset, "available_now", work),
+                )
+            for w in workloads:
+                doc["workloads"][w] = measure(w, ns, o, dataset, work)
+                if save is not None:
+                    save({**doc, "partial": True})
+            if ns.long:
+                doc["long_runs"] = {
+                    w: long_runs(w, ns, o, dataset, doc["workloads"][w], work)
+                    for w in workloads
+                    if w in ("W1", "W2")
+                }
     if "W4" in ns.only:
         doc["workloads"]["W4"] = w4()
     together = [w for w in workloads if w in ("W1", "W2")]

@@ -46,7 +46,7 @@ import numpy as np
 
 from barrier_runtime.core import latency
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import driver, session
+from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine
 from cjob_bench.harness import runs as harness
@@ -234,31 +234,30 @@ def main(argv: list[str] | None = None) -> None:
     work = pathlib.Path(tempfile.mkdtemp(prefix="w4-bench-"))
     report: dict[str, Any] = {"workload": "W4 latency", "setup": vars(args) | {"modes": modes}}
     try:
-        with EmbeddedS3Server(buckets=[BUCKET]) as s3, harness.s3_credentials(s3):
-            spark = session.build_session(
-                f"local[{args.parallelism}]", app_name="w4-bench", parallelism=args.parallelism
-            )
-            try:
-                ours = Ours(args, s3, spark, work)
-                ours.run("warmup", 100_000, None, "none")
-                rate = args.rate
-                if rate is None:
-                    peak = ours.run("max", args.max_events, None, "none")
-                    report["max_throughput"] = peak
-                    rate = peak["sink_events_per_second"] / 2
-                report["rate_events_per_second"] = round(rate)
-                events = int(rate * args.seconds) // args.keys * args.keys
-                runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-                for i in range(args.repeats if modes else 0):
-                    for mode in harness.rotated(modes, i):
-                        runs[mode].append(ours.run(f"{mode}-{i}", events, rate, mode))
-                report["ours"] = {m: _summary(r) for m, r in runs.items()}
-                if not args.skip_spark_ss:
-                    report["spark_ss"] = spark_ss(spark, args, rate, work)
-                if not args.skip_real_time:
-                    report["spark_real_time_mode"] = spark_rate.real_time_mode(spark, rate, work)
-            finally:
-                spark.stop()
+        with harness.spark_and_s3(
+            f"local[{args.parallelism}]",
+            app_name="w4-bench",
+            parallelism=args.parallelism,
+            bucket=BUCKET,
+        ) as (spark, s3):
+            job = Ours(args, s3, spark, work)
+            job.run("warmup", 100_000, None, "none")
+            rate = args.rate
+            if rate is None:
+                peak = job.run("max", args.max_events, None, "none")
+                report["max_throughput"] = peak
+                rate = peak["sink_events_per_second"] / 2
+            report["rate_events_per_second"] = round(rate)
+            events = int(rate * args.seconds) // args.keys * args.keys
+            runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+            for i in range(args.repeats if modes else 0):
+                for mode in harness.rotated(modes, i):
+                    runs[mode].append(job.run(f"{mode}-{i}", events, rate, mode))
+            report["ours"] = {m: _summary(r) for m, r in runs.items()}
+            if not args.skip_spark_ss:
+                report["spark_ss"] = spark_ss(spark, args, rate, work)
+            if not args.skip_real_time:
+                report["spark_real_time_mode"] = spark_rate.real_time_mode(spark, rate, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))

@@ -42,8 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from barrier_runtime.spark import session
-from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode, machine
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers.spark import windows as spark_peer
@@ -95,44 +93,41 @@ def main(argv: list[str] | None = None) -> None:
         dataset = generate(ns, work / "data", ns.events)
         warm = generate(ns, work / "warm", max(ns.events // 50, 10_000))
         log(f"generated {ns.events:,} events in {time.monotonic() - started:.1f}s")
-        with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, harness.s3_credentials(s3):
-            spark = session.build_session(
-                f"local[{ns.parallelism}]",
-                app_name="w5-bench",
-                parallelism=ns.parallelism,
-                conf={"spark.driver.memory": ns.driver_memory},
-            )
-            spark.conf.set("spark.sql.shuffle.partitions", str(ns.parallelism))
-            try:
-                systems: dict[str, Callable[[data.WindowDataSet], dict[str, Any]]] = {
-                    "ours": lambda d: ours.run(
-                        spark,
-                        s3,
-                        d,
-                        work,
-                        parallelism=ns.parallelism,
-                        interval=ns.interval,
-                        batch_size=ns.batch_size,
-                    ),
-                    "spark_ss": lambda d: spark_peer.run(spark, d, work),
-                    "spark_ss_unthrottled": lambda d: spark_peer.run(
-                        spark, d, work, mode="back-to-back"
-                    ),
-                }
-                chosen = ns.systems.split(",")
-                if unknown := set(chosen) - set(systems):
-                    raise SystemExit(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
-                systems = {name: run for name, run in systems.items() if name in chosen}
-                for name, run in systems.items():
-                    log(f"warm-up {name}: {brief(run(warm))}")
-                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in systems}
-                for i in range(ns.repeats):
-                    for name in harness.interleaved(list(systems), i):
-                        result = systems[name](dataset)
-                        log(f"repeat {i} {name}: {brief(result)}")
-                        runs[name].append(result)
-            finally:
-                spark.stop()
+        with harness.spark_and_s3(
+            f"local[{ns.parallelism}]",
+            app_name="w5-bench",
+            parallelism=ns.parallelism,
+            bucket=ours.BUCKET,
+            conf={"spark.driver.memory": ns.driver_memory},
+            shuffle_partitions=ns.parallelism,
+        ) as (spark, s3):
+            systems: dict[str, Callable[[data.WindowDataSet], dict[str, Any]]] = {
+                "ours": lambda d: ours.run(
+                    spark,
+                    s3,
+                    d,
+                    work,
+                    parallelism=ns.parallelism,
+                    interval=ns.interval,
+                    batch_size=ns.batch_size,
+                ),
+                "spark_ss": lambda d: spark_peer.run(spark, d, work),
+                "spark_ss_unthrottled": lambda d: spark_peer.run(
+                    spark, d, work, mode="back-to-back"
+                ),
+            }
+            chosen = ns.systems.split(",")
+            if unknown := set(chosen) - set(systems):
+                raise SystemExit(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
+            systems = {name: run for name, run in systems.items() if name in chosen}
+            for name, run in systems.items():
+                log(f"warm-up {name}: {brief(run(warm))}")
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in systems}
+            for i in range(ns.repeats):
+                for name in harness.interleaved(list(systems), i):
+                    result = systems[name](dataset)
+                    log(f"repeat {i} {name}: {brief(result)}")
+                    runs[name].append(result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc["runs"] = runs

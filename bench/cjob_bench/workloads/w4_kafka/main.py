@@ -42,8 +42,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from barrier_runtime.spark import session
-from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import bytecode
 from cjob_bench.harness import runs as harness
 from cjob_bench.workloads.w4_kafka import bench, facts, ours, report, runs
@@ -72,7 +70,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rtm-batch-duration", default="5 minutes")
     parser.add_argument("--bootstrap", default=None, help="use this Kafka broker")
     parser.add_argument("--broker-version", default=None, help="with --bootstrap")
-    parser.add_argument("--out", type=pathlib.Path, default=None, help="also write JSON here")
+    parser.add_argument(
+        "--out",
+        "--output",
+        dest="out",
+        type=pathlib.Path,
+        default=None,
+        help="also write JSON here",
+    )
     ns = parser.parse_args(argv)
     ns.rate_list = [float(r) for r in ns.rates.split(",") if r]
     ns.system_list = [s for s in ns.systems.split(",") if s]
@@ -97,14 +102,13 @@ def our_runner(ns: argparse.Namespace) -> Iterator[ours.OursRunner | None]:
     if not any(s.startswith("ours-") for s in ns.system_list):
         yield None
         return
-    with EmbeddedS3Server(buckets=[ours.BUCKET]) as s3, harness.s3_credentials(s3):
-        spark = session.build_session(
-            f"local[{ns.partitions}]", app_name="w4-kafka-ours", parallelism=ns.partitions
-        )
-        try:
-            yield ours.OursRunner(spark, s3, parallelism=ns.partitions, interval=ns.interval)
-        finally:
-            spark.stop()
+    with harness.spark_and_s3(
+        f"local[{ns.partitions}]",
+        app_name="w4-kafka-ours",
+        parallelism=ns.partitions,
+        bucket=ours.BUCKET,
+    ) as (spark, s3):
+        yield ours.OursRunner(spark, s3, parallelism=ns.partitions, interval=ns.interval)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
