@@ -34,7 +34,6 @@ import json
 import pathlib
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -61,8 +60,7 @@ NO_CHECKPOINTS = ours.NO_CHECKPOINTS
 """Periodic interval of the run "without checkpoints" (the end-of-input checkpoint remains)."""
 
 
-def log(message: str) -> None:
-    print(f"[w1 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = harness.logger("w1")
 
 
 # -- our runtime ------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from cjob_bench.harness import machine
+
 if TYPE_CHECKING:
     from cjob_bench.extras.recovery import Bench
 
@@ -215,5 +217,4 @@ def pyspark_version() -> str:
     return str(pyspark.__version__)
 
 
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+loadavg = machine.loadavg

@@ -45,7 +45,7 @@ from typing import Any
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline, session, stage
-from cjob_bench.harness import bytecode
+from cjob_bench.harness import bytecode, machine
 
 HERE = pathlib.Path(__file__).resolve().parent
 PIPELINE = str(HERE / "startup_pipeline.py")
@@ -230,8 +230,7 @@ def _median_tree(runs: list[Any]) -> Any:
     return round(statistics.median(values), 3) if values else None
 
 
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+_load = machine.loadavg
 
 
 def main(argv: list[str] | None = None) -> None:

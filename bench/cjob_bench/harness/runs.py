@@ -47,8 +47,16 @@ def rotated(names: list[str], repeat: int) -> list[str]:
     return names[shift:] + names[:shift]
 
 
-def log(message: str) -> None:
-    print(f"[suite {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+def logger(tag: str) -> Callable[[str], None]:
+    """Progress lines on stderr, ``[tag HH:MM:SS] message`` (stdout is the JSON)."""
+
+    def log(message: str) -> None:
+        print(f"[{tag} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+log = logger("suite")
 
 
 @contextlib.contextmanager

@@ -36,7 +36,6 @@ import argparse
 import json
 import pathlib
 import shutil
-import sys
 import tempfile
 import time
 import uuid
@@ -60,8 +59,7 @@ MODES = ("none", "aligned", "unaligned")
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99_9": 0.999}
 
 
-def log(message: str) -> None:
-    print(f"[w4 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = harness.logger("w4")
 
 
 def quantiles_ms(bins: np.ndarray, bin_ns: int) -> dict[str, float | None]:

@@ -34,7 +34,6 @@ import datetime
 import json
 import pathlib
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -51,8 +50,7 @@ from cjob_bench.workloads import w5_ours as ours
 SYSTEMS = ("ours", "spark_ss", "spark_ss_unthrottled")
 
 
-def log(message: str) -> None:
-    print(f"[w5 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = harness.logger("w5")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

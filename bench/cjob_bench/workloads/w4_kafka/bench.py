@@ -13,17 +13,13 @@ medians.
 from __future__ import annotations
 
 import dataclasses
-import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from cjob_bench.harness import runs as harness
 from cjob_bench.workloads.w4_kafka import ours, report, runs
 
-
-def log(message: str) -> None:
-    print(f"[w4kafka {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = harness.logger("w4kafka")
 
 
 def sweep(
