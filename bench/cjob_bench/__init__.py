@@ -9,9 +9,10 @@ must be on ``sys.path`` (``PYTHONPATH=runtime/src:bench``) when the command
 runs; the child processes a benchmark starts get it from the harness.
 
 * :mod:`cjob_bench.cli`: the command (``list``, ``run NAME [options]``).
-* :mod:`cjob_bench.workloads`: W1-W5, one module each (their pipelines,
-  loaded by path by the Spark workers, beside them) and the one data
-  generator every workload reads (:mod:`cjob_bench.workloads.data`).
+* :mod:`cjob_bench.workloads`: W1-W5, one module each (``w1`` … ``w5``;
+  their pipeline files, loaded by path by the Spark workers, beside them)
+  and the one data generator every workload reads
+  (:mod:`cjob_bench.workloads.data`).
 * :mod:`cjob_bench.peers`: the systems measured: ours, Spark Structured
   Streaming, Bytewax.
 * :mod:`cjob_bench.harness`: interleaved repeats, medians, machine load,

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cjob_bench.workloads import FILE_WORKLOADS
+
 PeerArgs = Callable[[list[str]], list[str]]
 """``--peers`` (a list of peer names) as the entry's own options."""
 
@@ -67,32 +69,16 @@ class Entry:
 
 SUITE = "cjob_bench.workloads.suite_cli"
 ENTRIES: tuple[Entry, ...] = (
-    Entry(
-        "W1", SUITE, "vectorised keyed sum over Parquet files", ("spark",), _suite_peers, suite=True
-    ),
-    Entry(
-        "W2",
-        SUITE,
-        "per-record keyed running count (Python function) over Parquet",
-        ("spark", "bytewax"),
-        _suite_peers,
-        suite=True,
-    ),
-    Entry(
-        "W3",
-        SUITE,
-        "JSON lines -> filter -> keyed count -> file sink, per-record functions",
-        ("spark", "bytewax"),
-        _suite_peers,
-        suite=True,
-    ),
-    Entry(
-        "W3v",
-        SUITE,
-        "W3 written with batch functions (the peers run their W3)",
-        ("spark", "bytewax"),
-        _suite_peers,
-        suite=True,
+    *(
+        Entry(
+            w.name,
+            SUITE,
+            w.summary,
+            ("spark", "bytewax") if w.bytewax else ("spark",),
+            _suite_peers,
+            suite=True,
+        )
+        for w in FILE_WORKLOADS.values()
     ),
     Entry(
         "W4",

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from cjob_bench.harness import answers, machine
-from cjob_bench.workloads import data
+from cjob_bench.workloads import FILE_WORKLOADS, data
 
 FLOW = "cjob_bench.peers.bytewax_flow:flow"
 TIMEOUT = 3600
@@ -47,7 +47,9 @@ def run(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(bench_dir), *sys.path]))
     env |= {
         "SUITE_BW_WORKLOAD": workload,
-        "SUITE_BW_INPUT": str(dataset.jsonl if workload == "W3" else dataset.parquet),
+        "SUITE_BW_INPUT": str(
+            dataset.jsonl if FILE_WORKLOADS[workload].json_lines else dataset.parquet
+        ),
         "SUITE_BW_OUTPUT": str(out),
         "SUITE_BW_KEYS": str(dataset.keys),
         "SUITE_BW_BATCH": str(batch_size),

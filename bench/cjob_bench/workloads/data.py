@@ -101,17 +101,6 @@ class DataSet:
         )
 
 
-def reads_json_lines(workload: str) -> bool:
-    """W3 and W3v read the JSON-lines copy of the events, the others the Parquet one."""
-    return workload in ("W3", "W3v")
-
-
-def peer_workload(workload: str) -> str:
-    """What the peers run for ``workload``: W3v is W3 written with batch functions, the
-    same query on the same files."""
-    return "W3" if workload == "W3v" else workload
-
-
 def generate(directory: pathlib.Path, *, events: int, keys: int, files: int, seed: int) -> DataSet:
     parquet, jsonl = directory / "parquet", directory / "jsonl"
     parquet.mkdir(parents=True)

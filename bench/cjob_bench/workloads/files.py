@@ -30,7 +30,7 @@ from cjob_bench.harness import machine, report
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers import bytewax as bytewax_peer
 from cjob_bench.peers.spark import files as spark_peer
-from cjob_bench.workloads import data
+from cjob_bench.workloads import FILE_WORKLOADS, data
 from cjob_bench.workloads import files_ours as ours
 
 Run = Callable[[], dict[str, Any]]
@@ -38,13 +38,14 @@ W4 = "cjob_bench.workloads.w4"
 SIMULTANEOUS = "cjob_bench.extras.simultaneous_overhead"
 
 
-WORKLOADS = ("W1", "W2", "W3", "W3v")
+WORKLOADS = tuple(FILE_WORKLOADS)
 """The suite's own workloads, in the order they run (W4 is :mod:`cjob_bench.workloads.w4`)."""
 
 
 def systems_for(
     workload: str, ns: Any, o: ours.Ours, dataset: data.DataSet, work: pathlib.Path
 ) -> dict[str, Run]:
+    spec = FILE_WORKLOADS[workload]
     runs: dict[str, Run] = {
         "ours/checkpoints_1s": lambda: o.run(workload, dataset, interval=1.0),
         "ours/no_periodic_checkpoints": lambda: o.run(workload, dataset, interval=None),
@@ -52,9 +53,9 @@ def systems_for(
     if "spark" in ns.peers:
         for mode in ns.spark_modes:
             runs[f"spark_ss/{mode}"] = functools.partial(
-                spark_peer.run, o.spark, data.peer_workload(workload), dataset, mode, work
+                spark_peer.run, o.spark, spec.peers_run, dataset, mode, work
             )
-    if "bytewax" in ns.peers and workload in ("W2", "W3"):
+    if "bytewax" in ns.peers and spec.bytewax:
         runs["bytewax/2_processes_recovery_1s"] = lambda: bytewax_peer.run(
             workload, dataset, work, processes=ns.parallelism, batch_size=ns.record_batch_size
         )
@@ -107,11 +108,11 @@ def run_suite(
                 doc["long_runs"] = {
                     w: long_runs(w, ns, o, dataset, doc["workloads"][w], work)
                     for w in workloads
-                    if w in ("W1", "W2")
+                    if FILE_WORKLOADS[w].long_runs
                 }
     if "W4" in ns.only:
         doc["workloads"]["W4"] = w4()
-    together = [w for w in workloads if w in ("W1", "W2")]
+    together = [w for w in workloads if FILE_WORKLOADS[w].long_runs]
     if ns.simultaneous and together:
         doc["simultaneous_overhead"] = simultaneous_overhead(ns, together)
     doc["machine"]["loadavg_at_end"] = machine.loadavg()

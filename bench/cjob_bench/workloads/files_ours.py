@@ -25,12 +25,10 @@ from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.harness import answers, checkpoint_counts, machine
 from cjob_bench.peers import ours
-from cjob_bench.workloads import data
+from cjob_bench.workloads import FILE_WORKLOADS, data
 
 PIPELINE = str(pathlib.Path(__file__).parents[1] / "workloads" / "files_pipeline.py")
 BUCKET = ours.BUCKET
-VECTORISED = ("W1", "W3v")
-"""Workloads written with batch functions: they read ``batch_size`` records per batch."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,9 +50,10 @@ class Ours:
         """One run; ``interval=None``: no periodic checkpoints."""
         name = f"{workload}-{'cp' if interval else 'nocp'}-{uuid.uuid4().hex[:8]}"
         output = self.work / f"out-{name}"
-        source = dataset.jsonl if data.reads_json_lines(workload) else dataset.parquet
+        kind = FILE_WORKLOADS[workload]
+        source = dataset.jsonl if kind.json_lines else dataset.parquet
         args = ["--workload", workload, "--input", str(source), "--output", str(output)]
-        batch = self.batch_size if workload in VECTORISED else self.record_batch_size
+        batch = self.batch_size if kind.vectorised else self.record_batch_size
         args += ["--keys", str(dataset.keys), "--batch-size", str(batch)]
         if self.sink_timeline:
             args.append("--timeline")
@@ -93,7 +92,7 @@ class Ours:
             "loadavg_before": load_before,
             "loadavg_after": machine.loadavg(),
         }
-        if data.reads_json_lines(workload):
+        if kind.json_lines:
             got = answers.from_jsonl_files(output, dataset.keys, value="count")
         else:
             got, window = _last_values(output, dataset.keys)

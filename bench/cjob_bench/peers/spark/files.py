@@ -41,7 +41,7 @@ from typing import Any
 
 from cjob_bench.harness import answers, machine, runs
 from cjob_bench.peers import spark as runner
-from cjob_bench.workloads import data
+from cjob_bench.workloads import FILE_WORKLOADS, data
 
 
 def run(
@@ -66,13 +66,13 @@ def _finish(
     figures: dict[str, Any],
     load_before: list[float],
 ) -> dict[str, Any]:
+    spec = FILE_WORKLOADS[workload]
     # the JSON reader counts the rows left after the pushed-down filter (W3)
-    rows = {dataset.events, int(dataset.buy_counts.sum())} if workload == "W3" else {dataset.events}
+    rows = {dataset.events, int(dataset.buy_counts.sum())} if spec.json_lines else {dataset.events}
     if figures["input_rows"] not in rows:
         raise RuntimeError(f"Spark SS read {figures['input_rows']} rows, expected {sorted(rows)}")
-    value = "sum" if workload == "W1" else "count"
-    read = answers.from_jsonl_files if workload == "W3" else answers.from_parquet_files
-    got = read(out / "output", dataset.keys, value=value)
+    read = answers.from_jsonl_files if spec.json_lines else answers.from_parquet_files
+    got = read(out / "output", dataset.keys, value=spec.value)
     return {
         "system": "spark_ss",
         "variant": mode,
@@ -103,7 +103,7 @@ def query(
             reader.parquet(str(dataset.parquet)).groupBy("key").agg(sf.sum("value").alias("sum"))
         )
     target = str(out / "output")
-    fmt = "json" if workload == "W3" else "parquet"
+    fmt = "json" if FILE_WORKLOADS[workload].json_lines else "parquet"
 
     def write(batch: Any, batch_id: int) -> None:
         batch.write.mode("overwrite").format(fmt).save(f"{target}/batch-{batch_id:06d}")
