@@ -4,7 +4,7 @@
 #   ${CJOB_CACHE:-$HOME/.cache/cjob}/spark-kafka/<version>-<digest of the pom>/libs
 # and prints that directory. Idempotent (a finished copy is reused) and safe to run in
 # parallel (flock). Installs Maven with apt-get when it is missing and we are root.
-# Used by the W4-on-Kafka benchmark (bench/w4_kafka.py), which passes the jars Spark does not
+# Used by the W4-on-Kafka benchmark (python -m cjob_bench run W4-kafka), which passes the jars Spark does not
 # already ship to spark.jars.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -1,4 +1,4 @@
-"""Running a benchmark script the way a user does: a subprocess, JSON on stdout."""
+"""Running a benchmark the way a user does: ``python -m cjob_bench``, a subprocess, JSON on stdout."""
 
 from __future__ import annotations
 
@@ -10,16 +10,14 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def run_bench(
-    script: str, args: list[str], timeout: float = 280
-) -> subprocess.CompletedProcess[str]:
-    """``bench/<script>`` with ``args``, the runtime and ``bench/`` on ``PYTHONPATH``."""
+def run_bench(args: list[str], timeout: float = 280) -> subprocess.CompletedProcess[str]:
+    """``python -m cjob_bench ARGS``, the runtime and ``bench/`` on ``PYTHONPATH``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "runtime" / "src"), str(ROOT / "bench"), env.get("PYTHONPATH", "")]
     )
     return subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), *args],
+        [sys.executable, "-m", "cjob_bench", *args],
         env=env,
         capture_output=True,
         text=True,

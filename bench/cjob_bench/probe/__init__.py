@@ -1,7 +1,7 @@
 """Back-pressure on Spark, measured: a throttled workload, its memory bound, and a probe.
 
 Shared by ``tests/integration/barrier_runtime/spark/test_spark_backpressure.py``
-and ``bench/spark_backpressure.py``, so the test asserts exactly what the
+and ``python -m cjob_bench run backpressure``, so the test asserts exactly what the
 benchmark reports; benchmark code, not shipped in the runtime wheel. What belongs here:
 
 * :mod:`~.workload`: :class:`ThrottledJob` and :func:`throttled_count_flow`,

@@ -1,4 +1,4 @@
-"""``bench/suite.py`` end to end at a tiny size: one command, one JSON document, checked answers.
+"""``python -m cjob_bench run W2`` (the file suite) end to end at a tiny size: one command, one JSON document, checked answers.
 
 Ours on real local Spark (with and without periodic checkpoints), Spark SS's
 ``availableNow`` query and Bytewax, W2 only, one repeat, no warm-up: it
@@ -21,9 +21,10 @@ def test_the_suite_prints_one_json_document_with_exact_answers(tmp_path: pathlib
     pytest.importorskip("pyspark")
     pytest.importorskip("bytewax")
     saved = tmp_path / "result.json"
-    args = ["--events", "20000", "--keys", "200", "--files", "2", "--repeats", "1", "--only", "W2"]
+    args = ["run", "W2", "--peers", "spark,bytewax", "--repeats", "1"]
+    args += ["--events", "20000", "--keys", "200", "--files", "2"]
     args += ["--spark-modes", "available_now", "--no-warmup", "--output", str(saved)]
-    done = run_bench("suite.py", args)
+    done = run_bench(args)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert json.loads(saved.read_text()) == doc

@@ -1,4 +1,4 @@
-"""``bench/w4_kafka.py`` end to end at a tiny size: ours and Spark micro-batch on a real Kafka.
+"""``python -m cjob_bench run W4-kafka`` end to end at a tiny size: ours and Spark micro-batch on a real Kafka.
 
 One broker (the script's own ``EmbeddedKafkaBroker``), 500 events/s for 4 s, one repeat of
 ours (aligned, exactly-once, on real local Spark) and of Spark Structured Streaming with a
@@ -43,10 +43,21 @@ def test_w4_kafka_accounts_for_every_record_of_ours_and_spark(
     tmp_path: pathlib.Path, spark_kafka_libs: pathlib.Path
 ) -> None:
     saved = tmp_path / "w4-kafka.json"
-    args = ["--rates", "500", "--table-rate", "500", "--table-repeats", "1", "--repeats", "1"]
+    args = [
+        "run",
+        "W4-kafka",
+        "--rates",
+        "500",
+        "--table-rate",
+        "500",
+        "--table-repeats",
+        "1",
+        "--repeats",
+        "1",
+    ]
     args += ["--seconds", "4", "--warmup", "1", "--drain", "20", "--systems", ",".join(SYSTEMS)]
     args += ["--out", str(saved)]
-    done = run_bench("w4_kafka.py", args, timeout=400)
+    done = run_bench(args, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert json.loads(saved.read_text()) == doc

@@ -1,4 +1,4 @@
-"""``bench/w5_windows.py`` end to end at a tiny size: both systems, exact windows, latencies.
+"""``python -m cjob_bench run W5`` end to end at a tiny size: both systems, exact windows, latencies.
 
 Ours on real local Spark with 1 s checkpoints and Spark Structured Streaming's
 windowed count, one repeat: it checks that the benchmark runs, that every
@@ -20,9 +20,22 @@ pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 def test_w5_prints_exact_windows_and_latencies_for_both_systems(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("pyspark")
     saved = tmp_path / "w5.json"
-    args = ["--events", "60000", "--keys", "50", "--files", "3", "--span-minutes", "6"]
+    args = [
+        "run",
+        "W5",
+        "--peers",
+        "spark",
+        "--events",
+        "60000",
+        "--keys",
+        "50",
+        "--files",
+        "3",
+        "--span-minutes",
+        "6",
+    ]
     args += ["--repeats", "1", "--output", str(saved)]
-    done = run_bench("w5_windows.py", args)
+    done = run_bench(args)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert json.loads(saved.read_text()) == doc

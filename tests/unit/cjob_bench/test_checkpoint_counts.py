@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cjob_bench import checkpoint_counts
+from cjob_bench.harness import checkpoint_counts
 
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.core import types

@@ -12,7 +12,10 @@ import pathlib
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cjob_bench.suite import answers, bytewax_peer, data, pipeline, report, simultaneous
+from cjob_bench.harness import answers, report, simultaneous
+from cjob_bench.peers import bytewax as bytewax_peer
+from cjob_bench.workloads import FILE_WORKLOADS, data
+from cjob_bench.workloads import files_pipeline as pipeline
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -48,13 +51,13 @@ def test_replicated_files_multiply_the_answers(
 def test_our_pipelines_compute_the_exact_answer(
     workload: str, dataset: data.DataSet, tmp_path: pathlib.Path
 ) -> None:
-    source = dataset.jsonl if data.reads_json_lines(workload) else dataset.parquet
+    source = dataset.jsonl if FILE_WORKLOADS[workload].json_lines else dataset.parquet
     out = tmp_path / "out"
     args = ["--workload", workload, "--input", str(source), "--output", str(out)]
     flow = pipeline.build_flow([*args, "--keys", str(KEYS), "--batch-size", "500"])
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), "suite")
     LocalExecutor(flow, parallelism=2, store=store, config=CheckpointConfig(interval=0.05)).run()
-    if data.reads_json_lines(workload):
+    if FILE_WORKLOADS[workload].json_lines:
         got = answers.from_jsonl_files(out, KEYS, value="count")
     else:
         got = answers.empty(KEYS)

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import w5_pipeline
-from cjob_bench.w5 import data, latency
+from cjob_bench.workloads import data, w5_pipeline
+from cjob_bench.workloads import w5_latency as latency
 
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -24,8 +24,8 @@ from barrier_runtime.testing import LocalExecutor
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> data.DataSet:
-    return data.generate(
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> data.WindowDataSet:
+    return data.generate_windows(
         tmp_path_factory.mktemp("w5"),
         events=20_000,
         keys=20,
@@ -37,11 +37,11 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> data.DataSet:
     )
 
 
-def _events(dataset: data.DataSet) -> pa.Table:
+def _events(dataset: data.WindowDataSet) -> pa.Table:
     return pa.concat_tables(pq.read_table(p) for p in sorted(dataset.parquet.iterdir()))
 
 
-def test_the_reference_counts_every_key_and_minute(dataset: data.DataSet) -> None:
+def test_the_reference_counts_every_key_and_minute(dataset: data.WindowDataSet) -> None:
     events = _events(dataset).to_pylist()
     counter = collections.Counter((e["key"], e["ts"] - e["ts"] % 60_000) for e in events)
     ref = dataset.reference
@@ -58,7 +58,7 @@ def test_the_reference_counts_every_key_and_minute(dataset: data.DataSet) -> Non
 
 
 def test_events_are_in_order_but_for_the_displaced_ones_within_the_bound(
-    dataset: data.DataSet,
+    dataset: data.WindowDataSet,
 ) -> None:
     ts = _events(dataset).column("ts").to_numpy()
     newest = np.maximum.accumulate(ts)
@@ -68,7 +68,7 @@ def test_events_are_in_order_but_for_the_displaced_ones_within_the_bound(
 
 
 def test_the_pipeline_gives_every_window_once_with_its_exact_count(
-    dataset: data.DataSet, tmp_path: pathlib.Path
+    dataset: data.WindowDataSet, tmp_path: pathlib.Path
 ) -> None:
     out, reads = tmp_path / "out", tmp_path / "reads"
     reads.mkdir()

@@ -19,7 +19,7 @@ the job's record counters — and the tests check what it shows:
 * periodic unaligned checkpoints complete and persist channel state;
 * the committed output is exactly the analytic running count.
 
-The figures are printed; ``bench/spark_backpressure.py`` reports the same ones.
+The figures are printed; ``python -m cjob_bench run backpressure`` reports the same ones.
 The SparkSession and the S3 credentials come from ``conftest.py``.
 """
 
