@@ -20,13 +20,13 @@ import json
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from barrier_runtime.api import steps
 from barrier_runtime.checkpoint import stats as stats_mod
 from barrier_runtime.cli import status_figures
 from barrier_runtime.control import job as job_mod
-from barrier_runtime.core import latency
+from barrier_runtime.core import latency, service
 from barrier_runtime.driver import job_driver
 from barrier_runtime.driver import restore as restore_mod
 
@@ -84,7 +84,7 @@ def _id_ranges(ids: tuple[int, ...]) -> str:
     return str(ids[0]) if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
 
 
-class ProgressView:
+class ProgressView(service.Service):
     """Reports what ``job`` does until :meth:`stop`."""
 
     def __init__(self, job: job_driver.JobDriver, out: Output, *, status_every: float = 5.0):
@@ -103,7 +103,7 @@ class ProgressView:
         self._last_arrival = latency.LatencyHistogram()
         self._last_commit = latency.LatencyHistogram()
 
-    def start(self) -> ProgressView:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -111,12 +111,6 @@ class ProgressView:
         self._done.set()
         self._thread.join()
         self._poll()
-
-    def __enter__(self) -> ProgressView:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _loop(self) -> None:
         while not self._done.wait(0.2):

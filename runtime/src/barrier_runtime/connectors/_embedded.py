@@ -8,13 +8,13 @@ at garbage collection and interpreter exit) are a
 from __future__ import annotations
 
 import pathlib
-from types import TracebackType
 from typing import Self
 
 from barrier_runtime import processes
+from barrier_runtime.core import service
 
 
-class EmbeddedServer:
+class EmbeddedServer(service.Service):
     """What every embedded broker shares: its settings, its process, and ``with`` support.
 
     Subclasses implement ``start()`` (returning ``self``): spawn ``self._proc`` and
@@ -62,14 +62,3 @@ class EmbeddedServer:
     def pid(self) -> int | None:
         process = None if self._proc is None else self._proc.process
         return None if process is None else process.pid
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

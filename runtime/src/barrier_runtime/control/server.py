@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from types import TracebackType
+from typing import Self
 
 from barrier_runtime.control import api, auth, job, metrics
 from barrier_runtime.control import http as control_http
+from barrier_runtime.core import service
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class ControlServerError(RuntimeError):
     """The control API could not start (e.g. its port is taken)."""
 
 
-class ControlServer:
+class ControlServer(service.Service):
     """HTTP control API over one :class:`~barrier_runtime.control.job.JobControl`."""
 
     def __init__(
@@ -67,7 +68,7 @@ class ControlServer:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self) -> ControlServer:
+    def start(self) -> Self:
         with self._lock:
             if self._server is not None:
                 return self
@@ -109,17 +110,6 @@ class ControlServer:
     @property
     def running(self) -> bool:
         return self._server is not None
-
-    def __enter__(self) -> ControlServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- address ----------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from types import TracebackType
 from typing import Self
 
 from barrier_runtime import processes
+from barrier_runtime.core import service
 from barrier_runtime.storage import errors, s3
 
 _START_ATTEMPTS = 3
@@ -66,7 +66,7 @@ class _S3Probe:
         return True
 
 
-class LocalS3Server(abc.ABC):
+class LocalS3Server(service.Service):
     """A throwaway S3 server in a child process; use as a context manager or call
     start/stop. Subclasses implement :meth:`_launch`."""
 
@@ -88,17 +88,6 @@ class LocalS3Server(abc.ABC):
         self._endpoint: str | None = None
 
     # -- lifecycle ----------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> Self:
         """Start the server and wait until S3 answers; raises :class:`EmbeddedServerError`."""

@@ -46,8 +46,16 @@ JOB = probe.ThrottledJob()
 CAPACITY = 8
 INTERVAL = 1.0
 WARMUP = 3.0
-FLAT = 4 * probe.MiB
-"""How much a worker's peak may rise from the first to the second half of the steady phase."""
+FLAT = 8 * probe.MiB
+"""How much a worker's peak may rise from the first to the second half of the steady phase.
+
+Half the allocator slack the bound allows: the 4 KiB payloads are allocated by
+glibc's malloc, whose per-thread arenas (receivers, the uploader, the task
+thread) give pages back in steps that depend on thread timing. Locally the rise
+is -0.7 to 1.9 MiB; one CI run, in a worker that started 33 MiB larger, saw
+4.9 MiB against the former 4 MiB. Keeping every payload (a worker reads about
+6,000 in the second half) would add 24 MiB.
+"""
 
 
 @pytest.fixture(scope="module")

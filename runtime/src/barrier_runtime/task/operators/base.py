@@ -20,8 +20,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import steps
+from barrier_runtime.api import event_time, steps
 from barrier_runtime.core import metadata, types
 from barrier_runtime.state import keyed
 
@@ -88,6 +92,15 @@ class Operator(abc.ABC):
 
     def close(self) -> None:  # noqa: B027
         """Release resources."""
+
+    def event_times(
+        self, batch: batch_mod.Batch, assigner: event_time.Timestamps
+    ) -> npt.NDArray[np.int64]:
+        """The event time (ms) of each record; a record without one fails this step."""
+        try:
+            return event_time.timestamps_of(batch, assigner)
+        except event_time.EventTimeError as exc:
+            raise task_failure.UserFunctionError(self.step_id, exc.record, exc) from exc
 
 
 class StatefulOperator(Operator):

@@ -28,7 +28,7 @@ from typing import Any
 
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, steps, watermarks
+from barrier_runtime.api import steps, watermarks
 from barrier_runtime.state import keyed, timers
 from barrier_runtime.task.operators import base, registry
 
@@ -55,10 +55,7 @@ class IntervalJoinOperator(base.StatefulOperator):
         self.late_dropped = 0
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
-        try:
-            times = event_time.timestamps_of(batch, self._step.timestamps[side]).tolist()
-        except event_time.EventTimeError as exc:
-            raise task_failure.UserFunctionError(self.step_id, exc.record, exc) from exc
+        times = self.event_times(batch, self._step.timestamps[side]).tolist()
         key_fn, out = self._key_fns[side], []
         for record, ts in zip(batch.rows(), times, strict=True):
             if ts <= self.watermark:

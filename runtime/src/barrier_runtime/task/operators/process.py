@@ -20,7 +20,7 @@ from typing import Any
 
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, process, steps, watermarks
+from barrier_runtime.api import process, steps, watermarks
 from barrier_runtime.core import clock as clocks
 from barrier_runtime.state import keyed, timers
 from barrier_runtime.task.operators import base, registry
@@ -89,10 +89,7 @@ class ProcessOperator(base.StatefulOperator):
         if self._step.timestamps is None:
             times = [None] * len(rows)
         else:
-            try:
-                times = list(event_time.timestamps_of(batch, self._step.timestamps).tolist())
-            except event_time.EventTimeError as exc:
-                raise task_failure.UserFunctionError(self.step_id, exc.record, exc) from exc
+            times = list(self.event_times(batch, self._step.timestamps).tolist())
         out: list[batch_mod.Record] = []
         on_record, ctx, held = self._step.on_record, self._ctx, self.state
         for record, ts in zip(rows, times, strict=True):

@@ -34,7 +34,7 @@ from typing import Any
 
 from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, steps, watermarks, windows
+from barrier_runtime.api import steps, watermarks, windows
 from barrier_runtime.state import keyed, timers
 from barrier_runtime.task.operators import base, registry
 
@@ -68,10 +68,7 @@ class WindowOperator(base.StatefulOperator):
     # -- records ----------------------------------------------------------------------
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
-        try:
-            times = event_time.timestamps_of(batch, self._step.timestamps).tolist()
-        except event_time.EventTimeError as exc:
-            raise task_failure.UserFunctionError(self.step_id, exc.record, exc) from exc
+        times = self.event_times(batch, self._step.timestamps).tolist()
         late: list[batch_mod.Record] = []
         out: list[batch_mod.Record] = []
         assign = self._step.assigner.assign

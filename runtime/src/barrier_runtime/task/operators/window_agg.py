@@ -36,9 +36,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
-from barrier_runtime.api import event_time, steps, watermarks, windows
+from barrier_runtime.api import steps, watermarks, windows
 from barrier_runtime.state import window_panes
 from barrier_runtime.task.operators import base, registry
 
@@ -74,10 +73,7 @@ class WindowAggOperator(base.StatefulOperator):
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         arrow = batch.to_arrow()
-        try:
-            times = event_time.timestamps_of(batch, self._step.timestamps)
-        except event_time.EventTimeError as exc:
-            raise task_failure.UserFunctionError(self.step_id, exc.record, exc) from exc
+        times = self.event_times(batch, self._step.timestamps)
         rows, starts = self._step.assigner.assign_starts(times)
         keep = starts + (self._size - 1 + self._step.allowed_lateness_ms) > self.watermark
         self._late(arrow, rows, keep)
