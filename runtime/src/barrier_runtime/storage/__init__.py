@@ -1,9 +1,10 @@
 """Checkpoint storage: object stores (local directory, S3) and the checkpoint layout on them.
 
 What belongs here: everything that touches bytes at rest — the
-:class:`ObjectStore` seam and its adapters (:class:`LocalObjectStore`,
-:class:`S3ObjectStore` on the ``minio`` SDK), the :class:`CheckpointStore`
-that writes, commits, verifies, restores and retains checkpoints in the
+:class:`ObjectStore` seam and its URL opener (``object_store``), what its
+adapters share (``objects``: keys, :class:`ObjectInfo`), the adapters
+(:class:`LocalObjectStore`, :class:`S3ObjectStore` on the ``minio`` SDK), the
+:class:`CheckpointStore` that writes, commits, verifies, restores and retains checkpoints in the
 layout of docs/architecture.md, 'Checkpoint storage', the named storage errors, and
 :class:`EmbeddedS3Server` (a real SeaweedFS S3 server for tests and laptops) on
 ``s3_server.LocalS3Server``, what every S3 server started as a child process shares

@@ -29,7 +29,7 @@ import stat as stat_module
 import uuid
 from collections.abc import Iterable, Iterator
 
-from barrier_runtime.storage import errors, object_store
+from barrier_runtime.storage import errors, objects
 
 _MKDIR_ATTEMPTS = 5
 _INTERPRETED_BY_CALLERS = (
@@ -105,7 +105,7 @@ class LocalObjectStore:
                 f"object {key} does not exist in {self.describe()}"
             ) from exc
 
-    def stat(self, key: str) -> object_store.ObjectInfo | None:
+    def stat(self, key: str) -> objects.ObjectInfo | None:
         path = self._path(key)
         try:
             with self._translated("inspect", key):
@@ -114,11 +114,11 @@ class LocalObjectStore:
             return None
         if not stat_module.S_ISREG(st.st_mode):
             return None
-        return object_store.ObjectInfo(size=st.st_size)
+        return objects.ObjectInfo(size=st.st_size)
 
     def list(self, prefix: str) -> Iterator[str]:
         if prefix.strip("/"):
-            object_store.validate_key(prefix.rstrip("/"))
+            objects.validate_key(prefix.rstrip("/"))
         head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         base = self._root.joinpath(*head.split("/")) if head else self._root
         keys: list[str] = []
@@ -127,7 +127,7 @@ class LocalObjectStore:
                 rel = pathlib.Path(dirpath).relative_to(self._root).as_posix()
                 for name in files:
                     key = name if rel == "." else f"{rel}/{name}"
-                    if key.startswith(prefix) and not object_store.is_temporary_name(name):
+                    if key.startswith(prefix) and not objects.is_temporary_name(name):
                         keys.append(key)
         return iter(sorted(keys))
 
@@ -155,7 +155,7 @@ class LocalObjectStore:
                 rel = pathlib.Path(dirpath).relative_to(self._root).as_posix()
                 for name in files:
                     key = name if rel == "." else f"{rel}/{name}"
-                    if key.startswith(prefix) and object_store.is_temporary_name(name):
+                    if key.startswith(prefix) and objects.is_temporary_name(name):
                         with contextlib.suppress(FileNotFoundError):
                             (pathlib.Path(dirpath) / name).unlink()
                             removed += 1
@@ -165,7 +165,7 @@ class LocalObjectStore:
     # -- internals ---------------------------------------------------------
 
     def _path(self, key: str) -> pathlib.Path:
-        return self._root.joinpath(*object_store.validate_key(key).split("/"))
+        return self._root.joinpath(*objects.validate_key(key).split("/"))
 
     def _write_temp(self, target: pathlib.Path, data: bytes) -> pathlib.Path:
         failure: OSError | None = None

@@ -35,7 +35,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from barrier_runtime.storage import errors
+from barrier_runtime.storage import errors, local
+from barrier_runtime.storage.objects import ObjectInfo, is_temporary_name, validate_key
+
+__all__ = [
+    "ObjectInfo",
+    "ObjectStore",
+    "Timeouts",
+    "is_temporary_name",
+    "open_object_store",
+    "store_url",
+    "validate_key",
+]
 
 _S3_PARAMS = frozenset({"endpoint", "region", "create_bucket"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -53,13 +64,6 @@ class Timeouts:
     connect: float = 5.0
     read: float = 60.0
     retries: int = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectInfo:
-    """What ``stat`` knows about an existing object."""
-
-    size: int
 
 
 class ObjectStore(Protocol):
@@ -113,36 +117,6 @@ class ObjectStore(Protocol):
         ...
 
 
-def validate_key(key: str) -> str:
-    """Return ``key`` if it is a well-formed object key, else raise ``ValueError``.
-
-    >>> validate_key("jobs/a/chk-1/_metadata")
-    'jobs/a/chk-1/_metadata'
-    >>> validate_key("../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    ValueError: invalid object key '../etc/passwd': ...
-    """
-    parts = key.split("/")
-    bad = (
-        not key
-        or "\\" in key
-        or "\x00" in key
-        or any(p in ("", ".", "..") for p in parts)
-        or is_temporary_name(parts[-1])
-    )
-    if bad:
-        raise ValueError(
-            f"invalid object key {key!r}: use '/'-separated names without empty, '.' or '..' parts"
-        )
-    return key
-
-
-def is_temporary_name(name: str) -> bool:
-    """Whether a file name is a local store's in-flight temporary file."""
-    return name.startswith(".") and name.endswith(".tmp")
-
-
 def store_url(endpoint: str, bucket: str) -> str:
     """The :func:`open_object_store` URL of ``bucket`` at a job configuration's endpoint.
 
@@ -188,8 +162,6 @@ def open_object_store(
     scheme = parsed.scheme.lower()
     if scheme == "s3":
         return _open_s3(parsed, access_key, secret_key, create_bucket, env, timeouts or Timeouts())
-    from barrier_runtime.storage import local  # noqa: PLC0415 (local imports this module)
-
     if scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise errors.InvalidStoreUrlError(
@@ -215,7 +187,8 @@ def _open_s3(
     env: Mapping[str, str],
     timeouts: Timeouts,
 ) -> ObjectStore:
-    from barrier_runtime.storage import s3  # noqa: PLC0415 (s3 imports this module)
+    # Imported here: the minio client takes ~150 ms to import, and only S3 URLs need it.
+    from barrier_runtime.storage import s3  # noqa: PLC0415
 
     shown = urllib.parse.urlunsplit(parsed._replace(query=""))
     if not parsed.netloc:

@@ -45,7 +45,7 @@ from minio import error as minio_error
 from minio import helpers as minio_helpers
 from minio.deleteobjects import DeleteObject
 
-from barrier_runtime.storage import errors, object_store
+from barrier_runtime.storage import errors, objects
 
 _ACCESS_CODES = frozenset(
     {
@@ -103,7 +103,7 @@ class S3ObjectStore:
         self._bucket = bucket
         self._prefix = prefix.strip("/")
         if self._prefix:
-            object_store.validate_key(self._prefix)
+            objects.validate_key(self._prefix)
         timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
         retrying = urllib3.Retry(
             total=retries,
@@ -215,13 +215,13 @@ class S3ObjectStore:
                 response.close()
                 response.release_conn()
 
-    def stat(self, key: str) -> object_store.ObjectInfo | None:
+    def stat(self, key: str) -> objects.ObjectInfo | None:
         try:
             with self._translated("inspect", key):
                 info = self._client.stat_object(self._bucket, self._full(key))
         except errors.ObjectNotFoundError:
             return None
-        return object_store.ObjectInfo(size=int(info.size or 0))
+        return objects.ObjectInfo(size=int(info.size or 0))
 
     def list(self, prefix: str) -> Iterator[str]:
         root = f"{self._prefix}/" if self._prefix else ""
@@ -270,7 +270,7 @@ class S3ObjectStore:
     # -- internals ---------------------------------------------------------
 
     def _full(self, key: str) -> str:
-        object_store.validate_key(key)
+        objects.validate_key(key)
         return f"{self._prefix}/{key}" if self._prefix else key
 
     @contextlib.contextmanager
