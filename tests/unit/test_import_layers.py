@@ -140,3 +140,27 @@ def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "barrier_runtime.task",
+        "barrier_runtime.api",
+        "barrier_runtime.storage",
+        "barrier_runtime.checkpoint",
+        "barrier_runtime.driver",
+        "barrier_runtime.spark",
+        "cjob_operator",
+    ],
+)
+def test_no_import_cycle_between_the_modules_of_a_package(package: str) -> None:
+    """Inside a package, modules import one another one way (imports in functions count)."""
+    graph = grimp.build_graph(package.split(".", maxsplit=1)[0], cache_dir=None)
+    edges: dict[str, set[str]] = collections.defaultdict(set)
+    for module in graph.find_descendants(package) | {package}:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported.startswith(package + ".") and imported != module:
+                edges[module].add(imported)
+    cycle = _find_cycle(edges)
+    assert cycle is None, " -> ".join(cycle or [])
