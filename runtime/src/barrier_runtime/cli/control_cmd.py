@@ -24,9 +24,10 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.cli import control_client, failures, local_jobs
 
-TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+TOKEN_ENV = job_document.TOKEN_ENV
 DEFAULT_TIMEOUT = 120.0
 
 
