@@ -130,7 +130,8 @@ class FakeDriver:
         body = await request.json() if request.can_read_body else None
         self.calls.append(Call(ns, job, request.method, path, authorized, body))
         if not await self._running(ns, job):
-            return web.json_response({"error": "driver not running"}, status=503)
+            refusal = control_docs.refused("driver not running", "job-not-running")
+            return web.json_response(refusal, status=503)
         if path in ("/healthz", "/readyz"):
             ok = path == "/healthz" or self.behaviour(ns, job).ready
             return web.json_response({"ok": ok}, status=200 if ok else 503)
@@ -146,7 +147,7 @@ class FakeDriver:
             ("POST", "/v1/stop"): self._stop,
         }.get((request.method, path))
         if handler is None:
-            return web.json_response({"error": "not found"}, status=404)
+            return web.json_response(control_docs.refused("not found", "not-found"), status=404)
         return await handler(ns, job, body)
 
     # -- the contract -------------------------------------------------------------------
