@@ -94,7 +94,8 @@ def test_post_stop(job: Running) -> None:
     assert "savepoints/sp-" in path
     entry = contract.parse_entry(job.client.get(f"/v1/checkpoints/{sid}").json)
     assert (entry["kind"], entry["status"], entry["path"]) == ("savepoint", "completed", path)
-    assert job.executor.info().state is JobState.STOPPED
+    job.thread.join(30)
+    assert not job.thread.is_alive() and job.executor.info().state is JobState.STOPPED
     late = job.client.post("/v1/stop", {"savepoint": True})
     refusal = contract.parse_error(late.json)
     assert late.status == 409 and refusal is not None
