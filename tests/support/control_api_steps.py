@@ -10,6 +10,7 @@ from typing import Any
 import waiting
 from prometheus_client.parser import text_string_to_metric_families
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.control.job import JobState
 from barrier_runtime.control.server import ControlServer
 from barrier_runtime.core.types import CheckpointConfig
@@ -56,11 +57,16 @@ def finish(job: Running) -> None:
     job.server.stop()
 
 
-def wait_finished(client: Any, checkpoint_id: int, timeout: float = 30) -> dict[str, Any]:
-    def finished() -> dict[str, Any] | None:
+def wait_finished(
+    client: Any, checkpoint_id: int, timeout: float = 30
+) -> contract.CheckpointEntryDoc:
+    """The checkpoint's entry (read with the contract) once it completed or failed."""
+
+    def finished() -> contract.CheckpointEntryDoc | None:
         reply = client.get(f"/v1/checkpoints/{checkpoint_id}")
         assert reply.status == 200, reply.text
-        return reply.json if reply.json["status"] != "in-progress" else None  # type: ignore[no-any-return]
+        entry = contract.parse_entry(reply.json)
+        return entry if entry["status"] != "in-progress" else None
 
     return waiting.wait_until(
         finished, timeout, f"checkpoint {checkpoint_id} to finish", interval=0.02
@@ -80,13 +86,14 @@ def accepted(client: Any, body: Any = None, raw: bytes | None = None) -> Any:
     return waiting.wait_until(post, 30, "the trigger accepted", interval=0.02)
 
 
-def trigger(client: Any, kind: str = "checkpoint") -> dict[str, Any]:
+def trigger(client: Any, kind: str = "checkpoint") -> contract.CheckpointEntryDoc:
     """Trigger and wait until finished (retrying while another checkpoint is in flight)."""
     reply = accepted(client, {"kind": kind})
     assert reply.status == 202, reply.text
-    assert reply.json["kind"] == kind
-    assert reply.headers["Location"] == f"/v1/checkpoints/{reply.json['id']}"
-    return wait_finished(client, reply.json["id"])
+    triggered = contract.parse_triggered(reply.json)
+    assert triggered["kind"] == kind
+    assert reply.headers["Location"] == f"/v1/checkpoints/{triggered['id']}"
+    return wait_finished(client, triggered["id"])
 
 
 def scrape(client: Any) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

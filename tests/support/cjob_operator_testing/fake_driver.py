@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from cjob_operator_testing import snapshots
+from cjob_operator_testing import control_docs, snapshots
 from cjob_operator_testing.node import Node
 
 
@@ -130,12 +130,15 @@ class FakeDriver:
         body = await request.json() if request.can_read_body else None
         self.calls.append(Call(ns, job, request.method, path, authorized, body))
         if not await self._running(ns, job):
-            return web.json_response({"error": "driver not running"}, status=503)
+            refusal = control_docs.refused("driver not running", "job-not-running")
+            return web.json_response(refusal, status=503)
         if path in ("/healthz", "/readyz"):
             ok = path == "/healthz" or self.behaviour(ns, job).ready
             return web.json_response({"ok": ok}, status=200 if ok else 503)
         if not authorized:
-            return web.json_response({"error": "unauthorized"}, status=401)
+            return web.json_response(
+                control_docs.refused("unauthorized", "unauthorized"), status=401
+            )
         await self._pace(ns, job)
         handler = {
             ("GET", "/v1/job"): self._job,
@@ -144,26 +147,19 @@ class FakeDriver:
             ("POST", "/v1/stop"): self._stop,
         }.get((request.method, path))
         if handler is None:
-            return web.json_response({"error": "not found"}, status=404)
+            return web.json_response(control_docs.refused("not found", "not-found"), status=404)
         return await handler(ns, job, body)
 
     # -- the contract -------------------------------------------------------------------
 
     async def _job(self, ns: str, job: str, _: Any) -> web.Response:
-        return web.json_response(
-            {
-                "state": self.behaviour(ns, job).state,
-                "attempt": 1,
-                "restarts": 0,
-                "parallelism": 2,
-                "start_time": time.time(),
-            }
-        )
+        state = self.behaviour(ns, job).state
+        return web.json_response(control_docs.job(job, state, time.time()))
 
     async def _trigger(self, ns: str, job: str, body: Any) -> web.Response:
         kind = str((body or {}).get("kind", "checkpoint"))
         entry = await self._take(ns, job, kind, "api")
-        return web.json_response({"id": entry["id"]}, status=202)
+        return web.json_response(control_docs.triggered(entry["id"], kind), status=202)
 
     async def _take(self, ns: str, job: str, kind: str, trigger: str) -> dict[str, Any]:
         behaviour = self.behaviour(ns, job)
@@ -188,30 +184,13 @@ class FakeDriver:
         return entry
 
     async def _checkpoints(self, ns: str, job: str, _: Any) -> web.Response:
-        history = self.behaviour(ns, job).history
-        completed = [h for h in history if h["status"] == "COMPLETED"]
-        failed = [h for h in history if h["status"] == "FAILED"]
-        return web.json_response(
-            {
-                "counts": {
-                    "triggered": len(history),
-                    "completed": len(completed),
-                    "failed": len(failed),
-                    "in_progress": 0,
-                },
-                "latest": {
-                    "completed": completed[-1] if completed else None,
-                    "failed": failed[-1] if failed else None,
-                    "in_progress": [],
-                },
-                "history": history[-20:],
-            }
-        )
+        return web.json_response(control_docs.overview(self.behaviour(ns, job).history))
 
     async def _stop(self, ns: str, job: str, body: Any) -> web.Response:
         if self.behaviour(ns, job).fail_stop:
-            return web.json_response({"error": "savepoint failed"}, status=500)
+            failed = control_docs.refused("savepoint failed", "savepoint-failed")
+            return web.json_response(failed, status=500)
         root = await self._job_root(ns, job)
         sid, folder = snapshots.commit(root, True, time.time())
         await self.kube.set_pod_phase(ns, f"{job}-driver", "Succeeded", exit_code=0)
-        return web.json_response({"path": folder.as_uri(), "id": sid})
+        return web.json_response(control_docs.stopped(sid, folder.as_uri()))

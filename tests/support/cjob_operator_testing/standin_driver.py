@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from cjob_operator_testing import snapshots
+from cjob_operator_testing import control_docs, snapshots
 
 
 def job_root(config: dict[str, Any]) -> Path:
@@ -37,6 +37,7 @@ class StandInDriver:
         self.root = job_root(config)
         self.token = os.environ.get(config["control"]["tokenEnv"], "")
         self.restore_from = restore_from
+        self.name = str(config.get("job", {}).get("name", "job"))
         self.history: list[dict[str, Any]] = []
         self.started = time.time()
         self.stopping = asyncio.Event()
@@ -90,7 +91,9 @@ class StandInDriver:
             request.path.startswith("/v1/")
             and request.headers.get("Authorization") != f"Bearer {self.token}"
         ):
-            return web.json_response({"error": "unauthorized"}, status=401)
+            return web.json_response(
+                control_docs.refused("unauthorized", "unauthorized"), status=401
+            )
         response: web.StreamResponse = await handler(request)
         return response
 
@@ -98,37 +101,22 @@ class StandInDriver:
         return web.json_response({"ok": True})
 
     async def _job(self, _: web.Request) -> web.Response:
-        return web.json_response(
-            {
-                "state": "RUNNING",
-                "attempt": 1,
-                "restarts": 0,
-                "start_time": self.started,
-                "restored_from": self.restore_from,
-            }
-        )
+        return web.json_response(control_docs.job(self.name, "RUNNING", self.started))
 
     async def _trigger(self, request: web.Request) -> web.Response:
         body = await request.json()
         cid = self.take(str(body.get("kind", "checkpoint")))
-        return web.json_response({"id": cid}, status=202)
+        return web.json_response(
+            control_docs.triggered(cid, str(body.get("kind", "checkpoint"))), status=202
+        )
 
     async def _checkpoints(self, _: web.Request) -> web.Response:
-        return web.json_response(
-            {
-                "counts": {"completed": len(self.history), "in_progress": 0},
-                "latest": {
-                    "completed": self.history[-1] if self.history else None,
-                    "in_progress": [],
-                },
-                "history": self.history[-20:],
-            }
-        )
+        return web.json_response(control_docs.overview(self.history))
 
     async def _stop(self, _: web.Request) -> web.Response:
         sid, folder = snapshots.commit(self.root, True, time.time())
         self.stopping.set()
-        return web.json_response({"id": sid, "path": folder.as_uri()})
+        return web.json_response(control_docs.stopped(sid, folder.as_uri()))
 
 
 async def serve(config_path: Path, restore_from: str | None) -> int:

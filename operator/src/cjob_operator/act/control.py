@@ -2,19 +2,20 @@
 
 The API: docs/architecture.md, 'Control API', and docs/control-api.md.
 
-The token is sent in the ``Authorization`` header and never logged. Responses are
-parsed leniently: both ``snake_case`` and ``camelCase`` keys are accepted, so the
-operator and the driver can evolve independently.
+The token is sent in the ``Authorization`` header and never logged. Every answer
+is read with :mod:`barrier_runtime.control_document`, the contract the driver
+writes with: one spelling per field; a body this operator cannot read (a newer
+API version, a field missing or of the wrong type) is an error naming the field.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.core import types
 from cjob_operator.model.observation import (
     CheckpointInfo,
@@ -37,142 +38,74 @@ def base_url(namespace: str, name: str, service: str, port: int) -> str:
     return template.format(namespace=namespace, name=name, service=service, port=port)
 
 
-def pick(doc: Mapping[str, Any] | None, *keys: str) -> Any:
-    if not doc:
-        return None
-    for key in keys:
-        if doc.get(key) is not None:
-            return doc[key]
-    return None
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def parse_completed(doc: Mapping[str, Any] | None) -> CheckpointInfo | None:
-    if not doc or pick(doc, "id", "checkpoint_id", "checkpointId") is None:
-        return None
-    kind = str(pick(doc, "kind") or "checkpoint")
-    trigger = _float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time"))
-    done = _float(
-        pick(
-            doc,
-            "completion_timestamp",
-            "completionTimestamp",
-            "ack_timestamp",
-            "completion_time",
-            "time",
-        )
-    )
-    duration = _float(pick(doc, "duration", "duration_seconds", "durationSeconds"))
-    if duration is None and trigger is not None and done is not None:
-        duration = done - trigger
-    size = pick(doc, "size", "size_bytes", "sizeBytes", "state_size")
-    return CheckpointInfo(
-        id=int(pick(doc, "id", "checkpoint_id", "checkpointId")),
-        kind=_kind(kind),
-        path=pick(doc, "path", "external_path", "externalPath"),
-        time=done,
-        duration_seconds=duration,
-        size_bytes=None if size is None else int(size),
-        trigger=pick(doc, "trigger", "triggered_by", "triggeredBy"),
-    )
-
-
-def parse_failed(doc: Mapping[str, Any] | None) -> FailedInfo | None:
-    if not doc:
-        return None
-    cid = pick(doc, "id", "checkpoint_id", "checkpointId")
-    return FailedInfo(
-        id=None if cid is None else int(cid),
-        reason=str(pick(doc, "failure_reason", "failureReason", "reason") or "unknown"),
-        time=_float(
-            pick(doc, "failure_timestamp", "failureTimestamp", "time", "trigger_timestamp")
-        ),
-    )
-
-
-_STATUSES = {
-    "completed": EntryStatus.COMPLETED,
-    "complete": EntryStatus.COMPLETED,
-    "failed": EntryStatus.FAILED,
-    "in-progress": EntryStatus.IN_PROGRESS,
-    "in_progress": EntryStatus.IN_PROGRESS,
-    "pending": EntryStatus.IN_PROGRESS,
-}
-
-
 def _kind(name: str) -> types.CheckpointKind:
-    """The runtime's kind for the control API's spelling (anything else is a checkpoint)."""
-    return (
-        types.CheckpointKind.SAVEPOINT if name == "savepoint" else types.CheckpointKind.CHECKPOINT
+    return types.CheckpointKind(name)
+
+
+def parse_completed(entry: contract.CheckpointEntryDoc | None) -> CheckpointInfo | None:
+    if entry is None:
+        return None
+    return CheckpointInfo(
+        id=entry["id"],
+        kind=_kind(entry["kind"]),
+        path=entry["path"],
+        time=entry["completion_timestamp"],
+        duration_seconds=entry["duration"],
+        size_bytes=entry["size"],
     )
 
 
-def parse_entry(doc: Mapping[str, Any]) -> HistoryEntry | None:
-    """One ``history[]`` entry; ``None`` when it has no id or an unknown status."""
-    cid = pick(doc, "id", "checkpoint_id", "checkpointId")
-    status = _STATUSES.get(str(pick(doc, "status") or "").lower())
-    if cid is None or status is None:
+def parse_failed(entry: contract.CheckpointEntryDoc | None) -> FailedInfo | None:
+    if entry is None:
         return None
-    kind = str(pick(doc, "kind") or "checkpoint")
+    return FailedInfo(
+        id=entry["id"],
+        reason=entry["failure_reason"] or "unknown",
+        time=entry["failure_timestamp"],
+    )
+
+
+def parse_entry(entry: contract.CheckpointEntryDoc) -> HistoryEntry:
+    """One ``history[]`` entry."""
     return HistoryEntry(
-        id=int(cid),
-        status=status,
-        kind=_kind(kind),
-        path=pick(doc, "path", "external_path", "externalPath"),
-        trigger_time=_float(pick(doc, "trigger_timestamp", "triggerTimestamp", "trigger_time")),
-        completion_time=_float(pick(doc, "completion_timestamp", "completionTimestamp")),
-        failure_reason=pick(doc, "failure_reason", "failureReason", "reason"),
+        id=entry["id"],
+        status=EntryStatus(entry["status"]),
+        kind=_kind(entry["kind"]),
+        path=entry["path"],
+        trigger_time=entry["trigger_timestamp"],
+        completion_time=entry["completion_timestamp"],
+        failure_reason=entry["failure_reason"],
     )
 
 
 def parse_checkpoints(
-    doc: Mapping[str, Any], job: Mapping[str, Any] | None, ready: bool
+    doc: contract.CheckpointsDoc, job: contract.JobDoc | None, ready: bool
 ) -> ControlView:
     """Turn ``GET /v1/checkpoints`` (+ ``/v1/job``) into a :class:`ControlView`."""
-    latest = pick(doc, "latest") or {}
-    counts = pick(doc, "counts") or {}
-    history = list(pick(doc, "history") or [])
-    in_progress = pick(latest, "in_progress", "inProgress")
-    if isinstance(in_progress, list):
-        n_in_progress = len(in_progress)
-    else:
-        n_in_progress = int(pick(counts, "in_progress", "inProgress") or (1 if in_progress else 0))
-    triggers = [
-        _float(pick(h, "trigger_timestamp", "triggerTimestamp", "trigger_time")) for h in history
-    ]
-    for entry in [in_progress] if isinstance(in_progress, Mapping) else (in_progress or []):
-        triggers.append(_float(pick(entry, "trigger_timestamp", "triggerTimestamp")))
-    consecutive = pick(doc, "consecutive_failures", "consecutiveFailures")
-    if consecutive is None:
-        consecutive = 0
-        for entry in sorted(history, key=lambda h: int(pick(h, "id") or 0), reverse=True):
-            status = str(pick(entry, "status") or "").lower()
-            if status in ("completed", "complete"):
-                break
-            if status == "failed":
-                consecutive += 1
+    latest = doc["latest"]
+    running = latest["in_progress"]
+    triggers = [h["trigger_timestamp"] for h in doc["history"]]
+    if running is not None:
+        triggers.append(running["trigger_timestamp"])
     return ControlView(
         reachable=True,
         ready=ready,
-        job_state=None if not job else pick(job, "state", "status"),
-        in_progress=n_in_progress,
-        last_trigger_time=max((t for t in triggers if t is not None), default=None),
-        latest_completed=parse_completed(pick(latest, "completed")),
-        latest_failed=parse_failed(pick(latest, "failed")),
-        consecutive_failures=int(consecutive),
-        failure_times=tuple(
-            t
-            for t in (_float(v) for v in pick(job or {}, "failureTimestamps") or ())
-            if t is not None
-        ),
-        last_failure=None if not job else pick(job, "failure"),
-        history=tuple(
-            e for e in (parse_entry(h) for h in history if isinstance(h, Mapping)) if e is not None
-        ),
+        job_state=None if job is None else job["state"],
+        in_progress=doc["counts"]["in_progress"],
+        last_trigger_time=max(triggers, default=None),
+        latest_completed=parse_completed(latest["completed"]),
+        latest_failed=parse_failed(latest["failed"]),
+        consecutive_failures=doc["consecutive_failures"],
+        failure_times=() if job is None else tuple(job["failure_timestamps"]),
+        last_failure=None if job is None else job["failure"],
+        history=tuple(parse_entry(h) for h in doc["history"]),
     )
+
+
+def _refusal(method: str, path: str, status: int, body: object) -> ControlApiError:
+    refusal = contract.parse_error(body)
+    said = f"HTTP {status}" if refusal is None else refusal["error"]
+    return ControlApiError(f"{method} {path} answered {status}: {said}")
 
 
 class ControlClient:
@@ -180,12 +113,12 @@ class ControlClient:
 
     def __init__(self, url: str, token: str | None, timeout: float = 5.0) -> None:
         self._url = url.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._headers = {contract.TOKEN_HEADER: f"Bearer {token}"} if token else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
 
     async def _call(
         self, method: str, path: str, body: Any = None, timeout: float | None = None
-    ) -> tuple[int, Any]:
+    ) -> tuple[int, object]:
         to = aiohttp.ClientTimeout(total=timeout) if timeout else self._timeout
         try:
             async with (
@@ -193,7 +126,7 @@ class ControlClient:
                 session.request(method, self._url + path, json=body, headers=self._headers) as resp,
             ):
                 try:
-                    payload = await resp.json(content_type=None)
+                    payload: object = await resp.json(content_type=None)
                 except ValueError:
                     payload = None
                 return resp.status, payload
@@ -207,24 +140,34 @@ class ControlClient:
             cp_status, checkpoints = await self._call("GET", "/v1/checkpoints")
         except ControlApiError as exc:
             return ControlView.unreachable(str(exc))
-        if cp_status != 200 or not isinstance(checkpoints, Mapping):
+        if cp_status != 200:
             return ControlView(
                 reachable=True, ready=False, error=f"GET /v1/checkpoints answered {cp_status}"
             )
-        return parse_checkpoints(
-            checkpoints, job if job_status == 200 else None, ready=ready_status == 200
-        )
+        try:
+            return parse_checkpoints(
+                contract.parse_checkpoints(checkpoints),
+                contract.parse_job(job) if job_status == 200 else None,
+                ready=ready_status == 200,
+            )
+        except contract.ControlDocumentError as exc:
+            return ControlView(reachable=True, ready=False, error=str(exc))
 
-    async def trigger(self, kind: types.CheckpointKind) -> int | None:
+    async def trigger(self, kind: types.CheckpointKind) -> int:
         status, body = await self._call("POST", "/v1/checkpoints", {"kind": kind.value})
-        if status not in (200, 201, 202):
-            raise ControlApiError(f"POST /v1/checkpoints answered {status}: {body}")
-        cid = pick(body if isinstance(body, Mapping) else None, "id", "checkpoint_id")
-        return None if cid is None else int(cid)
+        if status != 202:
+            raise _refusal("POST", "/v1/checkpoints", status, body)
+        try:
+            return contract.parse_triggered(body)["id"]
+        except contract.ControlDocumentError as exc:
+            raise ControlApiError(str(exc)) from None
 
-    async def stop_with_savepoint(self, timeout: float) -> tuple[str | None, int | None]:
+    async def stop_with_savepoint(self, timeout: float) -> tuple[str, int]:
         status, body = await self._call("POST", "/v1/stop", {"savepoint": True}, timeout)
-        if status not in (200, 201, 202) or not isinstance(body, Mapping):
-            raise ControlApiError(f"POST /v1/stop answered {status}: {body}")
-        sid = pick(body, "id", "checkpoint_id", "savepoint_id")
-        return pick(body, "path", "savepoint_path"), None if sid is None else int(sid)
+        if status != 200:
+            raise _refusal("POST", "/v1/stop", status, body)
+        try:
+            stopped = contract.parse_stopped(body)
+        except contract.ControlDocumentError as exc:
+            raise ControlApiError(str(exc)) from None
+        return stopped["path"], stopped["id"]

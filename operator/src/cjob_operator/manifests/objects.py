@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime import control_document
 from barrier_runtime import job_document as jobdoc
 from cjob_operator import API_VERSION, KIND
 from cjob_operator.model import spec as spec_model
@@ -19,7 +20,7 @@ Obj = dict[str, Any]
 
 DRIVER_PORT = 7078
 BLOCK_MANAGER_PORT = 7079
-CONTROL_PORT = 8080
+CONTROL_PORT = control_document.DEFAULT_PORT
 UI_PORT = 4040
 CONFIG_DIR = "/etc/cjob"
 CONFIG_FILE = f"{CONFIG_DIR}/job.json"

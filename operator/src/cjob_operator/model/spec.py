@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.core import types
 from cjob_operator.model import durations, enums
 
@@ -56,7 +57,7 @@ class PipelineSpec:
         )
 
 
-DEFAULT_TERMINATION_GRACE_PERIOD = 60
+DEFAULT_TERMINATION_GRACE_PERIOD = int(job_document.DEFAULT_GRACE_PERIOD)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ wrong becomes one named error with one sentence:
 
 A job that is starting or restarting (``503``), or busy with another
 checkpoint (``409`` ``too-many-pending`` / ``min-pause``), is asked again
-until the caller's deadline.
+until the caller's deadline. Every answer is read with
+:mod:`barrier_runtime.control_document`, the contract the driver writes with.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.cli import failures
 
 POLL_INTERVAL = 0.2
 """Seconds between two questions while waiting for a savepoint or a busy job."""
+_D = TypeVar("_D")
 _BUSY_REASONS = frozenset({"too-many-pending", "min-pause"})
 """``409`` reasons that pass: another checkpoint is in flight, or the pause after one."""
 
@@ -56,20 +60,20 @@ class ControlClient:
         self._token = token
         self._timeout = request_timeout
 
-    def job(self) -> dict[str, Any]:
+    def job(self) -> contract.JobDoc:
         """``GET /v1/job``: checks the URL and the token on the way."""
         answer = self._call("GET", "/v1/job")
-        if answer.status != 200 or not isinstance(answer.doc, dict) or "state" not in answer.doc:
+        if answer.status != 200:
             raise self._refused(answer, "/v1/job")
-        return answer.doc
+        return self._read(contract.parse_job, answer)
 
-    def stop_with_savepoint(self, timeout: float) -> dict[str, Any]:
+    def stop_with_savepoint(self, timeout: float) -> contract.StoppedDoc:
         """``POST /v1/stop``: the savepoint's ``id`` and ``path`` once the job stopped."""
         body = {"savepoint": True, "timeout": timeout}
         deadline = time.monotonic() + timeout
         answer = self._until(deadline, "POST", "/v1/stop", body, wait=timeout + 10.0)
-        if answer.status == 200 and isinstance(answer.doc, dict) and "path" in answer.doc:
-            return answer.doc
+        if answer.status == 200:
+            return self._read(contract.parse_stopped, answer)
         if answer.status == 500:
             raise failures.OperationFailedError(
                 f"the job at {self.url} could not take its final savepoint and keeps running: "
@@ -77,21 +81,22 @@ class ControlClient:
             )
         raise self._refused(answer, "/v1/stop")
 
-    def savepoint(self, timeout: float) -> dict[str, Any]:
+    def savepoint(self, timeout: float) -> contract.CheckpointEntryDoc:
         """Trigger a savepoint and wait until it completed; its entry (``id``, ``path``, …)."""
         deadline = time.monotonic() + timeout
         answer = self._until(deadline, "POST", "/v1/checkpoints", {"kind": "savepoint"})
-        if answer.status != 202 or not isinstance(answer.doc, dict) or "id" not in answer.doc:
+        if answer.status != 202:
             raise self._refused(answer, "/v1/checkpoints")
-        checkpoint_id = int(answer.doc["id"])
+        checkpoint_id = self._read(contract.parse_triggered, answer)["id"]
         while True:
-            entry = self._call("GET", f"/v1/checkpoints/{checkpoint_id}")
-            if entry.status != 200 or not isinstance(entry.doc, dict):
-                raise self._refused(entry, f"/v1/checkpoints/{checkpoint_id}")
-            if entry.doc.get("status") == "completed":
-                return entry.doc
-            if entry.doc.get("status") == "failed":
-                reason = entry.doc.get("failure_message") or entry.doc.get("failure_reason")
+            found = self._call("GET", f"/v1/checkpoints/{checkpoint_id}")
+            if found.status != 200:
+                raise self._refused(found, f"/v1/checkpoints/{checkpoint_id}")
+            entry = self._read(contract.parse_entry, found)
+            if entry["status"] == "completed":
+                return entry
+            if entry["status"] == "failed":
+                reason = entry["failure_message"] or entry["failure_reason"]
                 raise failures.OperationFailedError(
                     f"savepoint {checkpoint_id} of the job at {self.url} failed: {reason}"
                 )
@@ -104,6 +109,14 @@ class ControlClient:
             time.sleep(POLL_INTERVAL)
 
     # -- transport ------------------------------------------------------------------
+
+    def _read(self, parse: Callable[[object], _D], answer: Answer) -> _D:
+        try:
+            return parse(answer.doc)
+        except contract.ControlDocumentError as exc:
+            raise ControlRefusedError(
+                f"the control API at {self.url} answered what this cjob cannot read: {exc}"
+            ) from None
 
     def _until(
         self, deadline: float, method: str, path: str, body: Any, *, wait: float | None = None
@@ -124,7 +137,7 @@ class ControlClient:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         if self._token:
-            request.add_header("Authorization", f"Bearer {self._token}")
+            request.add_header(contract.TOKEN_HEADER, f"Bearer {self._token}")
         try:
             with urllib.request.urlopen(request, timeout=wait or self._timeout) as response:
                 return self._answer(response.status, response.read(), path)
@@ -151,7 +164,8 @@ class ControlClient:
                 f"{self.url} is not a cjob control API (HTTP {status} with a body that is not "
                 f"JSON on {path}): check --url"
             ) from None
-        reason = doc.get("reason") if isinstance(doc, dict) else None
+        refusal = contract.parse_error(doc)
+        reason = None if refusal is None else refusal.get("reason")
         # 503: starting or restarting; a 409 for any other reason (the job is over, a stop is
         # under way) does not pass by asking again
         retry = status == 503 or (status == 409 and reason in _BUSY_REASONS)
@@ -171,10 +185,8 @@ class ControlClient:
 
 
 def _error(answer: Answer) -> str:
-    doc = answer.doc
-    if isinstance(doc, dict) and doc.get("error"):
-        return str(doc["error"])
-    return f"HTTP {answer.status}"
+    refusal = contract.parse_error(answer.doc)
+    return f"HTTP {answer.status}" if refusal is None or not refusal["error"] else refusal["error"]
 
 
 def _reason(exc: BaseException) -> str:

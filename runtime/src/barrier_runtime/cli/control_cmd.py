@@ -21,11 +21,13 @@ import argparse
 import json
 import os
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.cli import control_client, failures, local_jobs
 
-TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+TOKEN_ENV = job_document.TOKEN_ENV
 DEFAULT_TIMEOUT = 120.0
 
 
@@ -121,8 +123,8 @@ def _savepoint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_json(event: str, job: str, done: dict[str, Any]) -> None:
-    doc = {"event": event, "job": job, "id": done["id"], "path": done.get("path")}
+def _print_json(event: str, job: str, done: Mapping[str, Any]) -> None:
+    doc = {"event": event, "job": job, "id": done["id"], "path": done["path"]}
     print(json.dumps(doc), flush=True)
 
 
@@ -135,7 +137,7 @@ def _connect(args: argparse.Namespace) -> tuple[control_client.ControlClient, st
     token = _given_token(args)
     if args.url:
         client = control_client.ControlClient(args.url, token)
-        return client, str(client.job().get("name") or args.url)
+        return client, client.job()["name"] or args.url
     local = _local_job(args.job)
     client = control_client.ControlClient(local.url, local.token if token is None else token)
     client.job()

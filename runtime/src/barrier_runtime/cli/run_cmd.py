@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.cli import failures, local_jobs, preflight, progress, run_summary
 from barrier_runtime.core import types
 from barrier_runtime.driver import graceful_stop, job_driver, restart
@@ -55,7 +56,7 @@ def default_store() -> pathlib.Path:
     return pathlib.Path(state) / "cjob" / "checkpoints"
 
 
-TOKEN_ENV = "CJOB_CONTROL_TOKEN"
+TOKEN_ENV = job_document.TOKEN_ENV
 USAGE = "cjob run [-h] [OPTIONS] PIPELINE [OPTIONS] [-- PIPELINE_ARGS ...]"
 
 

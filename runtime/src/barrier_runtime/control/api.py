@@ -18,7 +18,6 @@ Every answer is JSON except ``/metrics`` (Prometheus text).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import threading
@@ -28,6 +27,7 @@ from typing import Any, TypeVar
 
 from prometheus_client import exposition
 
+from barrier_runtime import control_document
 from barrier_runtime.control import auth, bodies, job, metrics, views
 from barrier_runtime.core import types
 
@@ -58,7 +58,7 @@ class Response:
 
     @classmethod
     def json(cls, status: int, doc: Any, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-        return cls(status, json.dumps(doc).encode("utf-8") + b"\n", JSON_CONTENT_TYPE, headers)
+        return cls(status, control_document.to_json(doc), JSON_CONTENT_TYPE, headers)
 
 
 class ApiError(Exception):
@@ -71,7 +71,7 @@ class ApiError(Exception):
         *,
         reason: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
-        **extra: Any,
+        **extra: int | str,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -81,10 +81,7 @@ class ApiError(Exception):
         self.extra = extra
 
     def response(self) -> Response:
-        doc: dict[str, Any] = {"error": self.message}
-        if self.reason is not None:
-            doc["reason"] = self.reason
-        doc.update(self.extra)
+        doc = control_document.error_doc(self.message, self.reason, **self.extra)
         return Response.json(self.status, doc, self.headers)
 
 
@@ -157,9 +154,8 @@ class ControlApi:
             return refused.response()
         except Exception as exc:
             log.exception("control API: %s %s failed", request.method, path)
-            return Response.json(
-                500, {"error": f"internal error: {type(exc).__name__}: {exc}", "reason": "internal"}
-            )
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            return Response.json(500, control_document.error_doc(message, "internal"))
 
     def _match(self, path: str) -> tuple[Route | None, Mapping[str, str]]:
         for route in self.routes:
@@ -209,7 +205,7 @@ class ControlApi:
                 f"or too old to be in the history",
                 reason="not-found",
             )
-        return Response.json(200, views.entry_view(entry))
+        return Response.json(200, views.checkpoint_view(entry))
 
     def _trigger(self, request: Request, params: Mapping[str, str]) -> Response:
         wanted = _parsed(bodies.parse_trigger, request.body)
@@ -217,16 +213,14 @@ class ControlApi:
         outcome = self._job.trigger_checkpoint(wanted.kind)
         if outcome.ok and outcome.checkpoint_id is not None:
             cid = int(outcome.checkpoint_id)
-            return Response.json(
-                202,
-                {
-                    "id": cid,
-                    "kind": outcome.kind.value,
-                    "status": "in-progress",
-                    "message": outcome.message,
-                },
-                headers=(("Location", f"/v1/checkpoints/{cid}"),),
-            )
+            accepted: control_document.TriggeredDoc = {
+                "api_version": control_document.API_VERSION,
+                "id": cid,
+                "kind": outcome.kind.value,
+                "status": "in-progress",
+                "message": outcome.message,
+            }
+            return Response.json(202, accepted, headers=(("Location", f"/v1/checkpoints/{cid}"),))
         reason = outcome.failure.value if outcome.failure is not None else "rejected"
         if outcome.checkpoint_id is None:
             raise ApiError(409, outcome.message or f"{outcome.kind.value} rejected", reason=reason)
@@ -258,15 +252,14 @@ class ControlApi:
                     reason="savepoint-failed",
                     id=int(outcome.checkpoint_id),
                 )
-            return Response.json(
-                200,
-                {
-                    "id": int(outcome.checkpoint_id),
-                    "kind": outcome.kind.value,
-                    "status": outcome.status.value,
-                    "path": outcome.path,
-                },
-            )
+            stopped: control_document.StoppedDoc = {
+                "api_version": control_document.API_VERSION,
+                "id": int(outcome.checkpoint_id),
+                "kind": outcome.kind.value,
+                "status": outcome.status.value,
+                "path": outcome.path,
+            }
+            return Response.json(200, stopped)
         finally:
             self._stopping.release()
 

@@ -6,30 +6,20 @@ process never share series). Nothing is pushed: a scrape reads
 families prefixed ``cjob_``, every one labelled ``job`` (and ``namespace``
 when given).
 
-Counters never go down. The job's own numbers can dip (a restart swaps the
-live subtasks out before their counts are folded into the totals) or be
-bounded (the checkpoint history keeps the newest finished entries only), so a
-:class:`CheckpointTracker` remembers which checkpoint ids it has counted and
-the highest value each counter has shown. A checkpoint that finished and fell
-out of the history between two scrapes is still counted (from the job's
-totals): as failed with reason ``unknown``, or as completed without a
-duration observation.
+Counters never go down: :mod:`.metric_tracker` keeps them so across restarts
+and a bounded history; :mod:`.metric_labels` builds the labelled families.
 
 Threading: scrapes may run concurrently (one thread per request); the
-tracker is guarded by a lock.
+tracker is guarded by this collector's lock.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client import registry as prom_registry
 from prometheus_client.metrics_core import (
-    CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
@@ -37,144 +27,23 @@ from prometheus_client.metrics_core import (
 
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
-from barrier_runtime.core import latency
-
-DURATION_BUCKETS: tuple[float, ...] = (
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-    600.0,
+from barrier_runtime.control.metric_labels import Labels
+from barrier_runtime.control.metric_tracker import (
+    DURATION_BUCKETS,
+    UNKNOWN_REASON,
+    CheckpointTotals,
+    CheckpointTracker,
+    Histogram,
 )
-"""Upper bounds (seconds) of ``cjob_checkpoint_duration_seconds``; ``+Inf`` is implied."""
 
-UNKNOWN_REASON = "unknown"
-
-
-class Histogram:
-    """A cumulative histogram fed one observation at a time (not thread-safe)."""
-
-    def __init__(self, buckets: Sequence[float] = DURATION_BUCKETS) -> None:
-        bounds = sorted(b for b in buckets if not math.isinf(b))
-        if not bounds:
-            raise ValueError("a histogram needs at least one finite bucket")
-        self.bounds = tuple(bounds)
-        self._counts = [0] * (len(self.bounds) + 1)
-        self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        self._counts[bisect.bisect_left(self.bounds, value)] += 1
-        self.total += value
-
-    def cumulative(self) -> list[tuple[str, float]]:
-        """``(le, count)`` pairs as Prometheus wants them, ending with ``+Inf``."""
-        les = [*(_le(b) for b in self.bounds), "+Inf"]
-        running, out = 0, []
-        for le, n in zip(les, self._counts, strict=True):
-            running += n
-            out.append((le, float(running)))
-        return out
-
-
-def _le(bound: float) -> str:
-    return repr(float(bound))
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointTotals:
-    """What one scrape reports about checkpoints; every count is monotonic."""
-
-    triggered: int
-    completed: int
-    failed_by_reason: Mapping[str, int]
-    rejected: int
-    restarts: int
-
-
-class CheckpointTracker:
-    """Turns bounded, possibly dipping job statistics into monotonic counters."""
-
-    def __init__(self, buckets: Sequence[float] = DURATION_BUCKETS) -> None:
-        self.durations = Histogram(buckets)
-        self._seen: set[int] = set()
-        self._completed_seen = 0
-        self._completed_unseen = 0
-        self._failed: dict[str, int] = {}
-        self._high: dict[str, int] = {}
-        self._peaks: dict[tuple[str, str], float] = {}
-        self._histograms: dict[tuple[str, str], latency.LatencyHistogram] = {}
-
-    def observe(self, snapshot: stats.CheckpointStats, restarts: int) -> CheckpointTotals:
-        visible = {e.checkpoint_id: e for e in _finished(snapshot)}
-        for checkpoint_id in sorted(set(visible) - self._seen):
-            self._count(visible[checkpoint_id])
-        # An entry not visible now never will be again (the history only moves forward),
-        # so remembering the visible ids is enough, and bounded.
-        self._seen = set(visible)
-        counts = snapshot.counts
-        missed_failed = counts.failed - sum(self._failed.values())
-        if missed_failed > 0:
-            self._failed[UNKNOWN_REASON] = self._failed.get(UNKNOWN_REASON, 0) + missed_failed
-        missed_completed = counts.completed - self._completed_seen - self._completed_unseen
-        if missed_completed > 0:
-            self._completed_unseen += missed_completed
-        return CheckpointTotals(
-            triggered=self._monotonic("triggered", counts.triggered),
-            completed=self._completed_seen + self._completed_unseen,
-            failed_by_reason=dict(self._failed),
-            rejected=self._monotonic("rejected", counts.rejected),
-            restarts=self._monotonic("restarts", restarts),
-        )
-
-    def peak(self, family: str, label: str, value: float) -> float:
-        """The highest ``value`` seen for this series (cumulative job counters may dip)."""
-        key = (family, label)
-        best = max(value, self._peaks.get(key, value))
-        self._peaks[key] = best
-        return best
-
-    def peak_histogram(
-        self, family: str, step: str, now: latency.LatencyHistogram
-    ) -> latency.LatencyHistogram:
-        """Bucket by bucket the highest counts seen for this series (no bucket goes down)."""
-        best = self._histograms.get((family, step))
-        served = now if best is None else now.envelope(best)
-        self._histograms[(family, step)] = served
-        return served
-
-    def _count(self, entry: stats.CheckpointStatsEntry) -> None:
-        if entry.status is stats.CheckpointStatus.COMPLETED:
-            self._completed_seen += 1
-            if entry.duration is not None:
-                self.durations.observe(max(entry.duration, 0.0))
-        else:
-            reason = UNKNOWN_REASON if entry.failure_reason is None else entry.failure_reason.value
-            self._failed[reason] = self._failed.get(reason, 0) + 1
-
-    def _monotonic(self, name: str, value: int) -> int:
-        best = max(value, self._high.get(name, value))
-        self._high[name] = best
-        return best
-
-
-def _finished(snapshot: stats.CheckpointStats) -> Iterator[stats.CheckpointStatsEntry]:
-    candidates = (
-        *snapshot.history,
-        snapshot.latest_completed,
-        snapshot.latest_failed,
-        snapshot.latest_savepoint,
-    )
-    for entry in candidates:
-        if entry is not None and entry.status is not stats.CheckpointStatus.IN_PROGRESS:
-            yield entry
+__all__ = [
+    "DURATION_BUCKETS",
+    "UNKNOWN_REASON",
+    "CheckpointTotals",
+    "CheckpointTracker",
+    "Histogram",
+    "JobMetrics",
+]
 
 
 class JobMetrics:
@@ -207,7 +76,7 @@ class JobMetrics:
         info = self._job.info()
         snapshot = self._job.checkpoint_stats()
         runtime = self._job.runtime_metrics()
-        base = _Labels(self._job_name or info.name, self._namespace)
+        base = Labels(self._job_name or info.name, self._namespace)
         with self._lock:
             totals = self._tracker.observe(snapshot, info.restarts)
             families = [
@@ -220,7 +89,7 @@ class JobMetrics:
     # -- families ---------------------------------------------------------------------
 
     def _job_families(
-        self, base: _Labels, info: job.JobInfo, totals: CheckpointTotals
+        self, base: Labels, info: job.JobInfo, totals: CheckpointTotals
     ) -> list[Metric]:
         up = info.state is job.JobState.RUNNING and info.ready
         startup = (
@@ -248,7 +117,7 @@ class JobMetrics:
             *startup,
         ]
 
-    def _runtime_families(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+    def _runtime_families(self, base: Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         counted: list[tuple[str, str, str, Mapping[str, float], str]] = [
             ("cjob_records_in_total", "Records received by each step.", "step",
              runtime.records_in, "in"),
@@ -274,7 +143,7 @@ class JobMetrics:
         lags, watermarks = self._source_lags(base, runtime), self._watermarks(base, runtime)
         return [*families, *lags, *watermarks, *self._latencies(base, runtime)]
 
-    def _source_lags(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+    def _source_lags(self, base: Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         gauge = GaugeMetricFamily(
             "cjob_source_lag_records",
             "Records each source partition holds past the job's position, as last read "
@@ -286,7 +155,7 @@ class JobMetrics:
                 base.add(gauge, value, step=step, partition=partition)
         return [gauge]
 
-    def _watermarks(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+    def _watermarks(self, base: Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         gauge = base.gauges(
             "cjob_step_watermark_seconds",
             "Event time each step has promised to be complete up to (its smallest subtask "
@@ -297,7 +166,7 @@ class JobMetrics:
             base.add(gauge, ms / 1000, step=step)
         return [gauge]
 
-    def _latencies(self, base: _Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
+    def _latencies(self, base: Labels, runtime: job.RuntimeMetrics) -> list[Metric]:
         families = (
             ("cjob_sink_arrival_latency_seconds", "Sink write", runtime.arrival_latency),
             ("cjob_sink_commit_latency_seconds", "Checkpoint commit", runtime.commit_latency),
@@ -310,7 +179,7 @@ class JobMetrics:
         return out
 
     def _checkpoint_families(
-        self, base: _Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals
+        self, base: Labels, snapshot: stats.CheckpointStats, totals: CheckpointTotals
     ) -> list[Metric]:
         failed = base.counters(
             "cjob_checkpoints_failed_total", "Checkpoints that failed, by reason.", "reason"
@@ -383,51 +252,3 @@ class JobMetrics:
                 ),
             ]
         return families
-
-
-@dataclass(frozen=True, slots=True)
-class _Labels:
-    """The labels every family carries (``job`` and maybe ``namespace``)."""
-
-    job: str
-    namespace: str | None
-
-    def names(self, *extra: str) -> list[str]:
-        own = ["job"] if self.namespace is None else ["job", "namespace"]
-        return [*own, *extra]
-
-    def values(self, **extra: str) -> list[str]:
-        own = [self.job] if self.namespace is None else [self.job, self.namespace]
-        return [*own, *extra.values()]
-
-    def counters(self, name: str, doc: str, label: str) -> CounterMetricFamily:
-        """A counter family with one series per value of ``label`` (added with :meth:`add`)."""
-        return CounterMetricFamily(name, doc, labels=self.names(label))
-
-    def gauges(self, name: str, doc: str, label: str) -> GaugeMetricFamily:
-        """A gauge family with one series per value of ``label`` (added with :meth:`add`)."""
-        return GaugeMetricFamily(name, doc, labels=self.names(label))
-
-    def add(
-        self, family: CounterMetricFamily | GaugeMetricFamily, value: float, **extra: str
-    ) -> None:
-        family.add_metric(self.values(**extra), value)
-
-    def latencies(
-        self, name: str, doc: str, per_step: Mapping[str, latency.LatencyHistogram]
-    ) -> HistogramMetricFamily:
-        """A histogram family with one series per sink step."""
-        family = HistogramMetricFamily(name, doc, labels=self.names("step"))
-        for step, h in sorted(per_step.items()):
-            family.add_metric(self.values(step=step), h.cumulative(), h.sum_seconds)
-        return family
-
-    def counter(self, name: str, doc: str, value: float) -> CounterMetricFamily:
-        family = CounterMetricFamily(name, doc, labels=self.names())
-        family.add_metric(self.values(), value)
-        return family
-
-    def gauge(self, name: str, doc: str, value: float, **extra: str) -> GaugeMetricFamily:
-        family = GaugeMetricFamily(name, doc, labels=self.names(*extra))
-        family.add_metric(self.values(**extra), value)
-        return family

@@ -1,95 +1,16 @@
-"""The JSON documents the control API answers with (pure: values in, dicts out).
+"""The job's values as the control API's documents (pure: values in, dicts out).
 
-``/v1/checkpoints`` uses snake_case keys: the operator's client parses exactly
-``counts.in_progress``, ``latest.{completed,failed,in_progress}`` and
-``history[].{id,status,trigger_timestamp,completion_timestamp,duration,size,
-path,failure_reason}``. ``/v1/job`` uses camelCase, like a Kubernetes status.
-Times are epoch seconds (floats), durations seconds, sizes bytes.
+The shapes, their casing and version are :mod:`barrier_runtime.control_document`,
+the one contract the operator, the CLI and the tests read with.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import TypedDict
 
+from barrier_runtime import control_document as doc
 from barrier_runtime.checkpoint import stats
 from barrier_runtime.control import job
-
-
-class JobView(TypedDict):
-    name: str
-    state: str
-    attempt: int
-    restarts: int
-    parallelism: int
-    maxParallelism: int
-    startTime: str
-    """ISO 8601, UTC."""
-    startTimestamp: float
-    """The same instant in epoch seconds."""
-    ready: bool
-    restoredFrom: int | None
-    failure: str | None
-    failureDetail: str | None
-    """The last failure's traceback."""
-    failureTimestamps: list[float]
-    """When each failed attempt of this driver failed (epoch seconds)."""
-    startupSeconds: float | None
-    """The latest attempt that got running: its start to every subtask running."""
-    storage: str | None
-
-
-class CheckpointEntryView(TypedDict):
-    id: int
-    status: str
-    """``in-progress``, ``completed`` or ``failed``."""
-    kind: str
-    trigger_timestamp: float
-    latest_ack_timestamp: float | None
-    completion_timestamp: float | None
-    """Set when completed (committed)."""
-    failure_timestamp: float | None
-    """Set when failed."""
-    duration: float | None
-    """Trigger to completion or failure; null while in progress."""
-    size: int
-    alignment_duration: float
-    path: str | None
-    failure_reason: str | None
-    failure_message: str | None
-    acknowledged: int
-    tasks: int
-
-
-class CountsView(TypedDict):
-    triggered: int
-    in_progress: int
-    completed: int
-    failed: int
-    rejected: int
-
-
-class LatestView(TypedDict):
-    completed: CheckpointEntryView | None
-    failed: CheckpointEntryView | None
-    savepoint: CheckpointEntryView | None
-    in_progress: CheckpointEntryView | None
-
-
-class RejectionView(TypedDict):
-    kind: str
-    reason: str
-    message: str
-    timestamp: float
-
-
-class CheckpointsView(TypedDict):
-    counts: CountsView
-    latest: LatestView
-    history: list[CheckpointEntryView]
-    consecutive_failures: int
-    next_id: int | None
-    last_rejection: RejectionView | None
 
 
 def iso_utc(epoch: float) -> str:
@@ -102,27 +23,29 @@ def iso_utc(epoch: float) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def job_view(info: job.JobInfo, storage: str | None = None) -> JobView:
+def job_view(info: job.JobInfo, storage: str | None = None) -> doc.JobDoc:
     return {
+        "api_version": doc.API_VERSION,
         "name": info.name,
         "state": info.state.value,
         "attempt": info.attempt,
         "restarts": info.restarts,
         "parallelism": info.parallelism,
-        "maxParallelism": info.max_parallelism,
-        "startTime": iso_utc(info.start_time),
-        "startTimestamp": info.start_time,
+        "max_parallelism": info.max_parallelism,
+        "start_time": iso_utc(info.start_time),
+        "start_timestamp": info.start_time,
         "ready": info.ready,
-        "restoredFrom": info.restored_from,
+        "restored_from": info.restored_from,
         "failure": info.failure,
-        "failureDetail": info.failure_detail,
-        "failureTimestamps": list(info.failure_times),
-        "startupSeconds": info.startup_seconds,
+        "failure_detail": info.failure_detail,
+        "failure_timestamps": list(info.failure_times),
+        "startup_seconds": info.startup_seconds,
         "storage": storage,
     }
 
 
-def entry_view(entry: stats.CheckpointStatsEntry) -> CheckpointEntryView:
+def entry_view(entry: stats.CheckpointStatsEntry) -> doc.CheckpointEntryDoc:
+    """One entry, as listed in ``/v1/checkpoints`` (:func:`checkpoint_view` adds the version)."""
     completed = entry.status is stats.CheckpointStatus.COMPLETED
     failed = entry.status is stats.CheckpointStatus.FAILED
     return {
@@ -144,7 +67,12 @@ def entry_view(entry: stats.CheckpointStatsEntry) -> CheckpointEntryView:
     }
 
 
-def _maybe(entry: stats.CheckpointStatsEntry | None) -> CheckpointEntryView | None:
+def checkpoint_view(entry: stats.CheckpointStatsEntry) -> doc.CheckpointEntryDoc:
+    """``GET /v1/checkpoints/{id}``."""
+    return {"api_version": doc.API_VERSION, **entry_view(entry)}
+
+
+def _maybe(entry: stats.CheckpointStatsEntry | None) -> doc.CheckpointEntryDoc | None:
     return None if entry is None else entry_view(entry)
 
 
@@ -152,10 +80,11 @@ def _optional_int(value: int | None) -> int | None:
     return None if value is None else int(value)
 
 
-def checkpoints_view(snapshot: stats.CheckpointStats) -> CheckpointsView:
+def checkpoints_view(snapshot: stats.CheckpointStats) -> doc.CheckpointsDoc:
     counts = snapshot.counts
     rejection = snapshot.last_rejection
     return {
+        "api_version": doc.API_VERSION,
         "counts": {
             "triggered": counts.triggered,
             "in_progress": counts.in_progress,

@@ -36,14 +36,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from barrier_runtime import job_document
 from barrier_runtime.checkpoint import outcomes
 from barrier_runtime.control import job
 from barrier_runtime.core.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GRACE_PERIOD = 60.0
-"""Kubernetes' own default ``terminationGracePeriodSeconds`` is 30; the CRD's is 60."""
+DEFAULT_GRACE_PERIOD = job_document.DEFAULT_GRACE_PERIOD
+"""The CRD's ``terminationGracePeriodSeconds`` default (Kubernetes' own is 30)."""
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from barrier_runtime import job_document
 from barrier_runtime.api import dataflow
 from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.core.clock import Clock, SystemClock
@@ -44,7 +45,7 @@ from barrier_runtime.storage import checkpoint_store, preflight
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STOP_GRACE_PERIOD = 60.0
+DEFAULT_STOP_GRACE_PERIOD = job_document.DEFAULT_GRACE_PERIOD
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from control_api_steps import (
     wait_finished,
 )
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.control.job import JobState
 from barrier_runtime.demo import running_count_flow
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
@@ -118,15 +119,15 @@ def test_lower_case_bearer_scheme_is_accepted(job: Running) -> None:
 def test_job_describes_the_running_job(job: Running) -> None:
     reply = job.client.get("/v1/job")
     assert reply.status == 200
-    doc = reply.json
+    doc = contract.parse_job(reply.json)
     assert doc["name"] == "running-count"
     assert (doc["state"], doc["attempt"], doc["restarts"]) == ("RUNNING", 0, 0)
-    assert (doc["parallelism"], doc["maxParallelism"]) == (2, 128)
-    assert doc["ready"] is True and doc["restoredFrom"] is None and doc["failure"] is None
-    assert 0 < doc["startupSeconds"] < 60  # the attempt's start to every subtask running
-    started = datetime.datetime.fromisoformat(doc["startTime"].replace("Z", "+00:00"))
-    assert abs(started.timestamp() - doc["startTimestamp"]) < 1e-3
-    assert 0 < time.time() - doc["startTimestamp"] < 600
+    assert (doc["parallelism"], doc["max_parallelism"]) == (2, 128)
+    assert doc["ready"] is True and doc["restored_from"] is None and doc["failure"] is None
+    assert 0 < doc["startup_seconds"] < 60  # the attempt's start to every subtask running
+    started = datetime.datetime.fromisoformat(doc["start_time"].replace("Z", "+00:00"))
+    assert abs(started.timestamp() - doc["start_timestamp"]) < 1e-3
+    assert 0 < time.time() - doc["start_timestamp"] < 600
     assert "default/api" in doc["storage"]
 
 
@@ -135,7 +136,7 @@ def test_job_describes_the_running_job(job: Running) -> None:
 
 def test_triggered_checkpoint_is_reported_completed(job: Running) -> None:
     entry = trigger(job.client)
-    assert set(entry) == ENTRY_KEYS
+    assert set(entry) == ENTRY_KEYS | {"api_version"}
     assert entry["status"] == "completed" and entry["kind"] == "checkpoint"
     assert entry["path"] and "checkpoints/chk-" in entry["path"]
     assert entry["completion_timestamp"] >= entry["trigger_timestamp"]
@@ -151,7 +152,8 @@ def test_triggered_checkpoint_is_reported_completed(job: Running) -> None:
     assert doc["counts"]["completed"] >= 1 and doc["consecutive_failures"] == 0
     assert set(doc["latest"]) == {"completed", "failed", "savepoint", "in_progress"}
     assert doc["latest"]["completed"]["id"] >= entry["id"]
-    assert entry in doc["history"]
+    listed = {k: v for k, v in entry.items() if k != "api_version"}  # the list's version
+    assert listed in doc["history"]
     assert all(set(h) == ENTRY_KEYS for h in doc["history"])
     assert [h["id"] for h in doc["history"]] == sorted(
         (h["id"] for h in doc["history"]), reverse=True

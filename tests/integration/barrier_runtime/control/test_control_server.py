@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control.job import JobInfo, JobState, RuntimeMetrics, SavepointFailedError
 from barrier_runtime.control.server import ControlServer, ControlServerError
@@ -155,7 +156,11 @@ def test_rejected_trigger_is_409_with_reason(
     )
     reply = served.post("/v1/checkpoints", {"kind": "checkpoint"})
     assert reply.status == 409
-    assert reply.json == {"error": "one checkpoint is already in flight", "reason": reason.value}
+    assert contract.parse_error(reply.json) == {
+        "api_version": contract.API_VERSION,
+        "error": "one checkpoint is already in flight",
+        "reason": reason.value,
+    }
 
 
 def test_trigger_that_failed_at_once_names_its_id(served: Any, scripted: ScriptedJob) -> None:
@@ -198,7 +203,8 @@ def test_job_that_is_not_running_refuses_triggers_and_stops(
 def test_stop_returns_savepoint_id_and_path(served: Any) -> None:
     reply = served.post("/v1/stop", {"savepoint": True})
     assert reply.status == 200
-    assert reply.json == {
+    assert contract.parse_stopped(reply.json) == {
+        "api_version": contract.API_VERSION,
         "id": 9,
         "kind": "savepoint",
         "status": "completed",
@@ -210,7 +216,8 @@ def test_failed_savepoint_is_500_with_its_message(served: Any, scripted: Scripte
     scripted.stop_error = "stop-with-savepoint failed, job keeps running: timeout"
     reply = served.post("/v1/stop", {"savepoint": True})
     assert reply.status == 500
-    assert reply.json == {
+    assert contract.parse_error(reply.json) == {
+        "api_version": contract.API_VERSION,
         "error": "stop-with-savepoint failed, job keeps running: timeout",
         "reason": "savepoint-failed",
     }

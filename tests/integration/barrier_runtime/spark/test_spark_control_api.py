@@ -29,6 +29,7 @@ import waiting
 from barrier_runtime_testing import spark_harness as h
 from prometheus_client.parser import text_string_to_metric_families
 
+from barrier_runtime import control_document as contract
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.spark import config, driver, pipeline
 
@@ -96,11 +97,12 @@ def _every_endpoint_answers(base: str, token: str) -> None:
             status, doc = h.http(method, base + path, wrong, body)
             assert status == 401 and token not in json.dumps(doc), (method, path, wrong, doc)
 
-    status, job = h.http("GET", f"{base}/v1/job", token)
+    status, raw = h.http("GET", f"{base}/v1/job", token)
+    job = contract.parse_job(raw)
     assert status == 200 and job["name"] == "running-count", job
     assert (job["state"], job["parallelism"], job["ready"]) == ("RUNNING", P, True), job
-    assert job["restoredFrom"] is None and 0 < time.time() - job["startTimestamp"] < 600
-    assert 0 < job["startupSeconds"] < 120, job  # the stage submitted to every worker running
+    assert job["restored_from"] is None and 0 < time.time() - job["start_timestamp"] < 600
+    assert 0 < job["startup_seconds"] < 120, job  # the stage submitted to every worker running
 
     checkpoint = _trigger(base, token, "checkpoint")
     assert "/checkpoints/chk-" in checkpoint["path"] and checkpoint["size"] > 0, checkpoint
@@ -190,8 +192,9 @@ def test_cjob_run_control_api_stop_with_savepoint_and_restore_by_path_then_id(
     )
     try:
         base = _control_url(second)
-        status, job = h.http("GET", f"{base}/v1/job", token)
-        assert status == 200 and job["restoredFrom"] == first_stop["id"], job
+        status, raw = h.http("GET", f"{base}/v1/job", token)
+        job = contract.parse_job(raw)
+        assert status == 200 and job["restored_from"] == first_stop["id"], job
         assert _trigger(base, token, "checkpoint")["id"] > first_stop["id"]
         second_stop = _stop_with_savepoint(base, token)
         summary = h.finish(second, timeout=120)[-1]
