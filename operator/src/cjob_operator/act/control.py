@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from barrier_runtime import control_document as contract
+from barrier_runtime import control_requests
 from barrier_runtime.core import types
 from cjob_operator.model.observation import (
     CheckpointInfo,
@@ -154,7 +155,9 @@ class ControlClient:
             return ControlView(reachable=True, ready=False, error=str(exc))
 
     async def trigger(self, kind: types.CheckpointKind) -> int:
-        status, body = await self._call("POST", "/v1/checkpoints", {"kind": kind.value})
+        status, body = await self._call(
+            "POST", "/v1/checkpoints", control_requests.trigger_body(kind)
+        )
         if status != 202:
             raise _refusal("POST", "/v1/checkpoints", status, body)
         try:
@@ -163,7 +166,7 @@ class ControlClient:
             raise ControlApiError(str(exc)) from None
 
     async def stop_with_savepoint(self, timeout: float) -> tuple[str, int]:
-        status, body = await self._call("POST", "/v1/stop", {"savepoint": True}, timeout)
+        status, body = await self._call("POST", "/v1/stop", control_requests.stop_body(), timeout)
         if status != 200:
             raise _refusal("POST", "/v1/stop", status, body)
         try:

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from barrier_runtime import control_document as contract
+from barrier_runtime import control_requests
 from barrier_runtime.cli import failures
+from barrier_runtime.core import types
 
 POLL_INTERVAL = 0.2
 """Seconds between two questions while waiting for a savepoint or a busy job."""
@@ -69,7 +71,7 @@ class ControlClient:
 
     def stop_with_savepoint(self, timeout: float) -> contract.StoppedDoc:
         """``POST /v1/stop``: the savepoint's ``id`` and ``path`` once the job stopped."""
-        body = {"savepoint": True, "timeout": timeout}
+        body = control_requests.stop_body(timeout=timeout)
         deadline = time.monotonic() + timeout
         answer = self._until(deadline, "POST", "/v1/stop", body, wait=timeout + 10.0)
         if answer.status == 200:
@@ -84,7 +86,12 @@ class ControlClient:
     def savepoint(self, timeout: float) -> contract.CheckpointEntryDoc:
         """Trigger a savepoint and wait until it completed; its entry (``id``, ``path``, …)."""
         deadline = time.monotonic() + timeout
-        answer = self._until(deadline, "POST", "/v1/checkpoints", {"kind": "savepoint"})
+        answer = self._until(
+            deadline,
+            "POST",
+            "/v1/checkpoints",
+            control_requests.trigger_body(types.CheckpointKind.SAVEPOINT),
+        )
         if answer.status != 202:
             raise self._refused(answer, "/v1/checkpoints")
         checkpoint_id = self._read(contract.parse_triggered, answer)["id"]

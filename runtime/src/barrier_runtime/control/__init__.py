@@ -7,7 +7,8 @@ Architecture: docs/architecture.md, 'Control API'; every endpoint: docs/control-
 * :mod:`~barrier_runtime.control.server`: :class:`~.server.ControlServer`, the
   HTTP server (stdlib, one daemon thread per request) the driver starts.
 * :mod:`~barrier_runtime.control.api`: the routes, independent of HTTP;
-  :mod:`~.views` (JSON shapes), :mod:`~.bodies` (request bodies),
+  :mod:`~.views` (the answers, as :mod:`barrier_runtime.control_document`
+  bodies; requests are parsed by :mod:`barrier_runtime.control_requests`),
   :mod:`~.auth` (bearer token), :mod:`~.metrics` (Prometheus, ``cjob_`` prefix),
   :mod:`~.http` (the transport).
 

@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from prometheus_client import exposition
 
-from barrier_runtime import control_document
-from barrier_runtime.control import auth, bodies, job, metrics, views
+from barrier_runtime import control_document, control_requests
+from barrier_runtime.control import auth, job, metrics, views
 from barrier_runtime.core import types
 
 log = logging.getLogger(__name__)
@@ -208,7 +208,7 @@ class ControlApi:
         return Response.json(200, views.checkpoint_view(entry))
 
     def _trigger(self, request: Request, params: Mapping[str, str]) -> Response:
-        wanted = _parsed(bodies.parse_trigger, request.body)
+        wanted = _parsed(control_requests.parse_trigger, request.body)
         _require_running(self._job.info(), f"cannot trigger a {wanted.kind.value}")
         outcome = self._job.trigger_checkpoint(wanted.kind)
         if outcome.ok and outcome.checkpoint_id is not None:
@@ -228,7 +228,7 @@ class ControlApi:
         raise ApiError(status, outcome.message, reason=reason, id=int(outcome.checkpoint_id))
 
     def _stop(self, request: Request, params: Mapping[str, str]) -> Response:
-        wanted = _parsed(bodies.parse_stop, request.body)
+        wanted = _parsed(control_requests.parse_stop, request.body)
         if not wanted.savepoint:
             raise ApiError(
                 400,
@@ -271,7 +271,7 @@ def _route(pattern: str, *, public: bool = False, **methods: Handler) -> Route:
 def _parsed(parse: Callable[[bytes], _T], body: bytes) -> _T:
     try:
         return parse(body)
-    except bodies.BadRequestError as exc:
+    except control_requests.BadRequestError as exc:
         raise ApiError(400, str(exc), reason="bad-request") from None
 
 

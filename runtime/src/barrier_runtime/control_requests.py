@@ -1,4 +1,14 @@
-"""Request bodies of the control API, parsed strictly into small values (pure).
+"""The control API's request bodies, typed on both sides (clients write, the driver parses).
+
+The operator (``cjob_operator.act.control``) and the ``cjob`` CLI build each
+body with its ``*_body`` function and send it with
+:func:`~barrier_runtime.control_document.to_json`; the driver's control server
+parses it with the ``parse_*`` function of its endpoint. The answers are in
+:mod:`barrier_runtime.control_document`. Pure: no I/O, so the operator's image
+imports it too.
+
+* ``POST /v1/checkpoints`` ← :class:`TriggerBody` (:func:`trigger_body`);
+* ``POST /v1/stop`` ← :class:`StopBody` (:func:`stop_body`).
 
 A body that is not a JSON object, names an unknown field, or has a field of
 the wrong type is refused with one sentence saying what to send instead: a
@@ -14,7 +24,7 @@ StopRequest(savepoint=True, timeout=30.0)
 >>> parse_trigger(b'{"knid": "savepoint"}')
 Traceback (most recent call last):
 ...
-barrier_runtime.control.bodies.BadRequestError: unknown field(s) "knid"; expected only "kind"
+barrier_runtime.control_requests.BadRequestError: unknown field(s) "knid"; expected only "kind"
 """
 
 from __future__ import annotations
@@ -22,13 +32,37 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from barrier_runtime.core import types
 
 
 class BadRequestError(ValueError):
     """The request body cannot be understood; the message says what to send."""
+
+
+class TriggerBody(TypedDict):
+    """``POST /v1/checkpoints``: ``kind`` is ``"checkpoint"`` (the default) or ``"savepoint"``."""
+
+    kind: str
+
+
+class StopBody(TypedDict):
+    """``POST /v1/stop``: stop with a savepoint (default), waiting at most ``timeout`` s for it."""
+
+    savepoint: bool
+    timeout: NotRequired[float]
+
+
+def trigger_body(kind: types.CheckpointKind) -> TriggerBody:
+    return {"kind": kind.value}
+
+
+def stop_body(*, savepoint: bool = True, timeout: float | None = None) -> StopBody:
+    body: StopBody = {"savepoint": savepoint}
+    if timeout is not None:
+        body["timeout"] = timeout
+    return body
 
 
 @dataclass(frozen=True, slots=True)
