@@ -88,3 +88,8 @@ def read_kind(out: pathlib.Path, kind: str) -> pa.Table:
         if files
         else (generator.SCHEMAS[kind].empty_table())
     )
+
+
+def read_kind_rows(out: pathlib.Path, kind: str) -> int:
+    """How many events of ``kind`` are under ``out`` (from the Parquet footers)."""
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in (out / kind).glob("*.parquet"))

@@ -90,9 +90,11 @@ def q7(events: Events) -> list[Row]:
     windows: dict[int, list[Row]] = collections.defaultdict(list)
     for b in events["bids"].to_pylist():
         windows[b["dateTime"] // WINDOW_MS].append(b)
-    return [
-        b for bids in windows.values() for b in bids if b["price"] == max(x["price"] for x in bids)
-    ]
+    rows = []
+    for bids in windows.values():
+        highest = max(b["price"] for b in bids)
+        rows += [b for b in bids if b["price"] == highest]
+    return rows
 
 
 def q8(events: Events) -> list[Row]:
