@@ -19,8 +19,8 @@ follow from its event id alone.
 >>> cfg = NexmarkConfig(events=100, generators=3)
 >>> [cfg.generator_range(g) for g in range(3)]
 [(0, 33), (33, 66), (66, 100)]
->>> cfg.inter_event_delay_us, cfg.timestamp_ms(0, 2) - cfg.base_time_ms
-(300, 0)
+>>> cfg.inter_event_delay_us, int(cfg.timestamp_ms(np.int64(10)) - cfg.base_time_ms)
+(300, 3)
 >>> [int(k) for k in cfg.kinds(np.arange(0, 6))]
 [0, 1, 1, 1, 2, 2]
 """
@@ -116,10 +116,9 @@ class NexmarkConfig:
         n = self.out_of_order_group_size
         return np.asarray(numbers // n * n + numbers * 953 % n, dtype=np.int64)
 
-    def timestamp_ms(self, numbers: Ints | int, g: int = 0) -> Ints:
-        """Event time (ms) of a generator's events by (adjusted) event number; ``g`` unused:
-        every generator runs the same timeline."""
-        del g
+    def timestamp_ms(self, numbers: Ints) -> Ints:
+        """Event time (ms) of a generator's events by (adjusted) event number (every
+        generator runs the same timeline)."""
         return np.asarray(
             self.base_time_ms + np.asarray(numbers, np.int64) * self.inter_event_delay_us // 1000,
             dtype=np.int64,

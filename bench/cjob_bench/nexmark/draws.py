@@ -12,7 +12,7 @@ seed): a string's start in the pool is itself a draw, so its text is a function
 of the event too.
 
 >>> ids = np.arange(5, dtype=np.int64)
->>> (uniform_ints(7, ids, slot=1, bound=10) == uniform_ints(7, ids, slot=1, bound=10)).all()
+>>> bool((uniform_ints(7, ids, slot=1, bound=10) == uniform_ints(7, ids, 1, 10)).all())
 True
 >>> bool((uniform_ints(7, ids, 1, 10) != uniform_ints(7, ids, 2, 10)).any())
 True

@@ -22,6 +22,7 @@ time (one row group each), so memory stays bounded however many events.
 ['auctions/gen-0000.parquet', 'auctions/gen-0001.parquet']
 >>> written["bids"], read_config(out).generators
 (460, 2)
+>>> shutil.rmtree(out)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import shutil  # noqa: F401 - the example cleans up with it
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -7,7 +7,7 @@ grouping), so that a streaming result can be checked against them.
 query's output order depends on the parallelism), except q4, whose stream of
 running averages is checked by its final value per category.
 
->>> events = {"bids": pa.table({"auction": [1000, 1107], "bidder": [1, 2], "price": [5, 7],
+>>> events = {"bids": pa.table({"auction": [1000, 1108], "bidder": [1, 2], "price": [5, 7],
 ...                              "dateTime": [0, 10_500], "extra": ["", ""]})}
 >>> expected("q2", events)
 []
