@@ -348,10 +348,18 @@ class JobDriver:
                 self.coordinator.tick()
                 time.sleep(self.tick_interval)
                 continue
-            done = self.coordinator.wait_for(outcome.checkpoint_id, timeout=self.config.timeout)
-            if done.completed:
+            if self._wait_final(run, outcome.checkpoint_id):
                 return outcome.checkpoint_id
         return None
+
+    def _wait_final(self, run: attempts.Attempt, checkpoint_id: types.CheckpointId) -> bool:
+        """Whether the final checkpoint completed, waiting a tick at a time: a task failing
+        meanwhile (it then never completes) ends the wait, not the checkpoint timeout."""
+        deadline = time.monotonic() + self.config.timeout
+        while True:
+            done = self.coordinator.wait_for(checkpoint_id, timeout=self.tick_interval)
+            if done.is_final or run.stopping or time.monotonic() >= deadline:
+                return done.completed
 
     def _teardown(self, run: attempts.Attempt) -> None:
         self._running.clear()
