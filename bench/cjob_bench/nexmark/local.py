@@ -7,7 +7,8 @@ aligned exactly-once checkpoints to a local checkpoint store every
 two-phase commit), and reads the committed results back. The wall time runs
 from the executor's start to its end (the final checkpoint included); the
 rate is of the events the query reads (the kinds of its sources), which is
-what it processes. :func:`check` compares the results with the oracle.
+what it processes; the CPU time is the process's (every thread: sources,
+steps, sink, checkpoint uploads and the coordinator). :func:`check` compares the results with the oracle.
 
 This is the small in-process measurement: one Python process, P threads, no
 Spark and no S3. The sustainable-throughput harness comes later.
@@ -41,6 +42,8 @@ class LocalRun:
     result: JobResult
     rows: list[Row]
     seconds: float
+    cpu_seconds: float
+    """User + system CPU time of the whole process (every thread) during the run."""
     events_read: int
 
     def summary(self) -> dict[str, Any]:
@@ -49,6 +52,10 @@ class LocalRun:
             "seconds": round(self.seconds, 3),
             "events_read": self.events_read,
             "events_per_second": round(self.events_read / self.seconds) if self.seconds else None,
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "cpu_seconds_per_million_events": (
+                round(self.cpu_seconds * 1e6 / self.events_read, 3) if self.events_read else None
+            ),
             "rows": len(self.rows),
             "attempts": self.result.attempts,
             "checkpoints_completed": len(self.result.completed_checkpoints),
@@ -86,11 +93,11 @@ def run(
         fault_injector=fault_injector,
         max_restarts=max_restarts,
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = executor.run()
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     read = sum(files.read_kind_rows(data, kind) for kind in kinds_read(query))
-    return LocalRun(query, result, list(sink.read_committed()), seconds, read)
+    return LocalRun(query, result, list(sink.read_committed()), seconds, cpu, read)
 
 
 def _bound(cfg: NexmarkConfig) -> int:
