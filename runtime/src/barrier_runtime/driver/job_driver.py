@@ -353,12 +353,14 @@ class JobDriver:
         return None
 
     def _wait_final(self, run: attempts.Attempt, checkpoint_id: types.CheckpointId) -> bool:
-        """Whether the final checkpoint completed, waiting a tick at a time: a task failing
-        meanwhile (it then never completes) ends the wait, not the checkpoint timeout."""
+        """Whether the final checkpoint completed, once its tasks were told (sinks commit it
+        before shutting down); a tick at a time, so a task failing meanwhile ends the wait."""
         deadline = time.monotonic() + self.config.timeout
         while True:
             done = self.coordinator.wait_for(checkpoint_id, timeout=self.tick_interval)
-            if done.is_final or run.stopping or time.monotonic() >= deadline:
+            told = checkpoint_id in self.result.completed_checkpoints
+            ended = done.is_final and (told or not done.completed)
+            if ended or run.stopping or time.monotonic() >= deadline:
                 return done.completed
 
     def _teardown(self, run: attempts.Attempt) -> None:
@@ -388,10 +390,11 @@ class _Gateway:
         result = self._driver.result
         if all(meta.checkpoint_id > c for c in result.completed_checkpoints):
             result.records_published = dict(meta.records_published)
-        result.completed_checkpoints.append(meta.checkpoint_id)
-        # If torn down meanwhile, the next attempt re-commits from the metadata.
+        # If torn down meanwhile, the next attempt re-commits from the metadata. Tasks are
+        # told first: the driver shuts them down once the final checkpoint is listed.
         with contextlib.suppress(RuntimeError):
             self._driver.post_all(task_messages.CheckpointCompleted(meta))
+        result.completed_checkpoints.append(meta.checkpoint_id)
 
     def notify_aborted(
         self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
