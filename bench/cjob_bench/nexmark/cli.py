@@ -3,8 +3,9 @@
 ``generate`` writes the events of a :class:`~.config.NexmarkConfig` (every
 parameter an option) under ``--out`` (:mod:`.files`); ``local`` runs queries
 over them on the in-process executor with exactly-once checkpoints
-(:mod:`.local`), checks each against the oracle with ``--check``, and prints
-one JSON document.
+(:mod:`.local`), checks each against the oracle with ``--check``; ``crashes``
+runs one query many times under random crash plans (:mod:`.crashes`). Each
+prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
 10
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from cjob_bench.nexmark import files, local, queries
+from cjob_bench.nexmark import crashes, files, local, queries
 from cjob_bench.nexmark.config import NexmarkConfig
 
 
@@ -47,6 +48,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=int, default=8_192)
     run.add_argument("--check", action="store_true", help="compare with the oracle")
     run.add_argument("--work", type=pathlib.Path, default=None, help="store and output (temp)")
+    stress = sub.add_parser("crashes", help="run one query many times under random crashes")
+    stress.add_argument("--data", required=True, type=pathlib.Path)
+    stress.add_argument("--query", required=True, choices=queries.QUERIES)
+    stress.add_argument("--runs", type=int, default=100)
+    stress.add_argument("--seed", type=int, default=0)
     return top
 
 
@@ -58,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> Any:
         )
         rows = files.write(cfg, ns.out, chunk=ns.chunk)
         doc: Any = {"out": str(ns.out), "rows": rows, "config": dataclasses.asdict(cfg)}
+    elif ns.command == "crashes":
+        with tempfile.TemporaryDirectory(prefix="nexmark-crashes-") as temp:
+            bad = crashes.stress(ns.query, ns.data, pathlib.Path(temp), runs=ns.runs, seed=ns.seed)
+        doc = {"query": ns.query, "runs": ns.runs, "differing": len(bad), "runs_that_differ": bad}
     else:
         doc = _local(ns)
     json.dump(doc, sys.stdout, indent=1)

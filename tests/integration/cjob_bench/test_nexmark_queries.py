@@ -16,9 +16,10 @@ must be the same.
 from __future__ import annotations
 
 import pathlib
+import random
 
 import pytest
-from cjob_bench.nexmark import files, local, queries
+from cjob_bench.nexmark import crashes, files, local, queries
 from cjob_bench.nexmark.config import NexmarkConfig
 
 from barrier_runtime.testing import Crash, FaultInjector, FaultPoint
@@ -70,3 +71,15 @@ def test_the_query_equals_the_oracle_through_worker_crashes(
     assert all(done.result.restored_from[2:]), done.result.restored_from  # a checkpoint's state
     equal, why = local.check(done, data)
     assert equal, why
+
+
+def test_the_crash_stress_runs_each_plan_and_finds_nothing_wrong_with_a_filter(
+    data: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    plans = [crashes.plan("q2", random.Random(s)) for s in (0, 1)]
+    assert all(
+        [c.point for c in p] == [FaultPoint.PROCESSING, FaultPoint.COMMIT, FaultPoint.RESTORE]
+        for p in plans
+    )
+    assert crashes.stress("q2", data, tmp_path, runs=2) == []
+    assert list(tmp_path.iterdir()) == []  # every run's store and output removed
