@@ -28,7 +28,6 @@ Threading: :meth:`JobDriver.run` runs on one thread; the control seam
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -39,7 +38,7 @@ from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
 from barrier_runtime.core import faults, metadata, task_messages, task_metrics, types
 from barrier_runtime.core.clock import Clock
-from barrier_runtime.driver import attempts, cleanup, restart, run_result
+from barrier_runtime.driver import attempts, cleanup, gateway, restart, run_result
 from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
@@ -96,7 +95,7 @@ class JobDriver:
         self.coordinator = coordinator_mod.CheckpointCoordinator(
             config,
             clock=clock,
-            gateway=_Gateway(self),
+            gateway=gateway.TaskGateway(self),
             store=store,
             tasks=plan.task_keys(),
             fingerprint=plan.fingerprint(),
@@ -377,27 +376,3 @@ class JobDriver:
         live = self._live
         if live is not None:
             live.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
-
-
-class _Gateway:
-    def __init__(self, driver: JobDriver) -> None:
-        self._driver = driver
-
-    def trigger(self, barrier: types.Barrier) -> None:
-        self._driver.post_all(task_messages.TriggerCheckpoint(barrier))
-
-    def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
-        result = self._driver.result
-        if all(meta.checkpoint_id > c for c in result.completed_checkpoints):
-            result.records_published = dict(meta.records_published)
-        # If torn down meanwhile, the next attempt re-commits from the metadata. Tasks are
-        # told first: the driver shuts them down once the final checkpoint is listed.
-        with contextlib.suppress(RuntimeError):
-            self._driver.post_all(task_messages.CheckpointCompleted(meta))
-        result.completed_checkpoints.append(meta.checkpoint_id)
-
-    def notify_aborted(
-        self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
-    ) -> None:
-        with contextlib.suppress(RuntimeError):  # no attempt running: nothing to tell
-            self._driver.post_all(task_messages.CheckpointAborted(checkpoint_id, reason))
