@@ -10,6 +10,10 @@ first, then their key groups in one call
 integer keys, cached for strings and bytes), then the same sort. A batch
 whose Arrow form is exact is split by ``take`` as well, each part keeping the
 rows already built. A batch that goes to one owner only is passed on as is.
+A key function that only looks a column up (``lambda r: r["key"]``, recognised
+by its bytecode: :func:`column_looked_up`) routes an exact Arrow batch by that
+column, vectorised, when the column holds keys the function would give as they
+are (integers, strings or bytes, no nulls): no row is built to compute keys.
 All paths keep the records' relative order within each part, and the parts
 of a batch routed through the key function carry their records' keys
 (:meth:`~barrier_runtime.api.batch.Batch.with_keys`): a keyed step that gets a
@@ -28,6 +32,8 @@ True
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,6 +60,8 @@ def split_by_owner(
     A key function that raises is reported as the user-function error of ``step_id``
     (the step whose output is keyed).
     """
+    if key_column is None and batch.arrow_is_exact:
+        key_column = _plain_key_column(batch.to_arrow(), column_looked_up(key_fn))
     if key_column is not None and batch.arrow_is_exact:
         arrow = batch.to_arrow()
         groups = key_groups.key_groups_of(arrow.column(key_column), max_parallelism)
@@ -72,6 +80,42 @@ def split_by_owner(
     else:
         parts = _split_rows(batch, rows, owners, parallelism, keys)
     return [(owner, part.with_keys(key_fn, part_keys)) for owner, part, part_keys in parts]
+
+
+_LOOKUP = (lambda record: record["column"]).__code__
+_NOT_PLAIN = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def column_looked_up(key_fn: object) -> str | None:
+    """The column ``key_fn`` only looks up, as ``lambda r: r["key"]`` does, else ``None``.
+
+    >>> column_looked_up(lambda r: r["key"]), column_looked_up(lambda r: r["key"] * 2)
+    ('key', None)
+    """
+    code = getattr(key_fn, "__code__", None)
+    if (
+        not isinstance(code, types.CodeType)
+        or code.co_code != _LOOKUP.co_code
+        or code.co_argcount != 1
+        or code.co_kwonlyargcount
+        or code.co_flags & _NOT_PLAIN
+        or len(code.co_consts) != len(_LOOKUP.co_consts)
+    ):
+        return None
+    column = code.co_consts[1]
+    return column if type(column) is str else None
+
+
+def _plain_key_column(arrow: pa.RecordBatch, column: str | None) -> str | None:
+    """``column`` if every value of it is a key as it is (int, str or bytes; no nulls)."""
+    if column is None:
+        return None
+    index = arrow.schema.get_field_index(column)  # -1 when absent or not unique
+    if index < 0 or arrow.column(index).null_count:
+        return None
+    kind = arrow.schema.field(index).type
+    plain = pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_binary(kind)
+    return column if plain or pa.types.is_large_string(kind) else None
 
 
 def _first_failure(

@@ -253,3 +253,36 @@ def test_arrow_batches_become_exactly_the_rows_to_pylist_gives(arrow) -> None:
     assert Batch.from_arrow(arrow).rows() == tuple(arrow.to_pylist())
     for got, want in zip(batch_mod.arrow_rows(arrow), arrow.to_pylist(), strict=True):
         assert list(got) == list(want)  # the same key order
+
+
+@settings(max_examples=40)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40),
+        st.lists(st.text(max_size=4), max_size=40),
+        st.lists(st.binary(max_size=4), max_size=40),
+    )
+)
+def test_a_column_lookup_key_function_routes_by_the_column_without_building_rows(keys) -> None:
+    arrow = pa.record_batch({"k": keys, "i": list(range(len(keys)))})
+    got = routing.split_by_owner(Batch.from_arrow(arrow), lambda r: r["k"], None, 3, 128)
+    assert all(not part.holds_rows for _, part in got)  # the function was not called per row
+    assert [(o, b.rows()) for o, b in got] == _reference_split(
+        arrow.to_pylist(), lambda r: r["k"], 3
+    )
+
+
+def test_only_a_plain_lookup_of_plain_keys_is_routed_by_the_column() -> None:
+    assert routing.column_looked_up(lambda r: r["k"]) == "k"
+    offset = 1
+    for not_a_lookup in (lambda r: r["k"] + offset, lambda r: r.get("k"), lambda *r: r[0], len):
+        assert routing.column_looked_up(not_a_lookup) is None
+    with_null = pa.record_batch({"k": [1, None, 3]})
+    with pytest.raises(task_failure.UserFunctionError):  # None is no key, as record by record
+        routing.split_by_owner(Batch.from_arrow(with_null), lambda r: r["k"], None, 2, 128)
+    floats = pa.record_batch({"k": [1.0, 2.0]})
+    with pytest.raises(task_failure.UserFunctionError):
+        routing.split_by_owner(Batch.from_arrow(floats), lambda r: r["k"], None, 2, 128)
+    missing = pa.record_batch({"j": [1, 2]})
+    with pytest.raises(task_failure.UserFunctionError):
+        routing.split_by_owner(Batch.from_arrow(missing), lambda r: r["k"], None, 2, 128)
