@@ -95,7 +95,10 @@ class Stream:
         """Partition the stream by key: a column name or a function of the record.
 
         Keying by a column name lets Arrow batches be routed in one vectorised
-        pass; a function is called record by record.
+        pass; a function is called record by record, except one that only reads
+        a field (``lambda r: r["key"]``): on an integer, string or bytes column
+        without nulls, routing recognises it and reads the column as it would
+        for the name (the keyed step downstream still calls it per record).
         """
         column = key if isinstance(key, str) else None
         key_fn = _column_key(key) if isinstance(key, str) else key

@@ -45,7 +45,7 @@ from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.core.clock import SystemClock
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
-from barrier_runtime.spark import messages, pipeline, rendezvous, slice_host, wire
+from barrier_runtime.spark import gc_pacing, messages, pipeline, rendezvous, slice_host, wire
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.task import attempt as attempt_mod
 from barrier_runtime.task import metrics as subtask_counters
@@ -81,7 +81,8 @@ def run_worker(
     (:mod:`~barrier_runtime.spark.rendezvous`); ``startup``: phases the task
     went through before (reported with ``Running``).
     """
-    return Worker(config, index).run(peers, startup)
+    with gc_pacing.paced():
+        return Worker(config, index).run(peers, startup)
 
 
 def configure_process_logging(index: int) -> None:

@@ -10,7 +10,14 @@ first, then their key groups in one call
 integer keys, cached for strings and bytes), then the same sort. A batch
 whose Arrow form is exact is split by ``take`` as well, each part keeping the
 rows already built. A batch that goes to one owner only is passed on as is.
-All paths keep the records' relative order within each part.
+A key function that only looks a column up (``lambda r: r["key"]``, recognised
+by its bytecode: :func:`column_looked_up`) routes an exact Arrow batch by that
+column, vectorised, when the column holds keys the function would give as they
+are (integers, strings or bytes, no nulls): no row is built to compute keys.
+All paths keep the records' relative order within each part, and the parts
+of a batch routed through the key function carry their records' keys
+(:meth:`~barrier_runtime.api.batch.Batch.with_keys`): a keyed step that gets a
+part in this process does not call the key function again.
 
 >>> import pyarrow as pa
 >>> from barrier_runtime.api import batch as batch_mod
@@ -25,7 +32,10 @@ True
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,11 +60,13 @@ def split_by_owner(
     A key function that raises is reported as the user-function error of ``step_id``
     (the step whose output is keyed).
     """
+    if key_column is None and batch.arrow_is_exact:
+        key_column = _plain_key_column(batch.to_arrow(), column_looked_up(key_fn))
     if key_column is not None and batch.arrow_is_exact:
         arrow = batch.to_arrow()
         groups = key_groups.key_groups_of(arrow.column(key_column), max_parallelism)
         owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)
-        return _split_arrow(batch, arrow, owners, parallelism)
+        return [(owner, part) for owner, part, _ in _split_arrow(batch, arrow, owners, parallelism)]
     rows = batch.rows()
     try:
         keys = list(map(key_fn, rows))
@@ -64,8 +76,46 @@ def split_by_owner(
         raise task_failure.UserFunctionError(step_id, record, first or exc) from (first or exc)
     owners = key_groups.subtasks_for_key_groups(groups, parallelism, max_parallelism)
     if batch.arrow_is_exact:
-        return _split_arrow(batch, batch.to_arrow(), owners, parallelism, rows)
-    return _split_rows(batch, rows, owners, parallelism)
+        parts = _split_arrow(batch, batch.to_arrow(), owners, parallelism, rows, keys)
+    else:
+        parts = _split_rows(batch, rows, owners, parallelism, keys)
+    return [(owner, part.with_keys(key_fn, part_keys)) for owner, part, part_keys in parts]
+
+
+_LOOKUP = (lambda record: record["column"]).__code__
+_NOT_PLAIN = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def column_looked_up(key_fn: object) -> str | None:
+    """The column ``key_fn`` only looks up, as ``lambda r: r["key"]`` does, else ``None``.
+
+    >>> column_looked_up(lambda r: r["key"]), column_looked_up(lambda r: r["key"] * 2)
+    ('key', None)
+    """
+    code = getattr(key_fn, "__code__", None)
+    if (
+        not isinstance(code, types.CodeType)
+        or code.co_code != _LOOKUP.co_code
+        or code.co_argcount != 1
+        or code.co_kwonlyargcount
+        or code.co_flags & _NOT_PLAIN
+        or len(code.co_consts) != len(_LOOKUP.co_consts)
+    ):
+        return None
+    column = code.co_consts[1]
+    return column if type(column) is str else None
+
+
+def _plain_key_column(arrow: pa.RecordBatch, column: str | None) -> str | None:
+    """``column`` if every value of it is a key as it is (int, str or bytes; no nulls)."""
+    if column is None:
+        return None
+    index = arrow.schema.get_field_index(column)  # -1 when absent or not unique
+    if index < 0 or arrow.column(index).null_count:
+        return None
+    kind = arrow.schema.field(index).type
+    plain = pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_binary(kind)
+    return column if plain or pa.types.is_large_string(kind) else None
 
 
 def _first_failure(
@@ -85,16 +135,20 @@ def _split_rows(
     rows: Sequence[batch_mod.Record],
     owners: npt.NDArray[np.int64],
     parallelism: int,
-) -> list[tuple[int, batch_mod.Batch]]:
+    keys: list[Any],
+) -> list[tuple[int, batch_mod.Batch, list[Any]]]:
+    """Split rows and their ``keys`` alike: ``(owner, part, the part's keys)``."""
     whole = _whole(batch, owners)
     if whole is not None:
-        return whole
+        return [(owner, part, keys) for owner, part in whole]
     order, runs = _runs(owners, parallelism)
     positions = order.tolist()
-    return [
-        (owner, batch_mod.Batch.from_rows([rows[i] for i in positions[offset : offset + count]]))
-        for owner, offset, count in runs
-    ]
+    out: list[tuple[int, batch_mod.Batch, list[Any]]] = []
+    for owner, offset, count in runs:
+        chosen = positions[offset : offset + count]
+        part = batch_mod.Batch.from_rows([rows[i] for i in chosen])
+        out.append((owner, part, [keys[i] for i in chosen]))
+    return out
 
 
 def _split_arrow(
@@ -103,22 +157,25 @@ def _split_arrow(
     owners: npt.NDArray[np.int64],
     parallelism: int,
     rows: Sequence[batch_mod.Record] | None = None,
-) -> list[tuple[int, batch_mod.Batch]]:
-    """Split by ``take``; given ``rows`` (the Arrow batch's exactly), parts keep their rows."""
+    keys: list[Any] | None = None,
+) -> list[tuple[int, batch_mod.Batch, list[Any]]]:
+    """Split by ``take``: ``(owner, part, the part's keys)``; given ``rows`` (the Arrow
+    batch's exactly) and their ``keys``, parts keep their rows and keys (else no keys)."""
     whole = _whole(batch, owners)
     if whole is not None:
-        return whole
+        return [(owner, part, keys or []) for owner, part in whole]
     order, runs = _runs(owners, parallelism)
     grouped = arrow.take(pa.array(order))
     positions = [] if rows is None else order.tolist()
-    out: list[tuple[int, batch_mod.Batch]] = []
+    out: list[tuple[int, batch_mod.Batch, list[Any]]] = []
     for owner, offset, count in runs:
         part = grouped.slice(offset, count)
-        if rows is None:
-            out.append((owner, batch_mod.Batch.from_arrow(part)))
+        if rows is None or keys is None:
+            out.append((owner, batch_mod.Batch.from_arrow(part), []))
         else:
-            kept = [rows[i] for i in positions[offset : offset + count]]
-            out.append((owner, batch_mod.Batch(kept, part)))
+            chosen = positions[offset : offset + count]
+            kept = batch_mod.Batch([rows[i] for i in chosen], part)
+            out.append((owner, kept, [keys[i] for i in chosen]))
     return out
 
 

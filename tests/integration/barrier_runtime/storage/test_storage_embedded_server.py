@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 
 import pytest
@@ -21,12 +22,18 @@ from barrier_runtime.storage import embedded, errors, object_store
 pytestmark = pytest.mark.s3
 
 
-def sockets_of(ports: Iterable[int]) -> list[pathlib.Path]:
-    """Unix sockets weed leaves at fixed /tmp paths, for the given ports."""
+def sockets_of(ports: Iterable[int], since: float) -> list[pathlib.Path]:
+    """Unix sockets weed made at its fixed /tmp paths for ``ports`` at or after ``since``.
+
+    A weed killed with SIGKILL elsewhere (another session's test, a crashed run)
+    leaves its socket behind, and a later server may get the same port: only a
+    socket made since this server started is this server's.
+    """
     found = []
     for port in ports:
         for path in pathlib.Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):
-            if stat.S_ISSOCK(path.lstat().st_mode):
+            info = path.lstat()
+            if stat.S_ISSOCK(info.st_mode) and info.st_mtime >= since:
                 found.append(path)
     return found
 
@@ -34,6 +41,7 @@ def sockets_of(ports: Iterable[int]) -> list[pathlib.Path]:
 def test_second_server_runs_beside_the_session_one_and_cleans_up(
     s3_server: embedded.EmbeddedS3Server,
 ) -> None:
+    started = time.time() - 1.0  # file times are coarser than the clock
     with embedded.EmbeddedS3Server(access_key="other", secret_key="other-secret") as server:
         running_inside = server.running
         assert server.endpoint != s3_server.endpoint
@@ -44,12 +52,14 @@ def test_second_server_runs_beside_the_session_one_and_cleans_up(
         assert store.get("k") == b"v"
         pid, ports = server.pid, server.ports
         assert pid is not None and len(set(ports.values())) == 10
-        assert sockets_of(ports.values())  # weed made some: the check below means something
+        assert sockets_of(
+            ports.values(), started
+        )  # weed made some: the check below means something
         runtime_dir = pathlib.Path("/proc", str(pid), "cwd").resolve()
     assert running_inside and not server.running
     assert not alive(pid)
     assert runtime_dir.name.startswith("cjob-weed-") and not runtime_dir.exists()
-    assert sockets_of(ports.values()) == []
+    assert sockets_of(ports.values(), started) == []
     with pytest.raises(errors.EmbeddedServerError, match="not running"):
         _ = server.endpoint
 
@@ -85,6 +95,7 @@ def test_persistent_data_dir_survives_a_restart(tmp_path: pathlib.Path) -> None:
 
 
 def test_server_dies_with_a_killed_parent() -> None:
+    started = time.time() - 1.0
     script = (
         "import json, os, signal\n"
         "from barrier_runtime.storage import embedded\n"
@@ -108,5 +119,5 @@ def test_server_dies_with_a_killed_parent() -> None:
         waiting.wait_until(lambda: not alive(pid), 10, f"the orphaned server {pid} to exit")
     finally:  # nobody was left to tidy up after the killed parent: do it here
         shutil.rmtree(runtime_dir, ignore_errors=True)
-        for path in sockets_of(ports):
+        for path in sockets_of(ports, started):
             path.unlink()

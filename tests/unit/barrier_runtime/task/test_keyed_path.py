@@ -1,5 +1,8 @@
 """The per-record keyed path: keys hashed once per batch, state without hashing, snapshots deferred.
 
+Routed parts carry their keys, so the keyed step in the same process calls the key
+function once per record in all; Arrow batches become exactly the rows ``to_pylist`` gives.
+
 Routing by a key function must split exactly as hashing each record's key
 with ``key_group_for`` did; the keyed operator must keep ``on_error`` and the
 "a generator raises before the state changes" rule; a snapshot is copied at
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 
 from barrier_runtime import task_failure
 from barrier_runtime.api import Batch, steps
+from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.core import types
 from barrier_runtime.state import key_groups, keyed
 from barrier_runtime.task import operators, routing
@@ -195,3 +199,90 @@ def test_an_unencodable_value_fails_at_the_barrier_naming_the_step() -> None:
     op.process(Batch.from_rows([{"k": "a"}]), 0)
     with pytest.raises(keyed.UnencodableStateError, match=r"step 'count'.*key 'a'"):
         op.snapshot(operators.SnapshotBuilder(types.CheckpointId(1), 0))
+
+
+def test_routed_parts_carry_their_keys_and_the_keyed_step_does_not_key_them_again() -> None:
+    calls: list[int] = []
+
+    def key_fn(r):
+        calls.append(r["k"])
+        return r["k"]
+
+    by_k = steps.Input(types.StepId("by"), steps.Partitioning.KEYED, key_fn)
+    out: list[Batch] = []
+    op = operators.keyed.KeyedOperator(
+        steps.StatefulStep(types.StepId("count"), by_k, _count), out.append, (0, 127), 128
+    )
+    arrow = pa.record_batch({"k": [i % 7 for i in range(40)]})
+    parts = routing.split_by_owner(Batch.from_arrow(arrow), key_fn, None, 2, 128)
+    assert len(parts) == 2
+    for _, part in parts:
+        assert list(part.keys_for(key_fn)) == [r["k"] for r in part.rows()]
+        assert part.keys_for(lambda r: r["k"]) is None  # another function: no keys
+        op.process(part, 0)
+    assert len(calls) == 40  # once per record, in routing
+    assert {k: op.state.get(k) for k in range(7)} == {k: len(range(k, 40, 7)) for k in range(7)}
+
+
+def test_a_key_function_that_raises_in_the_keyed_step_rejects_only_its_record() -> None:
+    rejected: list = []
+    op, out = _keyed(_count, reject=lambda r, exc: rejected.append((r, type(exc))))
+    op.process(Batch.from_rows([{"k": "a"}, {"x": 1}, {"k": "a"}]), 0)
+    assert rejected == [({"x": 1}, KeyError)]
+    assert [r["n"] for r in out[0].rows()] == [1, 2]
+    strict, strict_out = _keyed(_count)
+    with pytest.raises(task_failure.UserFunctionError) as caught:
+        strict.process(Batch.from_rows([{"k": "b"}, {"x": 1}]), 0)
+    assert caught.value.record_text == "{'x': 1}" and strict.state.get("b") == 1
+    assert strict_out == []
+
+
+@pytest.mark.parametrize(
+    "arrow",
+    [
+        pa.record_batch({"k": [1, None, 3], "s": ["a", None, "c"], "f": [1.5, 2.0, None]}),
+        pa.record_batch({"l": [[1, 2], None, []], "m": [{"x": 1}, {"x": None}, None]}),
+        pa.record_batch({"only": pa.array([], pa.int64())}),
+        pa.record_batch([pa.array([1, 2]), pa.array([3, 4])], names=["dup", "dup"]),
+        pa.record_batch({f"c{i}": [i, i + 1] for i in range(70)}),
+        pa.RecordBatch.from_pydict({}),
+    ],
+)
+def test_arrow_batches_become_exactly_the_rows_to_pylist_gives(arrow) -> None:
+    assert batch_mod.arrow_rows(arrow) == arrow.to_pylist()
+    assert Batch.from_arrow(arrow).rows() == tuple(arrow.to_pylist())
+    for got, want in zip(batch_mod.arrow_rows(arrow), arrow.to_pylist(), strict=True):
+        assert list(got) == list(want)  # the same key order
+
+
+@settings(max_examples=40)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40),
+        st.lists(st.text(max_size=4), max_size=40),
+        st.lists(st.binary(max_size=4), max_size=40),
+    )
+)
+def test_a_column_lookup_key_function_routes_by_the_column_without_building_rows(keys) -> None:
+    arrow = pa.record_batch({"k": keys, "i": list(range(len(keys)))})
+    got = routing.split_by_owner(Batch.from_arrow(arrow), lambda r: r["k"], None, 3, 128)
+    assert all(not part.holds_rows for _, part in got)  # the function was not called per row
+    assert [(o, b.rows()) for o, b in got] == _reference_split(
+        arrow.to_pylist(), lambda r: r["k"], 3
+    )
+
+
+def test_only_a_plain_lookup_of_plain_keys_is_routed_by_the_column() -> None:
+    assert routing.column_looked_up(lambda r: r["k"]) == "k"
+    offset = 1
+    for not_a_lookup in (lambda r: r["k"] + offset, lambda r: r.get("k"), lambda *r: r[0], len):
+        assert routing.column_looked_up(not_a_lookup) is None
+    with_null = pa.record_batch({"k": [1, None, 3]})
+    with pytest.raises(task_failure.UserFunctionError):  # None is no key, as record by record
+        routing.split_by_owner(Batch.from_arrow(with_null), lambda r: r["k"], None, 2, 128)
+    floats = pa.record_batch({"k": [1.0, 2.0]})
+    with pytest.raises(task_failure.UserFunctionError):
+        routing.split_by_owner(Batch.from_arrow(floats), lambda r: r["k"], None, 2, 128)
+    missing = pa.record_batch({"j": [1, 2]})
+    with pytest.raises(task_failure.UserFunctionError):
+        routing.split_by_owner(Batch.from_arrow(missing), lambda r: r["k"], None, 2, 128)
