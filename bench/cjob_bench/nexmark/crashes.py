@@ -6,9 +6,11 @@ after a random number of records), a sink while it commits the first
 checkpoint after that, and the query's stateful step while it restores. Every
 run's committed output must equal the oracle's; the mismatches are returned
 with what happened in the run. This is how the two final-checkpoint bugs of
-the driver were found, and how a rarer loss of the windows that fire at end
-of input after restarts (q5: 7 runs in 500 on a loaded 2-core machine, none
-in 300 without the restore crash) shows itself: run it with ``python -m cjob_bench nexmark crashes``.
+the driver were found, and a subtask that finished while back-pressured
+without firing the timers of its last watermark (q5 lost the windows that
+fire at end of input, 7 runs in 500 on a loaded 2-core machine; fixed, with
+``tests/e2e/barrier_runtime/test_watermarks_under_backpressure.py``). Run it
+with ``python -m cjob_bench nexmark crashes``.
 """
 
 from __future__ import annotations
