@@ -1,5 +1,8 @@
 """The one command: ``python -m cjob_bench list`` and ``python -m cjob_bench run W1 --peers spark``.
 
+``python -m cjob_bench nexmark generate|local ...`` makes Nexmark events and
+runs its queries in-process (:mod:`cjob_bench.nexmark.cli`).
+
 ``run`` takes a workload (``W1``, ``W2``, ``W3``, ``W3v``, several of them
 comma-separated and with ``W4`` after them in the same session, ``W4``,
 ``W4-kafka``, ``W5``) or another benchmark
@@ -191,10 +194,15 @@ def main(argv: Sequence[str] | None = None) -> Any:
     )
     run.add_argument("--peers", default=None, help="comma-separated peers ('' for none)")
     run.add_argument("--repeats", type=int, default=None, help="interleaved repeats")
+    sub.add_parser(
+        "nexmark", help="Nexmark: generate events, run queries in-process", add_help=False
+    )
     ns, rest = parser.parse_known_args(argv)
     if ns.command == "list":
         print(_list())
         return None
+    if ns.command == "nexmark":
+        return importlib.import_module("cjob_bench.nexmark.cli").main(rest)
     peers = None if ns.peers is None else [p.strip() for p in ns.peers.split(",") if p.strip()]
     names = [n.strip() for n in ns.name.split(",") if n.strip()]
     try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import json
+import pathlib
 
 import pytest
 from cjob_bench import cli
@@ -74,3 +76,20 @@ def test_workloads_of_one_session_take_the_peers_of_any_of_them(
     monkeypatch.setattr("cjob_bench.workloads.suite_cli.main", lambda argv: seen.append(argv) or {})
     cli.main(["run", "W1,W2,W4", "--peers", "spark,bytewax", "--long"])
     assert seen == [["--only", "W1,W2,W4", "--long", "--peers", "spark,bytewax"]]
+
+
+def test_nexmark_generates_events_and_runs_queries_checked_against_the_oracle(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "events")
+    made = cli.main(["nexmark", "generate", "--out", data, "--events", "5000", "--generators", "2"])
+    assert made["rows"] == {"persons": 100, "auctions": 300, "bids": 4600}
+    ran = cli.main(["nexmark", "local", "--data", data, "--queries", "q2,q12", "--check"])
+    assert [(r["query"], r["equal"]) for r in ran] == [("q2", True), ("q12", True)]
+    printed, decoder, docs = capsys.readouterr().out, json.JSONDecoder(), []
+    at = 0
+    while at < len(printed.rstrip()):
+        doc, at = decoder.raw_decode(printed, at)
+        docs.append(doc)
+        at += 1  # the newline after each document
+    assert docs == [made, ran]  # one JSON document per command on stdout

@@ -28,7 +28,6 @@ Threading: :meth:`JobDriver.run` runs on one thread; the control seam
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -39,7 +38,7 @@ from barrier_runtime.checkpoint import outcomes, stats
 from barrier_runtime.control import job
 from barrier_runtime.core import faults, metadata, task_messages, task_metrics, types
 from barrier_runtime.core.clock import Clock
-from barrier_runtime.driver import attempts, cleanup, restart, run_result
+from barrier_runtime.driver import attempts, cleanup, gateway, restart, run_result
 from barrier_runtime.driver import restore as restore_mod
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
@@ -96,7 +95,7 @@ class JobDriver:
         self.coordinator = coordinator_mod.CheckpointCoordinator(
             config,
             clock=clock,
-            gateway=_Gateway(self),
+            gateway=gateway.TaskGateway(self),
             store=store,
             tasks=plan.task_keys(),
             fingerprint=plan.fingerprint(),
@@ -348,10 +347,20 @@ class JobDriver:
                 self.coordinator.tick()
                 time.sleep(self.tick_interval)
                 continue
-            done = self.coordinator.wait_for(outcome.checkpoint_id, timeout=self.config.timeout)
-            if done.completed:
+            if self._wait_final(run, outcome.checkpoint_id):
                 return outcome.checkpoint_id
         return None
+
+    def _wait_final(self, run: attempts.Attempt, checkpoint_id: types.CheckpointId) -> bool:
+        """Whether the final checkpoint completed, once its tasks were told (sinks commit it
+        before shutting down); a tick at a time, so a task failing meanwhile ends the wait."""
+        deadline = time.monotonic() + self.config.timeout
+        while True:
+            done = self.coordinator.wait_for(checkpoint_id, timeout=self.tick_interval)
+            told = checkpoint_id in self.result.completed_checkpoints
+            ended = done.is_final and (told or not done.completed)
+            if ended or run.stopping or time.monotonic() >= deadline:
+                return done.completed
 
     def _teardown(self, run: attempts.Attempt) -> None:
         self._running.clear()
@@ -367,26 +376,3 @@ class JobDriver:
         live = self._live
         if live is not None:
             live.fail(RuntimeError(f"too many checkpoint failures: {reason}"))
-
-
-class _Gateway:
-    def __init__(self, driver: JobDriver) -> None:
-        self._driver = driver
-
-    def trigger(self, barrier: types.Barrier) -> None:
-        self._driver.post_all(task_messages.TriggerCheckpoint(barrier))
-
-    def notify_complete(self, meta: metadata.CheckpointMetadata) -> None:
-        result = self._driver.result
-        if all(meta.checkpoint_id > c for c in result.completed_checkpoints):
-            result.records_published = dict(meta.records_published)
-        result.completed_checkpoints.append(meta.checkpoint_id)
-        # If torn down meanwhile, the next attempt re-commits from the metadata.
-        with contextlib.suppress(RuntimeError):
-            self._driver.post_all(task_messages.CheckpointCompleted(meta))
-
-    def notify_aborted(
-        self, checkpoint_id: types.CheckpointId, reason: types.FailureReason
-    ) -> None:
-        with contextlib.suppress(RuntimeError):  # no attempt running: nothing to tell
-            self._driver.post_all(task_messages.CheckpointAborted(checkpoint_id, reason))

@@ -257,10 +257,7 @@ class OperatorChain:
             blobs = [self._ctx.read_state(h) for h in handles]
             event_time.restore_valve(self._valve, blobs, head.step_id)
             for op in self.ops.values():
-                if isinstance(
-                    op, operators.window.WindowOperator | operators.process.ProcessOperator
-                ):
-                    op.watermark_restored(self._valve.current)
+                op.watermark_restored(self._valve.current)
         if meta is None:
             return 0
         self._fault(faults.FaultPoint.RESTORE, meta.checkpoint_id)

@@ -180,17 +180,22 @@ class Subtask:
             if polled is gate_mod.Polled.NOTHING:
                 self._sleep(_IDLE_WAIT if wait is None else min(_IDLE_WAIT, wait))
                 continue
-            if not isinstance(polled, gate_mod.DataBatch):
-                change = gate.take_time_change()
-                if change:
-                    self.chain.time_changed(change, source=False)
-            self._received(polled)
+            self._received(gate, polled)
 
-    def _received(self, polled: gate_mod.DataBatch | gate_mod.Polled) -> None:
+    def _received(
+        self, gate: gate_mod.InputGate, polled: gate_mod.DataBatch | gate_mod.Polled
+    ) -> None:
+        """Handle what the gate returned, wherever it was read (also while back-pressured)."""
         if isinstance(polled, gate_mod.DataBatch):
             self.chain.process(polled.batch, polled.side)
             self._after_batch(len(polled.batch))
-        elif polled is gate_mod.Polled.END_OF_INPUT:
+            return
+        # A marker may have moved the input's watermark: its timers fire now, before
+        # anything else is read (and before the end of input finishes the subtask).
+        change = gate.take_time_change()
+        if change:
+            self.chain.time_changed(change, source=False)
+        if polled is gate_mod.Polled.END_OF_INPUT:
             self._finish()
 
     def _after_batch(self, count: int) -> None:
@@ -218,7 +223,7 @@ class Subtask:
             if self.gate is not None:
                 polled = self.gate.poll(markers_only=True)
                 if polled is not gate_mod.Polled.NOTHING:
-                    self._received(polled)
+                    self._received(self.gate, polled)
                     continue
             with self.signal.cond:
                 if not self.output.has_capacity():

@@ -90,6 +90,14 @@ class Operator(abc.ABC):
         that output precedes it downstream.
         """
 
+    def watermark_restored(self, watermark: int) -> None:  # noqa: B027 - no event time
+        """Resume at ``watermark``, the step's input watermark in the restored checkpoint.
+
+        Called before the keyed state is restored. Nothing fires: what was due
+        fired before the checkpoint. An operator that keeps a watermark takes
+        it over, so a record late before the failure is late after it.
+        """
+
     def close(self) -> None:  # noqa: B027
         """Release resources."""
 
