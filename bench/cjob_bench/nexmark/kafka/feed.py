@@ -16,13 +16,14 @@ the wall clock (its Kafka timestamp, ms): its *creation time*. When the loop fal
 The clock file (``.npy``, int64): entry ``t`` is the wall clock (µs) when the newest event
 with ``dateTime <= base_time_ms + t`` was handed over (filled forward over ms without
 events): the creation time of the newest input an output of event time ``t`` depends on.
-Prints one JSON line on stdout.
+Prints ``{"started": WALL}`` when the first event is due, then one JSON line of results.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import sys
 import time
@@ -88,8 +89,11 @@ def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dic
     span_ms = cfg.events * cfg.inter_event_delay_us // cfg.generators // 1000 + 2
     clock = np.full(span_ms, -1, dtype=np.int64)
     counts = dict.fromkeys(KIND_NAMES.values(), 0)
+    chunks = schedule(cfg)
+    ahead = next(chunks, [])  # the first chunk is ready before the clock starts
     start, first_wall, behind, i = time.monotonic(), time.time(), 0.0, 0
-    for chunk in schedule(cfg):
+    print(json.dumps({"started": first_wall}), flush=True)
+    for chunk in itertools.chain([ahead], chunks):
         j = 0
         while j < len(chunk):
             elapsed = time.monotonic() - start

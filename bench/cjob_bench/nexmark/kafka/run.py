@@ -106,11 +106,18 @@ class LagSampler:
         self.job = job
         self.series: list[dict[str, Any]] = []
 
-    def sample(self, t: float) -> int:
-        produced = sum(
-            self.consumer.get_watermark_offsets(p, timeout=5, cached=False)[1] for p in self.parts
-        )
-        metrics = self.job.job.runtime_metrics()
+    def sample(self, t: float) -> int | None:
+        """Take one sample at ``t`` s; its lag (``None``: the broker did not answer)."""
+        from confluent_kafka import KafkaException  # noqa: PLC0415
+
+        try:
+            produced = sum(
+                self.consumer.get_watermark_offsets(p, timeout=5, cached=False)[1]
+                for p in self.parts
+            )
+        except KafkaException:  # metadata not there yet: no sample this time
+            return None
+        metrics = self.job.job.job.runtime_metrics()
         consumed = sum(metrics.records_out.get(k, 0) for k in self.kinds)
         metric = sum(sum(v.values()) for k, v in metrics.source_lag.items() if k in self.kinds)
         point = {"t": round(t, 2), "produced": produced, "consumed": consumed}
@@ -152,14 +159,15 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: Runner) -> d
             + feed_args,
             work / "feed.log",
         )
-        fed_at = time.time()
+        fed_at = float(producer.answer(120.0)["started"])
         produced = _sample_until_fed(sampler, producer, fed_at, s)
         drain_started = time.time()
         while time.time() - drain_started < s.drain:  # Step 5
-            if sampler.sample(time.time() - fed_at) <= 0:
+            lag = sampler.sample(time.time() - fed_at)
+            if lag is not None and lag <= 0:
                 break
             time.sleep(s.sample)
-        drained = sampler.series[-1]["lag"] <= 0
+        drained = bool(sampler.series) and sampler.series[-1]["lag"] <= 0
         drain_seconds = time.time() - drain_started
     finally:
         if producer is not None:

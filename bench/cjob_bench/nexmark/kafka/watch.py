@@ -99,21 +99,31 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     written: list[int] = []
     times: list[int] = []
     rows_out = open(ns.rows_out, "w") if ns.rows_out else None  # noqa: SIM115
-    ended: set[int] = set()
+    ends: list[int] | None = None
+    drained = False
     deadline = time.time() + ns.timeout
     try:
-        while time.time() < deadline and not (drain.is_set() and ended >= set(parts)):
+        while time.time() < deadline:
+            if drain.is_set():
+                if ends is None:  # the job has stopped: where the topic ends now is its end
+                    ends = [
+                        consumer.get_watermark_offsets(
+                            TopicPartition(ns.topic, p), timeout=10, cached=False
+                        )[1]
+                        for p in parts
+                    ]
+                here = consumer.position([TopicPartition(ns.topic, p) for p in parts])
+                if all(end <= 0 or tp.offset >= end for tp, end in zip(here, ends, strict=True)):
+                    drained = True
+                    break
             messages = consumer.consume(2000, 0.05)
             now_us = time.time_ns() // 1000
             for msg in messages:
                 error = msg.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        if drain.is_set():
-                            ended.add(msg.partition())
                         continue
                     raise RuntimeError(f"consuming {ns.topic}: {error.str()}")
-                ended.discard(msg.partition())
                 row = json.loads(msg.value() or b"{}")
                 stamp = row.pop(WRITTEN, -1)
                 at = when(row)
@@ -132,7 +142,7 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
         written_us=np.asarray(written, np.int64),
         event_time_ms=np.asarray(times, np.int64),
     )
-    return {"records": len(visible), "drained": drain.is_set() and ended >= set(parts)}
+    return {"records": len(visible), "drained": drained}
 
 
 def _wait_for_drain(drain: threading.Event) -> None:
