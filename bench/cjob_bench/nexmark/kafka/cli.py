@@ -89,7 +89,9 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.Runner, run.Setting
             shutil.rmtree(work, ignore_errors=True)
 
 
-def trial(query: str, rate: int, s: run.Settings, broker: Any, runner: run.Runner) -> dict[str, Any]:
+def trial(
+    query: str, rate: int, s: run.Settings, broker: Any, runner: run.Runner
+) -> dict[str, Any]:
     """One run, its verdict, its latency figures, and its raw series (no arrays)."""
     log(f"{query} at {rate}/s for {s.seconds:g}s ...")
     raw = run.run(query, rate, s, broker, runner)

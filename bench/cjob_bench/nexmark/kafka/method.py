@@ -60,7 +60,7 @@ def verdict(raw: dict[str, Any], warm: float = WARM_SECONDS) -> dict[str, Any]:
     seen = int(raw["watch"].get("records", -1))
     checks = {
         "bounded": at_end <= at_warm + allowance,
-        "no_growth_trend": growth <= allowance,
+        "no_growth_trend": bool(growth <= allowance),
         "every_output_committed": bool(raw["watch"].get("drained"))
         and seen == raw["sink_records_in"],
         "feed_kept_schedule": raw["feed"].get("max_behind_schedule_ms", 0) <= FEED_SLACK_MS,
@@ -121,7 +121,7 @@ def latency(raw: dict[str, Any], base_time_ms: int, warmup: float) -> dict[str, 
     written = arrays["written_us"]
     to_sink = (written - created)[known & (written >= 0)] / 1000.0
     return {
-        "records": int(len(at)),
+        "records": len(at),
         "measured": int(known.sum()),
         "not_measured": "results of q3 and q4 carry no time"
         if raw["query"] in ("q3", "q4")

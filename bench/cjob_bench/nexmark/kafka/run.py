@@ -32,7 +32,6 @@ from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.nexmark import files, local
-from cjob_bench.nexmark.kafka import feed
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import children
 from cjob_bench.workloads.w4_kafka.ours import RunningJob
@@ -110,6 +109,7 @@ class LagSampler:
         """Take one sample at ``t`` s; its lag (``None``: the broker did not answer)."""
         from confluent_kafka import KafkaException  # noqa: PLC0415
 
+        metrics = self.job.job.job.runtime_metrics()  # first: what is read was produced
         try:
             produced = sum(
                 self.consumer.get_watermark_offsets(p, timeout=5, cached=False)[1]
@@ -117,7 +117,6 @@ class LagSampler:
             )
         except KafkaException:  # metadata not there yet: no sample this time
             return None
-        metrics = self.job.job.job.runtime_metrics()
         consumed = sum(metrics.records_out.get(k, 0) for k in self.kinds)
         metric = sum(sum(v.values()) for k, v in metrics.source_lag.items() if k in self.kinds)
         point = {"t": round(t, 2), "produced": produced, "consumed": consumed}
@@ -155,8 +154,15 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: Runner) -> d
         watcher.answer(120.0)  # Step 3
         producer = children.Child(  # Step 4
             "cjob_bench.nexmark.kafka.feed",
-            ["--bootstrap", bootstrap, "--prefix", prefix, "--clock-out", str(work / "clock.npy")]
-            + feed_args,
+            [
+                "--bootstrap",
+                bootstrap,
+                "--prefix",
+                prefix,
+                "--clock-out",
+                str(work / "clock.npy"),
+                *feed_args,
+            ],
             work / "feed.log",
         )
         fed_at = float(producer.answer(120.0)["started"])
