@@ -8,11 +8,16 @@ A run of ``query`` at ``rate`` events/s for ``seconds``:
 3. start the watch (:mod:`.watch`) and wait until its partitions are assigned;
 4. start the feed (:mod:`.feed`); every ``sample`` s until it ends, take the job's input lag:
    the records in the input topics the query reads (the partitions' high watermarks, asked
-   of the broker) minus the records the job's sources have read (their ``records_out``, the
-   runtime's own counters); also the runtime's consumer-lag metric (``source_lag``);
+   of the broker) minus the records the job's sources have read (ours: their
+   ``records_out``, the runtime's own counters); also the runtime's consumer-lag metric
+   (``source_lag``);
 5. after the feed, sample on until the lag is 0 (at most ``drain`` s): the drain;
 6. stop the job with a savepoint (which commits the rest), drain the watch (it reads every
    partition to its end), and return everything (:mod:`.method` makes the figures).
+
+The system under test is a :class:`System` (ours: :class:`Runner`); another system (Spark
+Structured Streaming reading the same topics, its query from the Spark helper's function of
+the query's output DataFrame, writing the output topic) plugs in by implementing it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import pathlib
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,8 +60,31 @@ class Settings:
     """Other NexmarkConfig fields of the feed."""
 
 
+class Started(Protocol):
+    """A system running a query (the seam for another system, e.g. Spark's, to plug in)."""
+
+    def consumed(self, kinds: Sequence[str]) -> tuple[int, int | None]:
+        """Records its sources have read from the topics of ``kinds`` so far, and the lag the
+        system itself reports (``None``: it reports none)."""
+        ...
+
+    def sink_records_in(self) -> int:
+        """Records its sink step took in (exactly-once: the committed output's size)."""
+        ...
+
+    def stop(self) -> dict[str, Any]:
+        """Stop it, everything it took in committed; what it measured about itself."""
+        ...
+
+
+class System(Protocol):
+    """Starts ``query`` reading ``{prefix}-{kind}`` and writing ``out_topic``; running on return."""
+
+    def start(self, query: str, bootstrap: str, prefix: str, out_topic: str) -> Started: ...
+
+
 class Runner:
-    """Starts our job for a query on one warm SparkSession, checkpoints to the embedded S3."""
+    """Ours as a :class:`System`: the job on one warm SparkSession, checkpoints to embedded S3."""
 
     def __init__(self, spark: Any, s3: EmbeddedS3Server, *, parallelism: int, interval: float):
         self.spark, self.s3 = spark, s3
@@ -63,7 +92,7 @@ class Runner:
 
     def start(
         self, query: str, bootstrap: str, prefix: str, out_topic: str, timeout: float = 120.0
-    ) -> RunningJob:
+    ) -> OurJob:
         run_id = prefix.rsplit("-", 1)[-1]
         args = ["--bootstrap", bootstrap, "--prefix", prefix, "--query", query]
         args += ["--out-topic", out_topic, "--txn-prefix", f"nxk-{run_id}"]
@@ -90,13 +119,33 @@ class Runner:
         running.thread.start()
         if not job.job.wait_running(timeout):
             raise TimeoutError(f"our job was not running within {timeout:g}s: {running.errors}")
-        return running
+        return OurJob(running)
+
+
+class OurJob:
+    """Our running job as a :class:`Started`: the runtime's own counters."""
+
+    def __init__(self, running: RunningJob) -> None:
+        self.running = running
+
+    def consumed(self, kinds: Sequence[str]) -> tuple[int, int | None]:
+        metrics = self.running.job.job.runtime_metrics()
+        read = sum(metrics.records_out.get(k, 0) for k in kinds)
+        return read, sum(sum(v.values()) for k, v in metrics.source_lag.items() if k in kinds)
+
+    def sink_records_in(self) -> int:
+        return self.running.job.job.runtime_metrics().records_in.get("out", 0)
+
+    def stop(self) -> dict[str, Any]:
+        return self.running.stop()
 
 
 class LagSampler:
     """The job's input lag, sampled: broker high watermarks minus what its sources read."""
 
-    def __init__(self, bootstrap: str, topics: dict[str, str], partitions: int, job: Any) -> None:
+    def __init__(
+        self, bootstrap: str, topics: dict[str, str], partitions: int, job: Started
+    ) -> None:
         from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
 
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "nexmark-lag"})
@@ -109,7 +158,7 @@ class LagSampler:
         """Take one sample at ``t`` s; its lag (``None``: the broker did not answer)."""
         from confluent_kafka import KafkaException  # noqa: PLC0415
 
-        metrics = self.job.job.job.runtime_metrics()  # first: what is read was produced
+        consumed, metric = self.job.consumed(self.kinds)  # first: what is read was produced
         try:
             produced = sum(
                 self.consumer.get_watermark_offsets(p, timeout=5, cached=False)[1]
@@ -117,9 +166,7 @@ class LagSampler:
             )
         except KafkaException:  # metadata not there yet: no sample this time
             return None
-        consumed = sum(metrics.records_out.get(k, 0) for k in self.kinds)
-        metric = sum(sum(v.values()) for k, v in metrics.source_lag.items() if k in self.kinds)
-        point = {"t": round(t, 2), "produced": produced, "consumed": consumed}
+        point: dict[str, Any] = {"t": round(t, 2), "produced": produced, "consumed": consumed}
         point |= {"lag": produced - consumed, "source_lag_metric": metric}
         self.series.append(point)
         return produced - consumed
@@ -128,7 +175,7 @@ class LagSampler:
         self.consumer.close()
 
 
-def run(query: str, rate: int, s: Settings, broker: Broker, runner: Runner) -> dict[str, Any]:
+def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> dict[str, Any]:
     """Steps 1-6 of the module docstring: the raw figures of one run."""
     bootstrap = broker.bootstrap_servers
     prefix = f"nxk-{uuid.uuid4().hex[:10]}"
@@ -187,7 +234,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: Runner) -> d
         seen = watcher.answer(s.drain + 60) if watcher is not None else {}
         if watcher is not None:
             watcher.close(10)
-    sink_in = job.job.job.runtime_metrics().records_in.get("out", 0)
+    sink_in = job.sink_records_in()
     arrays = np.load(work / "watch.npz", allow_pickle=False)
     return {
         "query": query,
