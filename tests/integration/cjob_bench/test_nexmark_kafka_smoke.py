@@ -1,5 +1,8 @@
 """``python -m cjob_bench nexmark kafka-latency`` end to end on a real Kafka broker, at a tiny rate.
 
+First, without a broker: the feed sends, generator by generator, exactly the rows the
+Parquet files of the same config hold. Then the run:
+
 Nexmark q1 at 400 events/s for 6 s (P = 2, exactly-once aligned checkpoints every second, on
 real local Spark): the feed writes the events live, our job reads them with the Kafka source
 and commits its results with the transactional Kafka sink, the ``read_committed`` watch reads
@@ -14,14 +17,28 @@ import json
 import pathlib
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from bench_runs import run_bench
-from cjob_bench.nexmark import generator, reference
+from cjob_bench.nexmark import files, generator, reference
 from cjob_bench.nexmark.kafka import feed
 
 pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 
 RATE, SECONDS, P = 400, 6, 2
+
+
+def test_the_feed_sends_the_rows_of_the_files_of_its_config(tmp_path: pathlib.Path) -> None:
+    cfg = feed.live_config(RATE, SECONDS, P)
+    files.write(cfg, tmp_path, chunk=500)
+    sent: dict[str, list[list[object]]] = {kind: [[] for _ in range(P)] for kind in files.KINDS}
+    for chunk in feed.schedule(cfg):
+        for g, kind, value, _ in chunk:
+            sent[feed.KIND_NAMES[kind]][g].append(json.loads(value))
+    for kind in files.KINDS:
+        for g in range(P):
+            path = tmp_path / kind / f"gen-{g:04d}.parquet"
+            assert sent[kind][g] == pq.read_table(path).to_pylist(), (kind, g)
 
 
 def test_q1_on_kafka_commits_every_bid_once_and_times_it(tmp_path: pathlib.Path) -> None:
