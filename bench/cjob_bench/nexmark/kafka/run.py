@@ -22,6 +22,7 @@ the query's output DataFrame, writing the output topic) plugs in by implementing
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import pathlib
@@ -226,14 +227,17 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
         if producer is not None:
             producer.close(10)
         sampler.close()
+        seen: dict[str, Any] = {}
         try:
             figures = job.stop()  # Step 6
         finally:
             if watcher is not None:
-                watcher.tell("drain")
-        seen = watcher.answer(s.drain + 60) if watcher is not None else {}
-        if watcher is not None:
-            watcher.close(10)
+                try:
+                    with contextlib.suppress(BrokenPipeError):
+                        watcher.tell("drain")
+                    seen = watcher.answer(s.drain + 60)
+                finally:
+                    watcher.close(10)
     sink_in = job.sink_records_in()
     arrays = np.load(work / "watch.npz", allow_pickle=False)
     return {
