@@ -196,6 +196,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
     try:
         watch_args = ["--bootstrap", bootstrap, "--topic", out_topic, "--query", query]
         watch_args += ["--arrays-out", str(work / "watch.npz"), *feed_args]
+        watch_args += ["--drain-timeout", str(s.drain)]
         if s.keep_rows:
             watch_args += ["--rows-out", str(work / "rows.jsonl")]
         watcher = children.Child("cjob_bench.nexmark.kafka.watch", watch_args, work / "watch.log")
@@ -234,7 +235,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
             if watcher is not None:
                 try:
                     with contextlib.suppress(BrokenPipeError):
-                        watcher.tell("drain")
+                        watcher.tell(f"drain {job.sink_records_in()}")
                     seen = watcher.answer(s.drain + 60)
                 finally:
                     watcher.close(10)

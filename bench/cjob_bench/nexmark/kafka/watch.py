@@ -9,9 +9,10 @@ transaction committed), the sink's write time the record carries (``_written_us`
 commit) and the event time (ms) of the newest input the record depends on
 (:func:`event_time`). With ``--rows-out`` it also writes every record (without the stamp) as a
 JSON line, for checking against the oracle. Prints ``{"ready": true}`` once its partitions are
-assigned; on a ``drain`` line on stdin it reads on until every partition reached its end (the
-job has stopped: everything it committed is read), then saves the arrays (``.npz``, no pickle)
-and prints one JSON line.
+assigned; on a ``drain N`` line on stdin (the job has stopped, its sink took in ``N`` records)
+it reads on until it has seen at least ``N`` records and every partition is at its end (the
+last commit may land after the stop returned), or ``--timeout``; then it saves the arrays
+(``.npz``, no pickle) and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -93,27 +94,24 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     consumer.assign([TopicPartition(ns.topic, p, 0) for p in parts])
     consumer.consume(1, 0.5)
     drain = threading.Event()
-    threading.Thread(target=_wait_for_drain, args=(drain,), daemon=True).start()
+    expected: list[int] = []
+    threading.Thread(target=_wait_for_drain, args=(drain, expected), daemon=True).start()
     print(json.dumps({"ready": True}), flush=True)
     visible: list[int] = []
     written: list[int] = []
     times: list[int] = []
     rows_out = open(ns.rows_out, "w") if ns.rows_out else None  # noqa: SIM115
-    ends: list[int] | None = None
-    drained = False
+    drained = draining = False
+    checked = 0.0
     deadline = time.time() + ns.timeout
     try:
         while time.time() < deadline:
-            if drain.is_set():
-                if ends is None:  # the job has stopped: where the topic ends now is its end
-                    ends = [
-                        consumer.get_watermark_offsets(
-                            TopicPartition(ns.topic, p), timeout=10, cached=False
-                        )[1]
-                        for p in parts
-                    ]
-                here = consumer.position([TopicPartition(ns.topic, p) for p in parts])
-                if all(end <= 0 or tp.offset >= end for tp, end in zip(here, ends, strict=True)):
+            if drain.is_set() and not draining:  # the drain has its own deadline
+                draining = True
+                deadline = min(deadline, time.time() + ns.drain_timeout)
+            if drain.is_set() and len(visible) >= sum(expected) and time.time() - checked > 0.2:
+                checked = time.time()
+                if _at_end(consumer, ns.topic, parts):
                     drained = True
                     break
             messages = consumer.consume(2000, 0.05)
@@ -145,9 +143,24 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     return {"records": len(visible), "drained": drained}
 
 
-def _wait_for_drain(drain: threading.Event) -> None:
+def _at_end(consumer: Any, topic: str, parts: list[int]) -> bool:
+    """Whether the consumer has read every partition up to its end as the broker says now."""
+    from confluent_kafka import TopicPartition  # noqa: PLC0415
+
+    ends = [
+        consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+        for p in parts
+    ]
+    here = consumer.position([TopicPartition(topic, p) for p in parts])
+    return all(end <= 0 or tp.offset >= end for tp, end in zip(here, ends, strict=True))
+
+
+def _wait_for_drain(drain: threading.Event, expected: list[int]) -> None:
+    """Wait for ``drain N`` (the job stopped; its sink took in N records) on stdin."""
     for line in sys.stdin:
-        if line.strip() == "drain":
+        words = line.split()
+        if words and words[0] == "drain":
+            expected.append(int(words[1]) if len(words) > 1 else 0)
             break
     drain.set()  # a closed stdin drains too
 
@@ -160,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--arrays-out", required=True)
     parser.add_argument("--rows-out", default=None)
     parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--drain-timeout", type=float, default=60.0, help="s to read after drain")
     parser.add_argument("--rate", type=int, default=0, help="q2: the feed's config")
     parser.add_argument("--seconds", type=float, default=0.0)
     parser.add_argument("--partitions", type=int, default=2)
