@@ -4,8 +4,9 @@
 parameter an option) under ``--out`` (:mod:`.files`); ``local`` runs queries
 over them on the in-process executor with exactly-once checkpoints
 (:mod:`.local`), checks each against the oracle with ``--check``; ``crashes``
-runs one query many times under random crash plans (:mod:`.crashes`). Each
-prints one JSON document.
+runs one query many times under random crash plans (:mod:`.crashes`);
+``kafka-sustain`` and ``kafka-latency`` run a query live on a real Kafka broker
+(:mod:`.kafka.cli`). Each prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
 10
@@ -24,6 +25,7 @@ from typing import Any
 
 from cjob_bench.nexmark import crashes, files, local, queries
 from cjob_bench.nexmark.config import NexmarkConfig
+from cjob_bench.nexmark.kafka import cli as kafka_cli
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,11 +55,14 @@ def parser() -> argparse.ArgumentParser:
     stress.add_argument("--query", required=True, choices=queries.QUERIES)
     stress.add_argument("--runs", type=int, default=100)
     stress.add_argument("--seed", type=int, default=0)
+    kafka_cli.add_parsers(sub)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
     ns = parser().parse_args(argv)
+    if ns.command.startswith("kafka-"):
+        return kafka_cli.main(ns)
     if ns.command == "generate":
         cfg = NexmarkConfig(
             **{f.name: getattr(ns, f.name) for f in dataclasses.fields(NexmarkConfig)}

@@ -1,0 +1,148 @@
+"""``python -m cjob_bench nexmark kafka-sustain`` and ``kafka-latency``: Nexmark on a real Kafka.
+
+``kafka-sustain --query q1`` searches the highest rate our job sustains (doubling from
+``--start-rate``, then bisection; or exactly the ``--rates`` given), each trial a live run of
+``--seconds`` (:mod:`.method` says when a rate is sustained); ``kafka-latency --query q1
+--rate R`` runs once at R (use half the sustained rate) and reports the latency to visible
+output and to the sink before commit. Both start their own Kafka broker (Apache Kafka,
+KRaft, loopback; or use ``--bootstrap``), a warm SparkSession ``local[P]`` and the embedded
+S3 server for the checkpoints, and print one JSON document (``--out`` also writes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cjob_bench.harness import runs as harness
+from cjob_bench.nexmark import queries
+from cjob_bench.nexmark.config import BASE_TIME_MS
+from cjob_bench.nexmark.kafka import method, run
+from cjob_bench.peers import ours as peer
+from cjob_bench.workloads.w4_kafka import facts
+from cjob_bench.workloads.w4_kafka.main import kafka_broker
+
+log = harness.logger("nexmark-kafka")
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``kafka-sustain`` and ``kafka-latency`` to the ``nexmark`` subcommands."""
+    sustain = sub.add_parser("kafka-sustain", help="highest rate sustained on Kafka (ours)")
+    _common(sustain)
+    sustain.add_argument("--rates", default=None, help="these rates only (comma-separated)")
+    sustain.add_argument("--start-rate", type=int, default=5_000)
+    sustain.add_argument("--ceiling", type=int, default=400_000)
+    sustain.add_argument("--tolerance", type=float, default=0.1)
+    lat = sub.add_parser("kafka-latency", help="latency to visible output on Kafka (ours)")
+    _common(lat)
+    lat.add_argument("--rate", type=int, required=True, help="half the sustained rate")
+    lat.add_argument("--warmup", type=float, default=10.0, help="input seconds not measured")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--query", required=True, choices=queries.QUERIES)
+    p.add_argument("--seconds", type=float, default=60.0, help="input length of a run")
+    p.add_argument("--partitions", type=int, default=2, help="P: partitions and parallelism")
+    p.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
+    p.add_argument("--drain", type=float, default=60.0, help="s to wait for the lag to clear")
+    p.add_argument("--bootstrap", default=None, help="use this Kafka broker")
+    p.add_argument("--broker-version", default=None, help="with --bootstrap")
+    p.add_argument("--keep-rows", action="store_true", help="keep committed rows (rows_file)")
+    p.add_argument("--work", type=pathlib.Path, default=None, help="run files (default: temp)")
+    p.add_argument("--out", type=pathlib.Path, default=None, help="also write the JSON here")
+
+
+@contextlib.contextmanager
+def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.Runner, run.Settings]]:
+    """A broker, our runner on a warm SparkSession and the run settings; all stopped after."""
+    work = ns.work or pathlib.Path(tempfile.mkdtemp(prefix="nexmark-kafka-"))
+    settings = run.Settings(
+        seconds=ns.seconds,
+        work=work,
+        partitions=ns.partitions,
+        interval=ns.interval,
+        drain=ns.drain,
+        keep_rows=ns.keep_rows,
+    )
+    try:
+        with (
+            kafka_broker(ns) as broker,
+            harness.spark_and_s3(
+                f"local[{ns.partitions}]",
+                app_name="nexmark-kafka",
+                parallelism=ns.partitions,
+                bucket=peer.BUCKET,
+            ) as (spark, s3),
+        ):
+            runner = run.Runner(spark, s3, parallelism=ns.partitions, interval=ns.interval)
+            yield broker, runner, settings
+    finally:
+        if ns.work is None and not ns.keep_rows:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def trial(
+    query: str, rate: int, s: run.Settings, broker: Any, runner: run.Runner
+) -> dict[str, Any]:
+    """One run, its verdict, its latency figures, and its raw series (no arrays)."""
+    log(f"{query} at {rate}/s for {s.seconds:g}s ...")
+    raw = run.run(query, rate, s, broker, runner)
+    out = {k: v for k, v in raw.items() if k not in ("arrays", "clock")}
+    out["verdict"] = method.verdict(raw)
+    out["latency"] = method.latency(raw, BASE_TIME_MS, warmup=min(10.0, s.seconds / 3))
+    v = out["verdict"]
+    log(
+        f"{query} at {rate}/s: sustained {v['sustained']} (lag {v['lag_at_warm']} -> "
+        f"{v['lag_at_end']}, max {v['max_lag']}; {v['checks']}); visible p50/p99 "
+        f"{out['latency']['visible_ms']['p50']}/{out['latency']['visible_ms']['p99']} ms"
+    )
+    return out
+
+
+def main(ns: argparse.Namespace) -> dict[str, Any]:
+    started = time.time()
+    machine = facts.machine()
+    with setup(ns) as (broker, runner, settings):
+        if ns.command == "kafka-latency":
+            doc: dict[str, Any] = {"run": trial(ns.query, ns.rate, settings, broker, runner)}
+        else:
+            trials: list[dict[str, Any]] = []
+
+            def one(rate: int) -> bool:
+                trials.append(trial(ns.query, rate, settings, broker, runner))
+                return bool(trials[-1]["verdict"]["sustained"])
+
+            if ns.rates:
+                for rate in [int(r) for r in ns.rates.split(",") if r]:
+                    one(rate)
+                best = max((t["rate"] for t in trials if t["verdict"]["sustained"]), default=None)
+            else:
+                best, _ = method.search(
+                    one, ns.start_rate, ceiling=ns.ceiling, tolerance=ns.tolerance
+                )
+            doc = {"highest_sustained_rate": best, "trials": trials}
+        version = getattr(broker, "version", None)
+    doc = {
+        "command": ns.command,
+        "query": ns.query,
+        "method": method.__doc__,
+        "setup": {k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(ns).items()},
+        "kafka_broker": version,
+        "machine": {"before": machine, "after": facts.machine()},
+        "wall_seconds": round(time.time() - started, 1),
+        **doc,
+    }
+    text = json.dumps(doc, indent=1, default=str)
+    if ns.out is not None:
+        ns.out.write_text(text + "\n")
+    print(text)
+    sys.stdout.flush()
+    return doc
