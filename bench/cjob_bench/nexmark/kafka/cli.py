@@ -100,8 +100,8 @@ def trial(
     out["latency"] = method.latency(raw, BASE_TIME_MS, warmup=min(10.0, s.seconds / 3))
     v = out["verdict"]
     log(
-        f"{query} at {rate}/s: sustained {v['sustained']} (lag {v['lag_at_warm']} -> "
-        f"{v['lag_at_end']}, max {v['max_lag']}; {v['checks']}); visible p50/p99 "
+        f"{query} at {rate}/s: sustained {v['sustained']} (lag after warm-up at most "
+        f"{v['max_lag_after_warm']}, bound {v['lag_bound']:g}; {v['checks']}); visible p50/p99 "
         f"{out['latency']['visible_ms']['p50']}/{out['latency']['visible_ms']['p99']} ms"
     )
     return out
