@@ -127,10 +127,16 @@ def find_java() -> pathlib.Path:
 def new_cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters).
 
+    Never one that starts with ``-`` (1 in 64 would): ``kafka-storage format`` would read
+    it as an option and refuse to start (Kafka's own ``Uuid.randomUuid`` skips them too).
+
     >>> len(new_cluster_id())
     22
     """
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def server_properties(

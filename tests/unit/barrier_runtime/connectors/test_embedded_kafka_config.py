@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+import uuid
 
 import pytest
 
@@ -71,3 +72,10 @@ def test_one_node_settings_and_overrides() -> None:
 
 def test_cluster_ids_are_fresh() -> None:
     assert embedded_kafka.new_cluster_id() != embedded_kafka.new_cluster_id()
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kafka-storage format --cluster-id -X…`` reads the id as an option and fails."""
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=bytes(16))])
+    monkeypatch.setattr(embedded_kafka.uuid, "uuid4", lambda: next(drawn))
+    assert embedded_kafka.new_cluster_id() == "A" * 22
