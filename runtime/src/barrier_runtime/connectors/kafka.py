@@ -31,7 +31,12 @@ transaction).
    (its high watermark, every transaction below it settled: a commit that
    returned may not be visible for a moment yet):
    if it says this writer (``{step}/{subtask}``) has committed this
-   checkpoint or a later one, the transaction is already published: done;
+   checkpoint or a later one, the transaction is already published: done.
+   The log is read once per producer: while the producer taken in step 1
+   is kept, only it can add the writer's records (a newer one would fence
+   it, and its commit would fail), so later commits use what it read and
+   wrote. A new producer (the first commit in a process, after a failed
+   commit, and always for a restored checkpoint's transactions) reads again;
 3. in one Kafka transaction, produce every message (header ``cjob-msg-id``
    as in the NATS sink, key from ``key_field``) and the commit-log record
    ``{step}/{subtask} → checkpoint``;

@@ -224,6 +224,41 @@ def _pre_committed(sink: kafka_conn.KafkaSink, subtask: int, checkpoint: int) ->
     return json.loads(json.dumps(txn))  # as read back from the checkpoint's metadata
 
 
+def test_a_writer_reads_the_commit_log_once_per_producer(kafka_broker, monkeypatch) -> None:
+    """While a writer keeps its producer, only that producer can add the writer's commit-log
+    records (a newer one would fence it), so its later commits skip the log read (a
+    consumer and a round trip, most of a commit's time) and still publish each checkpoint
+    once."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    kafka_broker.create_topic(topic)
+    sink = kafka_conn.KafkaSink(servers, topic)
+    reads = []
+    read_to_end = sink._log._read_to_end
+    monkeypatch.setattr(sink._log, "_read_to_end", lambda: reads.append(1) or read_to_end())
+    for checkpoint in (1, 2, 3):
+        sink.commit(_pre_committed(sink, 0, checkpoint))
+    sink.commit(_pre_committed(sink, 0, 3))  # the same checkpoint again: already published
+    assert len(reads) == 1
+    rows = read_topic(servers, topic)
+    assert sorted(r["n"] for r in rows) == sorted(list(range(5)) * 3)
+
+
+def test_restored_commits_take_new_producers(kafka_broker) -> None:
+    """The driver commits a restored checkpoint's transactions, then the workers' producers
+    (same ``transactional.id``) fence the driver's. At the next restore the driver must not
+    reuse that fenced producer: it takes a new one, reads the log, and publishes."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    kafka_broker.create_topic(topic)
+    driver = kafka_conn.KafkaSink(servers, topic, timeout=10.0)
+    driver.commit_restored([_pre_committed(driver, 0, 1)])
+    worker = kafka_conn.KafkaSink(servers, topic, timeout=10.0)  # another process
+    worker.commit(_pre_committed(worker, 0, 2))
+    driver.commit_restored([_pre_committed(driver, 0, 3)])
+    assert worker.committed_up_to("out", 0) == 3
+    rows = read_topic(servers, topic)
+    assert sorted(r["n"] for r in rows) == sorted(list(range(5)) * 3)
+
+
 @pytest.mark.parametrize("writers", [1, 2])
 def test_zombies_killed_mid_commit_do_not_stall_the_restored_commits(
     kafka_broker, writers: int
