@@ -4,7 +4,9 @@
 parameter an option) under ``--out`` (:mod:`.files`); ``local`` runs queries
 over them on the in-process executor with exactly-once checkpoints
 (:mod:`.local`), checks each against the oracle with ``--check``; ``crashes``
-runs one query many times under random crash plans (:mod:`.crashes`). Each
+runs one query many times under random crash plans (:mod:`.crashes`);
+``cpu-cost`` measures the CPU time of ``cjob run`` with and without
+checkpoints (:mod:`.cpu_cost`). Each
 prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
@@ -22,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from cjob_bench.nexmark import crashes, files, local, queries
+from cjob_bench.nexmark import cpu_cost, crashes, files, local, queries
 from cjob_bench.nexmark.config import NexmarkConfig
 
 
@@ -53,6 +55,13 @@ def parser() -> argparse.ArgumentParser:
     stress.add_argument("--query", required=True, choices=queries.QUERIES)
     stress.add_argument("--runs", type=int, default=100)
     stress.add_argument("--seed", type=int, default=0)
+    cost = sub.add_parser("cpu-cost", help="CPU time of cjob run with and without checkpoints")
+    cost.add_argument("--data", required=True, type=pathlib.Path)
+    cost.add_argument("--query", required=True, choices=queries.QUERIES)
+    cost.add_argument("--repeats", type=int, default=3)
+    cost.add_argument("--parallelism", type=int, default=2)
+    cost.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
+    cost.add_argument("--no-check", action="store_true", help="skip the oracle check")
     return top
 
 
@@ -68,6 +77,17 @@ def main(argv: Sequence[str] | None = None) -> Any:
         with tempfile.TemporaryDirectory(prefix="nexmark-crashes-") as temp:
             bad = crashes.stress(ns.query, ns.data, pathlib.Path(temp), runs=ns.runs, seed=ns.seed)
         doc = {"query": ns.query, "runs": ns.runs, "differing": len(bad), "runs_that_differ": bad}
+    elif ns.command == "cpu-cost":
+        with tempfile.TemporaryDirectory(prefix="nexmark-cpu-") as temp:
+            doc = cpu_cost.measure(
+                ns.query,
+                ns.data.resolve(),
+                pathlib.Path(temp),
+                repeats=ns.repeats,
+                parallelism=ns.parallelism,
+                interval=ns.interval,
+                check=not ns.no_check,
+            )
     else:
         doc = _local(ns)
     json.dump(doc, sys.stdout, indent=1)

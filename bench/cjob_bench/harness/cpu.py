@@ -1,0 +1,321 @@
+"""CPU time of a whole job, from ``/proc``: every process it starts, by kind, none lost.
+
+A command (``cjob run …``) is started under a small reaper,
+``python -m cjob_bench.harness.cpu --notify-fd N -- COMMAND…`` (:func:`main`),
+that makes itself the *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``):
+every descendant whose parent dies before it is re-parented to the reaper,
+not to init, so every process of the job is eventually waited for by a
+process of the tree. Linux adds a waited-for child's user + system time (its
+own and that of the children it waited for) to its parent's ``cutime`` and
+``cstime``; once the command has exited and the reaper has waited for every
+descendant, the reaper's ``cutime + cstime`` is therefore the exact CPU time
+of every process the command ever started, short-lived ones included. The
+reaper then says so on the notify pipe and waits, alive, until
+:class:`JobCpu` has read it (its own CPU, Python's start-up, is not counted).
+
+The split by kind comes from sampling the tree every ``period`` seconds
+(:class:`TreeAccount`): each process (keyed by pid and start time, so a
+reused pid is a new process) is charged its last sampled ``utime + stime``;
+the CPU a process used after its last sample (or a process that lived less
+than a period) reaches the ``cutime + cstime`` of its nearest live ancestor
+when it is waited for, and that gain, minus what was already charged, is
+charged to the kind of the processes that vanished under that ancestor
+(a never-seen child: to the kind its parent's children have). The kinds add
+up to the exact total by construction (:meth:`TreeAccount.total`).
+
+Kinds: ``driver`` (the command and what it starts outside the JVM, e.g. the
+``spark-submit`` shell), ``jvm`` (every ``java`` process: Spark's, and the
+launcher's), ``workers`` (every process under a JVM: PySpark's daemon and the
+Python workers it forks). The S3 server (``weed``) is not in the tree: its
+share is the growth of its own and its children's CPU time over the run
+(:func:`process_ticks`); it serves only the measured job. Times are in clock
+ticks of ``os.sysconf('SC_CLK_TCK')``. A sample is not atomic: a process
+waited for while ``/proc`` is being read can move its last ticks from one
+kind to another (signed corrections follow at the next sample), never out
+of the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import dataclasses
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PR_SET_CHILD_SUBREAPER = 36
+HARNESS, DRIVER, JVM, WORKERS, S3_SERVER = "harness", "driver", "jvm", "workers", "s3_server"
+UNATTRIBUTED = "unattributed"
+
+
+class CpuAccountingError(RuntimeError):
+    """The job's CPU time could not be accounted for; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stat:
+    """The fields of ``/proc/<pid>/stat`` this module uses (times in clock ticks)."""
+
+    pid: int
+    ppid: int
+    comm: str
+    start: int
+    own: int
+    """``utime + stime``: the process's own CPU time, every thread."""
+    reaped: int
+    """``cutime + cstime``: the CPU time of the children it waited for (recursively)."""
+
+
+def read_stat(pid: int) -> Stat | None:
+    """``/proc/<pid>/stat``, or ``None`` when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+    f = raw[raw.rindex(")") + 2 :].split()
+    # fields after comm: state=0 ppid=1 ... utime=11 stime=12 cutime=13 cstime=14 starttime=19
+    return Stat(pid, int(f[1]), comm, int(f[19]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14]))
+
+
+def snapshot() -> dict[int, Stat]:
+    """Every process's :class:`Stat`."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = read_stat(int(name))
+            if stat is not None:
+                stats[stat.pid] = stat
+    return stats
+
+
+def process_ticks(pid: int) -> int:
+    """Own + waited-for CPU ticks of ``pid`` and of its live descendants (0 when gone)."""
+    stats = snapshot()
+    tree = _descendants(stats, pid)
+    return sum(stats[p].own + stats[p].reaped for p in tree)
+
+
+def _descendants(stats: dict[int, Stat], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for s in stats.values():
+        children.setdefault(s.ppid, []).append(s.pid)
+    found, todo = set(), [root] if root in stats else []
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def child_kind(parent_kind: str, comm: str) -> str:
+    """The kind of a process, from its name and its parent's kind."""
+    if comm == "java":
+        return JVM
+    if parent_kind in (JVM, WORKERS):
+        return WORKERS
+    return DRIVER if parent_kind == HARNESS else parent_kind
+
+
+@dataclasses.dataclass(slots=True)
+class _Entry:
+    kind: str
+    ppid: int
+    own: int
+    reaped: int
+
+
+class TreeAccount:
+    """Samples of the process tree under ``root`` (the reaper), charged by kind."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.by_kind: dict[str, int] = {}
+        self._alive: dict[tuple[int, int], _Entry] = {}
+        self.samples = 0
+
+    def sample(self) -> None:
+        stats = snapshot()
+        tree = _descendants(stats, self.root)
+        current = {(p, stats[p].start): stats[p] for p in tree}
+        by_pid = {key[0]: key for key in current}
+        known = {key[0]: key for key in self._alive}
+        gone = {key: e for key, e in self._alive.items() if key not in current}
+        previous = {key: (e.own, e.reaped) for key, e in self._alive.items()}
+        for key in sorted(current, key=lambda k: (current[k].start, k[0])):
+            s = current[key]
+            entry = self._alive.get(key)
+            if entry is None:
+                parent = self._alive.get(by_pid.get(s.ppid, (-1, -1)))
+                above = parent.kind if parent else HARNESS
+                kind = HARNESS if s.pid == self.root else child_kind(above, s.comm)
+                entry = self._alive[key] = _Entry(kind, s.ppid, 0, 0)
+            self._charge(entry.kind, s.own - entry.own)
+            entry.ppid, entry.own, entry.reaped = s.ppid, s.own, s.reaped
+        # Whatever a vanished process used after its last sample reached its nearest live
+        # ancestor's cutime + cstime: the ancestor's gain minus what was already charged.
+        charged: dict[tuple[int, int], int] = {}
+        kinds: dict[tuple[int, int], set[str]] = {}
+        for key, e in gone.items():
+            del self._alive[key]
+            ancestor = self._live_ancestor(e.ppid, gone, known, current)
+            if ancestor is not None:
+                charged[ancestor] = charged.get(ancestor, 0) + e.own + e.reaped
+                kinds.setdefault(ancestor, set()).add(e.kind)
+        for key, entry in self._alive.items():
+            gain = entry.reaped - previous.get(key, (0, 0))[1]
+            rest = gain - charged.get(key, 0)
+            if rest:
+                seen = kinds.get(key, set())
+                unseen = child_kind(entry.kind, "")
+                kind = seen.pop() if len(seen) == 1 else (unseen if not seen else UNATTRIBUTED)
+                self._charge(kind, rest)
+        self.samples += 1
+
+    def _live_ancestor(
+        self,
+        ppid: int,
+        gone: dict[tuple[int, int], _Entry],
+        known: dict[int, tuple[int, int]],
+        current: dict[tuple[int, int], Stat],
+    ) -> tuple[int, int] | None:
+        for _ in range(len(gone) + 1):
+            key = known.get(ppid)
+            if key is None:
+                return None
+            if key in current:
+                return key
+            ppid = gone[key].ppid
+        return None
+
+    def _charge(self, kind: str, ticks: int) -> None:
+        if ticks:
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + ticks
+
+    def total(self) -> int:
+        """Every tick charged to a kind of the job (the harness's own time excluded)."""
+        return sum(t for k, t in self.by_kind.items() if k != HARNESS)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobCpuResult:
+    returncode: int
+    wall_seconds: float
+    cpu_seconds: float
+    """Exact: the reaper's ``cutime + cstime`` once every descendant was waited for."""
+    by_kind: dict[str, float]
+    samples: int
+    stdout: str
+
+
+class JobCpu:
+    """Runs ``command`` under the reaper and accounts its CPU time (:func:`measure`)."""
+
+    def __init__(self, command: Sequence[str], *, env: dict[str, str], period: float = 0.1):
+        self.command, self.env, self.period = list(command), env, period
+
+    def run(self, stdout_path: str, timeout: float = 3600.0) -> JobCpuResult:
+        read_fd, write_fd = os.pipe()
+        argv = [sys.executable, "-m", "cjob_bench.harness.cpu", "--notify-fd", str(write_fd)]
+        started = time.perf_counter()
+        with open(stdout_path, "w+") as out, open(stdout_path + ".stderr", "w") as err:
+            reaper = subprocess.Popen(
+                [*argv, "--", *self.command],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                env=self.env,
+                pass_fds=(write_fd,),
+            )
+            os.close(write_fd)
+            account = TreeAccount(reaper.pid)
+            try:
+                returncode, wall = self._follow(account, read_fd, started, timeout)
+                account.sample()  # the reaper alive, every descendant waited for
+                final = read_stat(reaper.pid)
+            finally:
+                os.close(read_fd)
+                if reaper.stdin is not None:
+                    reaper.stdin.close()
+                try:
+                    reaper.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    reaper.kill()
+                    reaper.wait()
+            out.seek(0)
+            text = out.read()
+        if final is None:
+            raise CpuAccountingError("the reaper exited before its CPU time was read")
+        if account.total() != final.reaped:
+            raise CpuAccountingError(
+                f"kinds add up to {account.total()} ticks, the reaper waited for {final.reaped}"
+            )
+        kinds = {k: t / CLK_TCK for k, t in account.by_kind.items() if k != HARNESS}
+        return JobCpuResult(returncode, wall, final.reaped / CLK_TCK, kinds, account.samples, text)
+
+    def _follow(
+        self, account: TreeAccount, fd: int, started: float, timeout: float
+    ) -> tuple[int, float]:
+        while True:
+            account.sample()
+            ready, _, _ = select.select([fd], [], [], self.period)
+            if ready:
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = os.read(fd, 64)
+                    if not chunk:
+                        raise CpuAccountingError("the reaper exited without reporting")
+                    data += chunk
+                return int(data), time.perf_counter() - started
+            if time.perf_counter() - started > timeout:
+                raise CpuAccountingError(f"the job ran longer than {timeout:g} s")
+
+
+def _reap(command: list[str], notify_fd: int, grace: float) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise CpuAccountingError("prctl(PR_SET_CHILD_SUBREAPER) failed")
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    returncode: int | None = None
+    deadline: float | None = None
+    while True:
+        try:
+            pid, status, _ = os.wait4(-1, os.WNOHANG if deadline else 0)
+        except ChildProcessError:
+            break
+        if pid == child.pid:
+            returncode = os.waitstatus_to_exitcode(status)
+            child.returncode = returncode
+            deadline = time.monotonic() + grace
+        elif pid == 0:
+            if deadline is not None and time.monotonic() > deadline:
+                for stray in _descendants(snapshot(), os.getpid()) - {os.getpid()}:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(stray, signal.SIGKILL)
+            time.sleep(0.02)
+    os.write(notify_fd, f"{returncode if returncode is not None else -1}\n".encode())
+    sys.stdin.read()  # stay alive (with our cutime/cstime) until the parent has read them
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The reaper: run COMMAND, wait for every descendant, report, wait for stdin's end."""
+    parser = argparse.ArgumentParser(prog="python -m cjob_bench.harness.cpu")
+    parser.add_argument("--notify-fd", type=int, required=True)
+    parser.add_argument("--grace", type=float, default=30.0, help="then strays are killed")
+    parser.add_argument("command", nargs="+")
+    ns = parser.parse_args(argv)
+    _reap(ns.command, ns.notify_fd, ns.grace)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
