@@ -15,7 +15,8 @@ reaper then says so on the notify pipe and waits, alive, until
 
 The split by kind comes from sampling the tree every ``period`` seconds
 (:class:`TreeAccount`): each process (keyed by pid and start time, so a
-reused pid is a new process) is charged its last sampled ``utime + stime``;
+reused pid is a new process) is charged its last sampled ``utime + stime``
+(to the kind of the program it runs at that sample: ``exec`` changes it);
 the CPU a process used after its last sample (or a process that lived less
 than a period) reaches the ``cutime + cstime`` of its nearest live ancestor
 when it is waited for, and that gain, minus what was already charged, is
@@ -46,7 +47,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 
@@ -77,8 +77,8 @@ class Stat:
 def read_stat(pid: int) -> Stat | None:
     """``/proc/<pid>/stat``, or ``None`` when the process is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode(errors="replace")
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            raw = stream.read().decode(errors="replace")
     except (FileNotFoundError, ProcessLookupError):
         return None
     comm = raw[raw.index("(") + 1 : raw.rindex(")")]
@@ -129,6 +129,7 @@ def child_kind(parent_kind: str, comm: str) -> str:
 @dataclasses.dataclass(slots=True)
 class _Entry:
     kind: str
+    comm: str
     ppid: int
     own: int
     reaped: int
@@ -154,11 +155,14 @@ class TreeAccount:
         for key in sorted(current, key=lambda k: (current[k].start, k[0])):
             s = current[key]
             entry = self._alive.get(key)
-            if entry is None:
+            if entry is None or (entry.comm != s.comm and entry.kind != HARNESS):
+                # new, or exec'd another program (``spark-class`` becomes ``java``)
                 parent = self._alive.get(by_pid.get(s.ppid, (-1, -1)))
                 above = parent.kind if parent else HARNESS
                 kind = HARNESS if s.pid == self.root else child_kind(above, s.comm)
-                entry = self._alive[key] = _Entry(kind, s.ppid, 0, 0)
+                if entry is None:
+                    entry = self._alive[key] = _Entry(kind, s.comm, s.ppid, 0, 0)
+                entry.kind, entry.comm = kind, s.comm
             self._charge(entry.kind, s.own - entry.own)
             entry.ppid, entry.own, entry.reaped = s.ppid, s.own, s.reaped
         # Whatever a vanished process used after its last sample reached its nearest live

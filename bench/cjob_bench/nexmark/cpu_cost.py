@@ -166,13 +166,16 @@ def measure(
     interval: float = 1.0,
     warmup: bool = True,
     check: bool = True,
-    log: Callable[[str], None] = runs.logger("cpu-cost"),
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Interleaved repeats of both variants of ``query``; every run and the medians."""
+    log = log or runs.logger("cpu-cost")
     bytecode.use_bytecode_cache()
     runs_: list[dict[str, Any]] = []
     with EmbeddedS3Server(buckets=[BUCKET]) as s3:
-        bench = Bench(query, data, work, s3, parallelism=parallelism, interval=interval, check=check)
+        bench = Bench(
+            query, data, work, s3, parallelism=parallelism, interval=interval, check=check
+        )
         if warmup:
             log(f"{query}: warm-up run (not measured)")
             runs.attempt("warm-up", lambda: _correct(bench.run(WITHOUT)))
@@ -202,9 +205,7 @@ def _correct(result: dict[str, Any]) -> dict[str, Any]:
 
 def summarise(runs_: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians per variant over the successful, correct runs, and the overheads."""
-    good = [
-        r for r in runs_ if "error" not in r and r.get("correct", {}).get("equal") is not False
-    ]
+    good = [r for r in runs_ if "error" not in r and r.get("correct", {}).get("equal") is not False]
     out: dict[str, Any] = {}
     for variant in (WITH, WITHOUT):
         mine = [r for r in good if r["variant"] == variant]

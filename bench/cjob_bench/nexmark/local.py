@@ -83,7 +83,9 @@ def run(
     cfg = files.read_config(data)
     out = work / f"{query}-out"
     sink = FileSink(str(out))
-    flow = queries.build(query, str(data), sink, batch_size=batch_size, bound_ms=watermark_bound(cfg))
+    flow = queries.build(
+        query, str(data), sink, batch_size=batch_size, bound_ms=watermark_bound(cfg)
+    )
     store = CheckpointStore(open_object_store(str(work / f"{query}-store")), f"nexmark/{query}")
     executor = LocalExecutor(
         flow,

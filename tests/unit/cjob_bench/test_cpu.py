@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import time
 
 import pytest
-
 from cjob_bench.harness import cpu
 
 BENCH = pathlib.Path(cpu.__file__).resolve().parents[2]
@@ -32,7 +32,9 @@ def _run(command: list[str], tmp_path: pathlib.Path, period: float) -> cpu.JobCp
 
 def test_a_busy_child_that_exits_between_samples_is_counted(tmp_path: pathlib.Path) -> None:
     child = BURN.format(s=0.5)
-    code = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}])\nprint('ok')\n"
+    code = (
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}])\nprint('ok')\n"
+    )
     # One sample before the job, one after: the child lives and dies in between.
     done = _run(_python(code), tmp_path, period=30.0)
     assert done.returncode == 0 and done.stdout == "ok\n"
@@ -59,13 +61,29 @@ def test_processes_under_a_jvm_are_workers(tmp_path: pathlib.Path) -> None:
     java.symlink_to(sys.executable)
     worker = BURN.format(s=0.4)
     jvm = f"import subprocess\n{BURN.format(s=0.3)}subprocess.run([{sys.executable!r}, '-c', {worker!r}])\n"
-    driver = f"import subprocess\n{BURN.format(s=0.2)}subprocess.run([{str(java)!r}, '-c', {jvm!r}])\n"
+    driver = (
+        f"import subprocess\n{BURN.format(s=0.2)}subprocess.run([{str(java)!r}, '-c', {jvm!r}])\n"
+    )
     done = _run(_python(driver), tmp_path, period=0.05)
     assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
     assert done.by_kind[cpu.DRIVER] >= 0.2
     assert done.by_kind[cpu.JVM] >= 0.3
     assert done.by_kind[cpu.WORKERS] >= 0.4
     assert sum(done.by_kind.values()) == pytest.approx(done.cpu_seconds)
+
+
+def test_a_process_that_execs_a_jvm_is_charged_as_one(tmp_path: pathlib.Path) -> None:
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.symlink_to(sys.executable)
+    worker = BURN.format(s=0.4)
+    jvm = f"import subprocess\nsubprocess.run([{sys.executable!r}, '-c', {worker!r}])\n"
+    # like spark-class: a shell that sleeps a little, then becomes java
+    shell = f"sleep 0.5; exec {java} -c {shlex.quote(jvm)}"
+    done = _run(["sh", "-c", shell], tmp_path, period=0.05)
+    assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
+    assert done.by_kind[cpu.WORKERS] >= 0.4
+    assert done.by_kind.get(cpu.DRIVER, 0.0) < 0.2
 
 
 def test_the_exit_code_of_the_command_is_returned(tmp_path: pathlib.Path) -> None:
