@@ -36,6 +36,7 @@ load average around each run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -48,8 +49,10 @@ from typing import Any
 
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.storage.embedded import EmbeddedS3Server
-from cjob_bench.harness import bytecode, cpu, machine, runs
+from cjob_bench.harness import answers, bytecode, cpu, machine, runs
 from cjob_bench.nexmark import files, local, reference
+from cjob_bench.workloads import data as wdata
+from cjob_bench.workloads import files_ours
 
 PIPELINE = pathlib.Path(__file__).with_name("pipeline.py")
 BUCKET = "cjob-bench"
@@ -58,27 +61,84 @@ NO_CHECKPOINTS = 1e9
 KINDS = (cpu.DRIVER, cpu.JVM, cpu.WORKERS, cpu.S3_SERVER)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Job:
+    """What a run runs: a pipeline file, its arguments, the events it reads, its check."""
+
+    name: str
+    pipeline: pathlib.Path
+    args: Callable[[pathlib.Path], list[str]]
+    """The pipeline's arguments, given the directory its output goes to."""
+    events: int
+    check: Callable[[pathlib.Path], dict[str, Any]] | None
+    """``{"equal": bool, ...}`` about the committed output under a directory."""
+
+
+def nexmark_job(query: str, data: pathlib.Path, *, check: bool = True) -> Job:
+    """Nexmark ``query`` over the events under ``data`` (:mod:`.pipeline`)."""
+    kinds = local.kinds_read(query)
+    expected = None
+    if check:
+        expected = reference.expected(query, {k: files.read_kind(data, k) for k in kinds})
+
+    def verdict(output: pathlib.Path) -> dict[str, Any]:
+        rows = list(FileSink(str(output)).read_committed())
+        assert expected is not None
+        equal, detail = reference.same(query, rows, expected)
+        return {"equal": equal, "detail": detail, "rows": len(rows)}
+
+    return Job(
+        query,
+        PIPELINE,
+        lambda out: ["--query", query, "--data", str(data), "--output", str(out)],
+        sum(files.read_kind_rows(data, k) for k in kinds),
+        verdict if check else None,
+    )
+
+
+def w2_job(directory: pathlib.Path, *, events: int, keys: int = 100_000, seed: int = 1) -> Job:
+    """The suite's W2 (a per-record keyed running count, :mod:`..workloads.files_pipeline`)
+    over ``events`` generated under ``directory``, 8 files, 8 192 records per batch."""
+    dataset = wdata.generate(directory, events=events, keys=keys, files=8, seed=seed)
+
+    def verdict(output: pathlib.Path) -> dict[str, Any]:
+        got, _ = files_ours._last_values(output, dataset.keys)
+        return dict(answers.check(got, dataset.expected("W2")))
+
+    return Job(
+        "W2",
+        pathlib.Path(files_ours.PIPELINE),
+        lambda out: [
+            "--workload",
+            "W2",
+            "--input",
+            str(dataset.parquet),
+            "--output",
+            str(out),
+            "--keys",
+            str(keys),
+            "--batch-size",
+            "8192",
+        ],
+        events,
+        verdict,
+    )
+
+
 class Bench:
-    """Runs of one query over one data set against one S3 server."""
+    """Runs of one job against one S3 server."""
 
     def __init__(
         self,
-        query: str,
-        data: pathlib.Path,
+        job: Job,
         work: pathlib.Path,
         s3: EmbeddedS3Server,
         *,
         parallelism: int = 2,
         interval: float = 1.0,
-        check: bool = True,
     ) -> None:
-        self.query, self.data, self.work, self.s3 = query, data, work, s3
+        self.job, self.work, self.s3 = job, work, s3
         self.parallelism, self.interval = parallelism, interval
-        self.events = sum(files.read_kind_rows(data, k) for k in local.kinds_read(query))
-        self.expected: list[dict[str, Any]] | None = None
-        if check:
-            events = {k: files.read_kind(data, k) for k in local.kinds_read(query)}
-            self.expected = reference.expected(query, events)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -95,15 +155,14 @@ class Bench:
         cjob = pathlib.Path(sys.executable).with_name("cjob")
         store = self.s3.url(BUCKET, f"cpu-cost/{name}")
         return [
-            str(cjob), "run", str(PIPELINE), "-p", str(self.parallelism),
+            str(cjob), "run", str(self.job.pipeline), "-p", str(self.parallelism),
             "--checkpoint-interval", repr(interval), "--store", store,
-            "--max-restarts", "0", "--json", "--",
-            "--query", self.query, "--data", str(self.data), "--output", str(output),
+            "--max-restarts", "0", "--json", "--", *self.job.args(output),
         ]  # fmt: skip
 
     def run(self, variant: str) -> dict[str, Any]:
         """One measured run of ``variant``."""
-        name = f"{self.query}-{variant}-{uuid.uuid4().hex[:8]}"
+        name = f"{self.job.name}-{variant}-{uuid.uuid4().hex[:8]}"
         output = self.work / f"out-{name}"
         load_before = machine.loadavg()
         s3_pid = self.s3.pid
@@ -121,7 +180,7 @@ class Bench:
         kinds[cpu.S3_SERVER] = s3_seconds
         other = {k: round(v, 3) for k, v in done.by_kind.items() if k not in kinds}
         total = done.cpu_seconds + s3_seconds
-        per_million = 1e6 / self.events
+        per_million = 1e6 / self.job.events
         out: dict[str, Any] = {
             "variant": variant,
             "wall_seconds": round(done.wall_seconds, 3),
@@ -138,11 +197,7 @@ class Bench:
             "loadavg_before": load_before,
             "loadavg_after": machine.loadavg(),
         }
-        rows = list(FileSink(str(output)).read_committed())
-        out["rows"] = len(rows)
-        if self.expected is not None:
-            equal, detail = reference.same(self.query, rows, self.expected)
-            out["correct"] = {"equal": equal, "detail": detail}
+        out["correct"] = self.job.check(output) if self.job.check else {"equal": None}
         shutil.rmtree(output, ignore_errors=True)
         return out
 
@@ -157,38 +212,32 @@ def _summary(stdout: str) -> dict[str, Any] | None:
 
 
 def measure(
-    query: str,
-    data: pathlib.Path,
+    job: Job,
     work: pathlib.Path,
     *,
     repeats: int = 3,
     parallelism: int = 2,
     interval: float = 1.0,
     warmup: bool = True,
-    check: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Interleaved repeats of both variants of ``query``; every run and the medians."""
+    """Interleaved repeats of both variants of ``job``; every run and the medians."""
     log = log or runs.logger("cpu-cost")
     bytecode.use_bytecode_cache()
     runs_: list[dict[str, Any]] = []
     with EmbeddedS3Server(buckets=[BUCKET]) as s3:
-        bench = Bench(
-            query, data, work, s3, parallelism=parallelism, interval=interval, check=check
-        )
+        bench = Bench(job, work, s3, parallelism=parallelism, interval=interval)
         if warmup:
-            log(f"{query}: warm-up run (not measured)")
-            runs.attempt("warm-up", lambda: _correct(bench.run(WITHOUT)))
+            log(f"{job.name}: warm-up run (not measured)")
+            runs.attempt("warm-up", lambda: bench.run(WITHOUT))
         for repeat in range(repeats):
             for variant in runs.interleaved([WITH, WITHOUT], repeat):
-                label = f"{query} repeat {repeat} {variant}"
-                result = runs.attempt(label, lambda v=variant: _correct(bench.run(v)))  # type: ignore[misc]
+                label = f"{job.name} repeat {repeat} {variant}"
+                result = runs.attempt(label, lambda v=variant: bench.run(v))  # type: ignore[misc]
                 runs_.append({"repeat": repeat, "variant": variant, **result})
-        events = bench.events
     return {
-        "query": query,
-        "data": str(data),
-        "events_read": events,
+        "job": job.name,
+        "events_read": job.events,
         "parallelism": parallelism,
         "checkpoint_interval_seconds": interval,
         "repeats": repeats,
@@ -196,11 +245,6 @@ def measure(
         "medians": summarise(runs_),
         "runs": runs_,
     }
-
-
-def _correct(result: dict[str, Any]) -> dict[str, Any]:
-    result.setdefault("correct", {"equal": None})
-    return result
 
 
 def summarise(runs_: list[dict[str, Any]]) -> dict[str, Any]:
