@@ -1,11 +1,12 @@
-"""Checkpoint cost in CPU time: a Nexmark query run by ``cjob run`` with and without checkpoints.
+"""Checkpoint cost in CPU time: a job run by ``cjob run`` with and without checkpoints.
 
 The method, fixed before any figure was seen:
 
 * **The job, as a user runs it.** ``cjob run`` (a fresh process per run, cold:
-  its own local Spark, ``local[P]``, P = 2) runs :mod:`.pipeline` over the
-  Parquet files of a generated data set, its output committed by a
-  ``FileSink``, its checkpoints in the S3 server the benchmark starts
+  its own local Spark, ``local[P]``, P = 2) runs a pipeline file over
+  Parquet files: a Nexmark query (:mod:`.pipeline`, its output committed by
+  a ``FileSink``; :func:`nexmark_job`) or the suite's W2 (:func:`w2_job`),
+  its checkpoints in the S3 server the benchmark starts
   (SeaweedFS ``weed mini``, :class:`EmbeddedS3Server`; one server for every run,
   each run under a prefix of its own). Bytecode caches on, as users' installs
   have them (:mod:`..harness.bytecode`), and one unmeasured warm-up run first
