@@ -1,28 +1,30 @@
-"""CPU time of a whole job, from ``/proc``: every process it starts, by kind, none lost.
+"""CPU time of a whole job, from ``/proc``: every process it starts, by kind.
 
 A command (``cjob run …``) is started under a small reaper,
 ``python -m cjob_bench.harness.cpu --notify-fd N -- COMMAND…`` (:func:`main`),
 that makes itself the *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``):
-every descendant whose parent dies before it is re-parented to the reaper,
-not to init, so every process of the job is eventually waited for by a
-process of the tree. Linux adds a waited-for child's user + system time (its
-own and that of the children it waited for) to its parent's ``cutime`` and
-``cstime``; once the command has exited and the reaper has waited for every
-descendant, the reaper's ``cutime + cstime`` is therefore the exact CPU time
-of every process the command ever started, short-lived ones included. The
-reaper then says so on the notify pipe and waits, alive, until
-:class:`JobCpu` has read it (its own CPU, Python's start-up, is not counted).
+a descendant whose parent dies first is re-parented to the reaper, not to
+init, and waited for by it. :class:`TreeAccount` samples the tree every
+``period`` seconds (0.1 s) and charges each process (keyed by pid and start
+time) its last sampled ``utime + stime``, to the kind of the program it runs
+at that sample (``exec`` changes it).
 
-The split by kind comes from sampling the tree every ``period`` seconds
-(:class:`TreeAccount`): each process (keyed by pid and start time, so a
-reused pid is a new process) is charged its last sampled ``utime + stime``
-(to the kind of the program it runs at that sample: ``exec`` changes it);
-the CPU a process used after its last sample (or a process that lived less
-than a period) reaches the ``cutime + cstime`` of its nearest live ancestor
-when it is waited for, and that gain, minus what was already charged, is
-charged to the kind of the processes that vanished under that ancestor
-(a never-seen child: to the kind its parent's children have). The kinds add
-up to the exact total by construction (:meth:`TreeAccount.total`).
+What a process uses after its last sample, or a process that lives less than
+a period, is not lost when its parent waits for it: Linux adds a waited-for
+child's times (its own and its waited-for children's) to the parent's
+``cutime + cstime``, so the growth of the nearest live ancestor's, minus what
+was already charged for the processes that vanished under it, is charged to
+their kind. A parent that ignores SIGCHLD (PySpark's daemon does, for the
+Python workers it forks) has its children reaped by the kernel and their times
+added to no one: for those only the last sample counts, and
+:attr:`TreeAccount.unseen_bound` adds up, per such process, the time between
+its last sample and the sample that found it gone (at most one core each:
+the CPU time that can have gone uncounted). The reaper, once the command has
+exited and every descendant was waited for, tells :class:`JobCpu` on the
+notify pipe and waits, alive, until its ``cutime + cstime`` was read; the
+books balance exactly (:attr:`JobCpuResult.gap_ticks` is 0): charged =
+waited-for by the reaper + the last samples of the processes whose times
+reached no one.
 
 Kinds: ``driver`` (the command and what it starts outside the JVM, e.g. the
 ``spark-submit`` shell), ``jvm`` (every ``java`` process: Spark's, and the
@@ -117,6 +119,17 @@ def _descendants(stats: dict[int, Stat], root: int) -> set[int]:
     return found
 
 
+def _ignores_sigchld(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as stream:
+            for line in stream:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGCHLD - 1) & 1)
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return False
+
+
 def child_kind(parent_kind: str, comm: str) -> str:
     """The kind of a process, from its name and its parent's kind."""
     if comm == "java":
@@ -133,6 +146,9 @@ class _Entry:
     ppid: int
     own: int
     reaped: int
+    seen: float = 0.0
+    ignores_children: bool = False
+    """SIGCHLD ignored: its children are reaped by the kernel, their times reach no one."""
 
 
 class TreeAccount:
@@ -143,8 +159,14 @@ class TreeAccount:
         self.by_kind: dict[str, int] = {}
         self._alive: dict[tuple[int, int], _Entry] = {}
         self.samples = 0
+        self.unreached = 0
+        """Ticks charged to processes whose times reached no live ancestor (see above)."""
+        self.unseen_bound = 0.0
+        """Seconds: at most this much CPU (one core each) of processes whose parent ignored
+        SIGCHLD went unsampled between their last sample and their exit."""
 
     def sample(self) -> None:
+        now = time.monotonic()
         stats = snapshot()
         tree = _descendants(stats, self.root)
         current = {(p, stats[p].start): stats[p] for p in tree}
@@ -164,17 +186,23 @@ class TreeAccount:
                     entry = self._alive[key] = _Entry(kind, s.comm, s.ppid, 0, 0)
                 entry.kind, entry.comm = kind, s.comm
             self._charge(entry.kind, s.own - entry.own)
-            entry.ppid, entry.own, entry.reaped = s.ppid, s.own, s.reaped
+            entry.ppid, entry.own, entry.reaped, entry.seen = s.ppid, s.own, s.reaped, now
+        for pid in {s.ppid for s in current.values()} & set(by_pid):
+            self._alive[by_pid[pid]].ignores_children = _ignores_sigchld(pid)
         # Whatever a vanished process used after its last sample reached its nearest live
         # ancestor's cutime + cstime: the ancestor's gain minus what was already charged.
         charged: dict[tuple[int, int], int] = {}
         kinds: dict[tuple[int, int], set[str]] = {}
-        for key, e in gone.items():
-            del self._alive[key]
-            ancestor = self._live_ancestor(e.ppid, gone, known, current)
-            if ancestor is not None:
+        for e in gone.values():
+            ancestor, reached = self._live_ancestor(e.ppid, gone, known, current)
+            if ancestor is not None and reached:
                 charged[ancestor] = charged.get(ancestor, 0) + e.own + e.reaped
                 kinds.setdefault(ancestor, set()).add(e.kind)
+            elif not reached:
+                self.unreached += e.own + e.reaped
+                self.unseen_bound += now - e.seen
+        for key in gone:
+            del self._alive[key]
         for key, entry in self._alive.items():
             gain = entry.reaped - previous.get(key, (0, 0))[1]
             rest = gain - charged.get(key, 0)
@@ -191,15 +219,19 @@ class TreeAccount:
         gone: dict[tuple[int, int], _Entry],
         known: dict[int, tuple[int, int]],
         current: dict[tuple[int, int], Stat],
-    ) -> tuple[int, int] | None:
+    ) -> tuple[tuple[int, int] | None, bool]:
+        """The nearest live ancestor, and whether the times reach it (no parent on the
+        way ignored SIGCHLD)."""
+        reached = True
         for _ in range(len(gone) + 1):
             key = known.get(ppid)
             if key is None:
-                return None
+                return None, reached
+            reached = reached and not self._alive[key].ignores_children
             if key in current:
-                return key
+                return key, reached
             ppid = gone[key].ppid
-        return None
+        return None, reached
 
     def _charge(self, kind: str, ticks: int) -> None:
         if ticks:
@@ -215,10 +247,16 @@ class JobCpuResult:
     returncode: int
     wall_seconds: float
     cpu_seconds: float
-    """Exact: the reaper's ``cutime + cstime`` once every descendant was waited for."""
+    """Every kind's (the harness's excluded)."""
     by_kind: dict[str, float]
     samples: int
     stdout: str
+    waited_for_seconds: float
+    """The reaper's ``cutime + cstime`` at the end: the processes whose times reached it."""
+    unseen_bound_seconds: float
+    """At most this much CPU went uncounted (see :class:`TreeAccount`)."""
+    gap_ticks: int
+    """Charged - (waited for + charged to processes whose times reached no one): 0."""
 
 
 class JobCpu:
@@ -259,12 +297,18 @@ class JobCpu:
             text = out.read()
         if final is None:
             raise CpuAccountingError("the reaper exited before its CPU time was read")
-        if account.total() != final.reaped:
-            raise CpuAccountingError(
-                f"kinds add up to {account.total()} ticks, the reaper waited for {final.reaped}"
-            )
         kinds = {k: t / CLK_TCK for k, t in account.by_kind.items() if k != HARNESS}
-        return JobCpuResult(returncode, wall, final.reaped / CLK_TCK, kinds, account.samples, text)
+        return JobCpuResult(
+            returncode,
+            wall,
+            account.total() / CLK_TCK,
+            kinds,
+            account.samples,
+            text,
+            waited_for_seconds=final.reaped / CLK_TCK,
+            unseen_bound_seconds=account.unseen_bound,
+            gap_ticks=account.total() - final.reaped - account.unreached,
+        )
 
     def _follow(
         self, account: TreeAccount, fd: int, started: float, timeout: float

@@ -19,8 +19,10 @@ The method, fixed before any figure was seen:
 * **CPU time.** User + system time of every process of the job, from ``/proc``
   (:mod:`..harness.cpu`): the ``cjob run`` driver, the Spark JVM, PySpark's
   daemon and Python workers, any process they start, short-lived ones
-  included (a subreaper waits for all of them, so none is lost), split by
+  included (a subreaper waits for every orphan), split by
   kind (driver, jvm, workers), plus the S3 server's CPU time over the run
+  (what the Python workers use after their last 0.1 s sample is the only CPU
+  time that can go uncounted: its bound is reported per run)
   (it serves only this job). End to end: from the command's start to the exit
   of its last process (Spark's start-up and the final checkpoint included).
 * **Per million events**: CPU seconds divided by the events the query reads
@@ -193,6 +195,8 @@ class Bench:
                 k: round(v * per_million, 3) for k, v in kinds.items()
             },
             "samples": done.samples,
+            "cpu_seconds_unseen_bound": round(done.unseen_bound_seconds, 3),
+            "accounting_gap_ticks": done.gap_ticks,
             "checkpoints_completed": summary.get("checkpoints_completed"),
             "final_checkpoint": summary.get("final_checkpoint"),
             "loadavg_before": load_before,
