@@ -32,6 +32,8 @@ def test_every_process_kind_is_counted(tmp_path: pathlib.Path) -> None:
         assert set(kinds) == set(cpu_cost.KINDS)
         assert all(seconds > 0 for seconds in kinds.values()), kinds
         assert run["cpu_seconds"] >= sum(kinds.values()) - 0.01
+        assert run["accounting_gap_ticks"] == 0
+        assert run["cpu_seconds_unseen_bound"] < 2.0
         assert run["cpu_seconds_per_million_events"] > 0 and run["wall_seconds"] > 0
     with_, without = doc["runs"]
     assert with_["checkpoints_completed"] > without["checkpoints_completed"] >= 1

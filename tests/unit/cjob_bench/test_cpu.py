@@ -27,7 +27,10 @@ def _python(code: str) -> list[str]:
 
 
 def _run(command: list[str], tmp_path: pathlib.Path, period: float) -> cpu.JobCpuResult:
-    return cpu.JobCpu(command, env=_env(), period=period).run(str(tmp_path / "out.txt"))
+    done = cpu.JobCpu(command, env=_env(), period=period).run(str(tmp_path / "out.txt"))
+    assert done.gap_ticks == 0  # the books balance
+    assert sum(done.by_kind.values()) == pytest.approx(done.cpu_seconds)
+    return done
 
 
 def test_a_busy_child_that_exits_between_samples_is_counted(tmp_path: pathlib.Path) -> None:
@@ -84,6 +87,25 @@ def test_a_process_that_execs_a_jvm_is_charged_as_one(tmp_path: pathlib.Path) ->
     assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
     assert done.by_kind[cpu.WORKERS] >= 0.4
     assert done.by_kind.get(cpu.DRIVER, 0.0) < 0.2
+
+
+def test_children_of_a_parent_ignoring_sigchld_are_counted_from_their_samples(
+    tmp_path: pathlib.Path,
+) -> None:
+    # like PySpark's daemon: SIGCHLD ignored, so the kernel reaps the children and
+    # their times reach no one's cutime
+    child = BURN.format(s=0.8)
+    code = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+        "while p.poll() is None: time.sleep(0.01)\n"
+    )
+    done = _run(_python(code), tmp_path, period=0.05)
+    assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
+    assert done.waited_for_seconds < 0.5  # the child's time never reached the reaper
+    assert done.cpu_seconds + done.unseen_bound_seconds >= 0.8
+    assert done.unseen_bound_seconds < 0.5
 
 
 def test_the_exit_code_of_the_command_is_returned(tmp_path: pathlib.Path) -> None:
