@@ -179,6 +179,8 @@ QUERIES: dict[str, Query] = {
 }
 CLOSED_BY_WATERMARK = frozenset({"q4", "q5", "q7", "q8", "q11", "q12"})
 """The queries whose results the watermark releases (windows, q4's auctions closing)."""
+CONF: dict[str, dict[str, str]] = {"q4": q4_module.CONF}
+"""Session settings a query needs while it starts (restored after)."""
 KINDS_READ: dict[str, tuple[str, ...]] = {
     "q3": ("persons", "auctions"),
     "q4": ("auctions", "bids"),
