@@ -7,7 +7,8 @@ over them on the in-process executor with exactly-once checkpoints
 runs one query many times under random crash plans (:mod:`.crashes`);
 ``kafka-sustain`` and ``kafka-latency`` run a query live on a real Kafka broker
 (:mod:`.kafka.cli`); ``cpu-cost`` measures the CPU time of ``cjob run`` with and
-without checkpoints (:mod:`.cpu_cost`). Each prints one JSON document.
+without checkpoints (:mod:`.cpu_cost`); ``spark`` runs the queries on Spark
+Structured Streaming (:mod:`.spark`). Each prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
 10
@@ -65,6 +66,11 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--parallelism", type=int, default=2)
     cost.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
     cost.add_argument("--no-check", action="store_true", help="skip the oracle check")
+    peer = sub.add_parser("spark", help="run queries on Spark Structured Streaming")
+    peer.add_argument("--data", required=True, type=pathlib.Path)
+    peer.add_argument("--queries", default=",".join(queries.QUERIES))
+    peer.add_argument("--parallelism", type=int, default=2)
+    peer.add_argument("--check", action="store_true", help="compare with the oracle")
     return top
 
 
@@ -85,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> Any:
     elif ns.command == "cpu-cost":
         with tempfile.TemporaryDirectory(prefix="nexmark-cpu-") as temp:
             doc = _cpu_cost(ns, pathlib.Path(temp))
+    elif ns.command == "spark":
+        from cjob_bench.nexmark.spark import cli as spark_cli  # noqa: PLC0415 (pyspark)
+
+        doc = spark_cli.run(ns.data, ns.queries, parallelism=ns.parallelism, check=ns.check)
     else:
         doc = _local(ns)
     json.dump(doc, sys.stdout, indent=1)
