@@ -14,6 +14,9 @@ from cjob_bench.harness import cpu
 
 BENCH = pathlib.Path(cpu.__file__).resolve().parents[2]
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+TICKS = 5 / os.sysconf("SC_CLK_TCK")
+"""Slack for /proc's figures against the exact CPU a burn took: they are whole clock ticks
+split from the scheduler's runtime, a tick or two short per process (0.38 s for a 0.4 s burn)."""
 
 
 def _env() -> dict[str, str]:
@@ -41,7 +44,7 @@ def test_a_busy_child_that_exits_between_samples_is_counted(tmp_path: pathlib.Pa
     # One sample before the job, one after: the child lives and dies in between.
     done = _run(_python(code), tmp_path, period=30.0)
     assert done.returncode == 0 and done.stdout == "ok\n"
-    assert done.cpu_seconds >= 0.5
+    assert done.cpu_seconds >= 0.5 - TICKS
     assert done.by_kind[cpu.DRIVER] == pytest.approx(done.cpu_seconds)
     assert done.samples == 2
 
@@ -54,7 +57,7 @@ def test_an_orphan_outliving_its_parent_is_counted(tmp_path: pathlib.Path) -> No
     )
     done = _run(_python(code), tmp_path, period=0.05)
     assert done.returncode == 0
-    assert done.cpu_seconds >= 0.6
+    assert done.cpu_seconds >= 0.6 - TICKS
     assert sum(done.by_kind.values()) == pytest.approx(done.cpu_seconds)
 
 
@@ -69,9 +72,9 @@ def test_processes_under_a_jvm_are_workers(tmp_path: pathlib.Path) -> None:
     )
     done = _run(_python(driver), tmp_path, period=0.05)
     assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
-    assert done.by_kind[cpu.DRIVER] >= 0.2
-    assert done.by_kind[cpu.JVM] >= 0.3
-    assert done.by_kind[cpu.WORKERS] >= 0.4
+    assert done.by_kind[cpu.DRIVER] >= 0.2 - TICKS
+    assert done.by_kind[cpu.JVM] >= 0.3 - TICKS
+    assert done.by_kind[cpu.WORKERS] >= 0.4 - TICKS
     assert sum(done.by_kind.values()) == pytest.approx(done.cpu_seconds)
 
 
@@ -85,7 +88,7 @@ def test_a_process_that_execs_a_jvm_is_charged_as_one(tmp_path: pathlib.Path) ->
     shell = f"sleep 0.5; exec {java} -c {shlex.quote(jvm)}"
     done = _run(["sh", "-c", shell], tmp_path, period=0.05)
     assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
-    assert done.by_kind[cpu.WORKERS] >= 0.4
+    assert done.by_kind[cpu.WORKERS] >= 0.4 - TICKS
     assert done.by_kind.get(cpu.DRIVER, 0.0) < 0.2
 
 
@@ -104,7 +107,7 @@ def test_children_of_a_parent_ignoring_sigchld_are_counted_from_their_samples(
     done = _run(_python(code), tmp_path, period=0.05)
     assert done.returncode == 0, (tmp_path / "out.txt.stderr").read_text()
     assert done.waited_for_seconds < 0.5  # the child's time never reached the reaper
-    assert done.cpu_seconds + done.unseen_bound_seconds >= 0.8
+    assert done.cpu_seconds + done.unseen_bound_seconds >= 0.8 - TICKS
     assert done.unseen_bound_seconds < 0.5
 
 
