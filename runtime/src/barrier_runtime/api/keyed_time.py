@@ -193,7 +193,9 @@ class EventTimeSteps(Generic[S, W]):
             fields = window_fields.vectorised(step_id, aggregate, key_field)
         else:
             fields = (self._one_aggregate(step_id, how, column, output or "value"),)
-        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding | windows_mod.Session):
+        if not isinstance(
+            assigner, windows_mod.Tumbling | windows_mod.Sliding | windows_mod.Session
+        ):
             raise building.InvalidDataflowError(
                 f"step {step_id!r}: window_agg takes Tumbling, Sliding or Session windows, "
                 f"not {type(assigner).__name__}; for your own assigner use window"

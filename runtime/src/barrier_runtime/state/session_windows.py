@@ -122,7 +122,9 @@ def select(columns: Mapping[str, Values], rows: Any) -> Columns:
 
 def concat(a: Mapping[str, Values], b: Mapping[str, Values]) -> Columns:
     """``a``'s rows then ``b``'s (``b``'s arrays converted to ``a``'s dtypes)."""
-    return {name: np.concatenate([values, b[name].astype(values.dtype)]) for name, values in a.items()}
+    return {
+        name: np.concatenate([values, b[name].astype(values.dtype)]) for name, values in a.items()
+    }
 
 
 def empty(columns: Iterable[str], dtypes: Mapping[str, np.dtype[Any]]) -> Columns:
@@ -165,7 +167,9 @@ class SessionsCopy:
     max_parallelism: int
 
     @staticmethod
-    def of(keys: pa.Array | None, columns: Mapping[str, Values], max_parallelism: int) -> SessionsCopy:
+    def of(
+        keys: pa.Array | None, columns: Mapping[str, Values], max_parallelism: int
+    ) -> SessionsCopy:
         copied = {name: values.copy() for name, values in columns.items()}
         return SessionsCopy(keys, copied, max_parallelism)  # Arrow arrays are immutable
 

@@ -79,9 +79,7 @@ def run(s: dict[str, Any], vectorised: bool) -> tuple[list[Row], list[Row]]:
         "avg": mean_of("v"),
     }
     step = keyed.window_agg if vectorised else keyed.window
-    windows = step(
-        "w", Session(s["gap"]), aggregate=named, allowed_lateness_ms=s["lateness"]
-    )
+    windows = step("w", Session(s["gap"]), aggregate=named, allowed_lateness_ms=s["lateness"])
     out, late = TestingSink(), TestingSink()
     windows.sink("out", out)
     windows.late("late").sink("late-out", late)
@@ -115,8 +113,11 @@ def test_vectorised_sessions_equal_per_record_sessions(s: dict[str, Any]) -> Non
     assert late_ids == collections.Counter(r["i"] for r in per_record_late)
     if s["lateness"] == 0:
         assert vectorised == per_record
-        assert all(list(r) == ["k", "window_start", "window_end", "n", "total", "low", "high",
-                               "avg", "update"] for r in vectorised)
+        assert all(
+            list(r)
+            == ["k", "window_start", "window_end", "n", "total", "low", "high", "avg", "update"]
+            for r in vectorised
+        )
     else:
         assert without_update(vectorised) <= without_update(per_record)
         assert final_sessions(vectorised) == final_sessions(per_record)

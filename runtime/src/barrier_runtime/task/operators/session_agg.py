@@ -121,8 +121,10 @@ class SessionAggOperator(base.StatefulOperator):
         self._rows = sessions_mod.concat(sessions_mod.select(self._rows, kept), merged)
         self._lowest_end = min(self._lowest_end, int(merged["end"].min()))
         # late but allowed: a session that took a record after the watermark passed its end
-        reached = len(self._rows["end"]) - len(merged["end"]) + np.flatnonzero(
-            fresh & (merged["end"] - 1 <= self.watermark)
+        reached = (
+            len(self._rows["end"])
+            - len(merged["end"])
+            + np.flatnonzero(fresh & (merged["end"] - 1 <= self.watermark))
         )
         if len(reached):
             self.emit(self._results(reached))
