@@ -156,3 +156,14 @@ def test_at_parallelism_two_with_checkpoints_the_results_are_those_of_window() -
     want = sessions_of(vectorised=False, parallelism=2, dictionary_keys=False)
     assert len(want) > 20
     assert sessions_of(vectorised=True, parallelism=2, dictionary_keys=True) == want
+
+
+def test_an_empty_batch_changes_nothing() -> None:
+    op, out, late = operator(session_step())
+    schema = pa.schema([("user", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+    empty = batch_mod.Batch.from_arrow(pa.RecordBatch.from_pylist([], schema=schema))
+    op.process(empty, 0)
+    op.process(batch([{"user": "a", "ts": 0, "v": 1}]), 0)
+    op.process(empty, 0)
+    op.on_watermark(MAX_WATERMARK)
+    assert [(r["user"], r["n"]) for r in out.rows] == [("a", 1)] and not late.rows

@@ -82,6 +82,8 @@ class SessionAggOperator(base.StatefulOperator):
 
     def process(self, batch: batch_mod.Batch, side: int) -> None:
         arrow = batch.to_arrow()
+        if not arrow.num_rows:
+            return
         times = self.event_times(batch, self._step.timestamps)
         ends = times + self._gap
         keep = ends - 1 + self._lateness > self.watermark
