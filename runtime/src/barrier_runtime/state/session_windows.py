@@ -115,11 +115,6 @@ def _reduce(how: Reduce, values: Values, cuts: npt.NDArray[np.intp]) -> Values:
     return out
 
 
-def select(columns: Mapping[str, Values], rows: Any) -> Columns:
-    """Every array at ``rows`` (a mask or positions)."""
-    return {name: values[rows] for name, values in columns.items()}
-
-
 def concat(a: Mapping[str, Values], b: Mapping[str, Values]) -> Columns:
     """``a``'s rows then ``b``'s (``b``'s arrays converted to ``a``'s dtypes)."""
     return {
@@ -160,18 +155,12 @@ def schema(columns: Mapping[str, Values]) -> pa.Schema:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionsCopy:
-    """The open sessions as of a barrier (arrays copied); encoded later, on the upload thread."""
+    """The open sessions as of a barrier (copies of the arrays); encoded later, on the upload
+    thread."""
 
     keys: pa.Array | None
     columns: Columns
     max_parallelism: int
-
-    @staticmethod
-    def of(
-        keys: pa.Array | None, columns: Mapping[str, Values], max_parallelism: int
-    ) -> SessionsCopy:
-        copied = {name: values.copy() for name, values in columns.items()}
-        return SessionsCopy(keys, copied, max_parallelism)  # Arrow arrays are immutable
 
     def encode(self) -> bytes:
         target = schema(self.columns)

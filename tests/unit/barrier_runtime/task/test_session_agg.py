@@ -167,3 +167,31 @@ def test_an_empty_batch_changes_nothing() -> None:
     op.process(empty, 0)
     op.on_watermark(MAX_WATERMARK)
     assert [(r["user"], r["n"]) for r in out.rows] == [("a", 1)] and not late.rows
+
+
+def test_thousands_of_sessions_ending_and_starting_give_the_results_of_window() -> None:
+    """Enough keys that the open-session table compacts dead rows many times."""
+    events = [
+        {
+            "user": i * 7919 % 3_000 if i % 2 else 10_000 + i * 31 % 300,  # some sessions merge
+            "ts": i * 3 + i * 37 % 11 * 100,
+            "v": i % 17,
+        }
+        for i in range(12_000)
+    ]
+
+    def sessions(vectorised: bool) -> list[dict[str, Any]]:
+        flow, out = Dataflow("many"), TestingSink()
+        keyed = flow.source(
+            "events",
+            TestingSource(events, batch_size=500),
+            timestamps="ts",
+            watermarks=BoundedOutOfOrderness(1_000),
+        ).key_by("by-user", "user")
+        step = keyed.window_agg if vectorised else keyed.window
+        step("s", Session(2_000), aggregate={"n": count(), "total": sum_of("v")}).sink("out", out)
+        return run(flow, out, 1)
+
+    want = sessions(vectorised=False)
+    assert len(want) > 6_000 and max(r["n"] for r in want) > 2
+    assert sessions(vectorised=True) == want

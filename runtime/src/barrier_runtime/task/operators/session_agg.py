@@ -8,7 +8,9 @@ Per batch
        keys) and the batch's records, each a one-record session, merge in one
        sort by ``(key, start)`` and a few NumPy ``reduceat``
        (:func:`~barrier_runtime.state.session_windows.merge_sessions`); the
-       merged sessions replace the ones they came from;
+       merged sessions replace the ones they came from (killed and appended in
+       :class:`~barrier_runtime.state.open_sessions.OpenSessions`, so a batch
+       costs what it touches, not a copy of every open session);
     3. a merged session that took a record and whose end the watermark has
        already passed (allowed lateness) is emitted again at once, as an update
        (once per batch, as ``window_agg`` does for tumbling windows).
@@ -41,8 +43,8 @@ import pyarrow.compute as pc
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps, watermarks, windows
+from barrier_runtime.state import open_sessions, window_panes
 from barrier_runtime.state import session_windows as sessions_mod
-from barrier_runtime.state import window_panes
 from barrier_runtime.task.operators import base
 
 _NO_END = np.iinfo(np.int64).max
@@ -72,9 +74,8 @@ class SessionAggOperator(base.StatefulOperator):
         self.watermark = watermarks.MIN_WATERMARK
         self.late_dropped = 0
         self._how = sessions_mod.reducers(step.columns) | {"fresh": "max"}
-        self._keys: pa.Array | None = None
-        """The open sessions' keys (``None`` until the first batch or restore sets the type)."""
-        self._rows = sessions_mod.empty(step.columns, {c: np.dtype(np.int64) for c in step.columns})
+        int64s = {c: np.dtype(np.int64) for c in step.columns}
+        self._open = open_sessions.OpenSessions(sessions_mod.empty(step.columns, int64s))
         self._lowest_end = _NO_END
         """At most the smallest open session end: a watermark below it passes no session."""
 
@@ -105,38 +106,27 @@ class SessionAggOperator(base.StatefulOperator):
         for column in self._step.columns:
             records |= self._values(column, arrow.column(column))
         records["fresh"] = np.ones(n, np.int64)
-        if self._keys is None:
-            self._keys = keys[:0]
-        elif keys.type != self._keys.type:
-            keys = keys.cast(self._keys.type)
-        touched = self._touched(keys)
-        old = sessions_mod.select(self._rows, touched)
-        old["fresh"] = np.zeros(len(old["start"]), np.int64)
+        table = self._open
+        if table.key_type is not None and keys.type != table.key_type:
+            keys = keys.cast(table.key_type)
+        touched = table.find(keys)
+        old = {name: table.column(name)[touched] for name in table.names()}
+        old["fresh"] = np.zeros(len(touched), np.int64)
+        old_keys = table.keys().take(pa.array(touched)).combine_chunks() if len(touched) else None
         merged_keys, merged = sessions_mod.merge_sessions(
-            pa.concat_arrays([self._keys.filter(pa.array(touched)), keys]),
+            keys if old_keys is None else pa.concat_arrays([old_keys, keys]),
             sessions_mod.concat(old, records),
             self._how,
         )
         fresh = merged.pop("fresh") > 0
-        kept = ~touched
-        self._keys = pa.concat_arrays([self._keys.filter(pa.array(kept)), merged_keys])
-        self._rows = sessions_mod.concat(sessions_mod.select(self._rows, kept), merged)
+        table.kill(touched)
+        table.compact()
+        at = table.append(merged_keys, merged)
         self._lowest_end = min(self._lowest_end, int(merged["end"].min()))
         # late but allowed: a session that took a record after the watermark passed its end
-        reached = (
-            len(self._rows["end"])
-            - len(merged["end"])
-            + np.flatnonzero(fresh & (merged["end"] - 1 <= self.watermark))
-        )
+        reached = at[fresh & (merged["end"] - 1 <= self.watermark)]
         if len(reached):
             self.emit(self._results(reached))
-
-    def _touched(self, keys: pa.Array) -> npt.NDArray[np.bool_]:
-        assert self._keys is not None
-        if not len(self._keys):
-            return np.zeros(0, dtype=bool)
-        found = pc.is_in(self._keys, value_set=pc.unique(keys))
-        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
     def _values(self, column: str, values: pa.ChunkedArray | pa.Array) -> sessions_mod.Columns:
         """One record's partials of ``column``: its count of values (0 for null), sum, min, max."""
@@ -144,8 +134,8 @@ class SessionAggOperator(base.StatefulOperator):
             values = values.cast(pa.int64())
         dtype = window_panes.value_dtype(values.type)
         if dtype.kind == "f":
-            sessions_mod.widen(self._rows, column, dtype)
-        dtype = self._rows[f"{column}:sum"].dtype
+            self._open.widen(column, dtype)
+        dtype = self._open.dtype(f"{column}:sum")
         lowest, highest = window_panes.identities(dtype)
         present = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
@@ -169,42 +159,44 @@ class SessionAggOperator(base.StatefulOperator):
 
     def on_watermark(self, watermark: int) -> None:
         previous, self.watermark = self.watermark, watermark
-        if self._lowest_end - 1 > watermark or self._keys is None:
+        if self._lowest_end - 1 > watermark:
             return
-        last = self._rows["end"] - 1
-        due = np.flatnonzero((last <= watermark) & (last > previous))
+        table = self._open
+        alive, last = table.alive_rows(), table.column("end") - 1
+        due = np.flatnonzero(alive & (last <= watermark) & (last > previous))
         if len(due):
             order = pc.sort_indices(
-                pa.table({"e": last[due], "k": self._keys.take(pa.array(due))}),
+                pa.table({"e": last[due], "k": table.keys().take(pa.array(due))}),
                 sort_keys=[("e", "ascending"), ("k", "ascending")],
             )
             self.emit(self._results(due[order.to_numpy()]))
-        gone = last + self._lateness <= watermark
-        if gone.any():
-            kept = ~gone
-            self._keys = self._keys.filter(pa.array(kept))
-            self._rows = sessions_mod.select(self._rows, kept)
-        ends = self._rows["end"]
-        self._lowest_end = int(ends.min()) if len(ends) else _NO_END
+        table.kill(np.flatnonzero(alive & (last + self._lateness <= watermark)))
+        table.compact()
+        self._lowest_end = self._lowest_open_end()
+
+    def _lowest_open_end(self) -> int:
+        ends = self._open.column("end")[self._open.alive_rows()]
+        return int(ends.min()) if len(ends) else _NO_END
 
     def _results(self, at: npt.NDArray[np.intp]) -> batch_mod.Batch:
-        assert self._keys is not None
-        rows = self._rows
+        table = self._open
         fields: dict[str, Any] = {
-            self._step.key_field: self._keys.take(pa.array(at)),
-            "window_start": rows["start"][at],
-            "window_end": rows["end"][at],
+            self._step.key_field: table.keys().take(pa.array(at)).combine_chunks(),
+            "window_start": table.column("start")[at],
+            "window_end": table.column("end")[at],
         }
         for aggregate in self._step.aggregates:
-            fields[aggregate.name] = _result(aggregate, rows, at)
-        fields["update"] = rows["fired"][at].copy()
-        rows["fired"][at] += 1
+            fields[aggregate.name] = _result(aggregate, table, at)
+        fired = table.column("fired")
+        fields["update"] = fired[at].copy()
+        fired[at] += 1
         return batch_mod.Batch.from_arrow(pa.record_batch(fields))
 
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        copy = sessions_mod.SessionsCopy.of(self._keys, self._rows, self._max_parallelism)
+        keys, arrays = self._open.live_copy()
+        copy = sessions_mod.SessionsCopy(keys, arrays, self._max_parallelism)
         lo, hi = self._range
         builder.blobs.append(base.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
 
@@ -213,15 +205,9 @@ class SessionAggOperator(base.StatefulOperator):
             for column in self._step.columns:
                 dtype = arrays[f"{column}:sum"].dtype
                 if dtype.kind == "f":
-                    sessions_mod.widen(self._rows, column, dtype)
-            restored = pa.array(keys)
-            if self._keys is None:
-                self._keys = restored
-            else:
-                self._keys = pa.concat_arrays([self._keys, restored.cast(self._keys.type)])
-            self._rows = sessions_mod.concat(self._rows, arrays)
-        ends = self._rows["end"]
-        self._lowest_end = int(ends.min()) if len(ends) else _NO_END
+                    self._open.widen(column, dtype)
+            self._open.append(pa.array(keys), arrays)
+        self._lowest_end = self._lowest_open_end()
 
     def watermark_restored(self, watermark: int) -> None:
         """Resume at the restored input watermark: the sessions it passed fired before."""
@@ -229,16 +215,17 @@ class SessionAggOperator(base.StatefulOperator):
 
 
 def _result(
-    aggregate: steps.WindowAggregate, rows: sessions_mod.Columns, at: npt.NDArray[np.intp]
+    aggregate: steps.WindowAggregate, table: open_sessions.OpenSessions, at: npt.NDArray[np.intp]
 ) -> Any:
     """One aggregate's values at ``at``: null where the session held no value (min, max, mean)."""
     if aggregate.column is None:
-        return rows["count"][at]
-    count = rows[f"{aggregate.column}:count"][at]
+        return table.column("count")[at]
+    count = table.column(f"{aggregate.column}:count")[at]
     if aggregate.how == "count":
         return count
     if aggregate.how == "sum":
-        return rows[f"{aggregate.column}:sum"][at]
+        return table.column(f"{aggregate.column}:sum")[at]
     if aggregate.how == "mean":
-        return pa.array(rows[f"{aggregate.column}:sum"][at] / np.maximum(count, 1), mask=count == 0)
-    return pa.array(rows[f"{aggregate.column}:{aggregate.how}"][at], mask=count == 0)
+        mean = table.column(f"{aggregate.column}:sum")[at] / np.maximum(count, 1)
+        return pa.array(mean, mask=count == 0)
+    return pa.array(table.column(f"{aggregate.column}:{aggregate.how}")[at], mask=count == 0)
