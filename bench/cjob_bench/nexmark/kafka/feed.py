@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from cjob_bench.harness import pacing
 from cjob_bench.nexmark import config as config_mod
 from cjob_bench.nexmark import generator
 from cjob_bench.nexmark.config import NexmarkConfig
@@ -91,15 +92,12 @@ def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dic
     counts = dict.fromkeys(KIND_NAMES.values(), 0)
     chunks = schedule(cfg)
     ahead = next(chunks, [])  # the first chunk is ready before the clock starts
-    start, first_wall, behind, i = time.monotonic(), time.time(), 0.0, 0
-    print(json.dumps({"started": first_wall}), flush=True)
+    pacer, i = pacing.Pacer(rate), 0
+    print(json.dumps({"started": pacer.first_wall}), flush=True)
     for chunk in itertools.chain([ahead], chunks):
         j = 0
         while j < len(chunk):
-            elapsed = time.monotonic() - start
-            due = min(len(chunk), j + max(0, int(elapsed * rate) + 1 - i))
-            if due > j:
-                behind = max(behind, elapsed - i / rate)
+            due = min(len(chunk), j + max(0, pacer.due(sent=i) - i))
             now_ns = time.time_ns()
             while j < due:
                 g, kind, value, at = chunk[j]
@@ -114,22 +112,11 @@ def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dic
                 counts[KIND_NAMES[kind]] += 1
                 i, j = i + 1, j + 1
             producer.poll(0)
-            wait = i / rate - (time.monotonic() - start)
-            if wait > 0:
-                time.sleep(min(wait, 0.001))
-    last_wall = time.time()
+            pacer.wait(sent=i)
+    pacer.finished()
     left = producer.flush(60)
-    return {
-        "events": i,
-        "by_kind": counts,
-        "undelivered": left,
-        "first_wall": first_wall,
-        "last_wall": last_wall,
-        "seconds": round(last_wall - first_wall, 3),
-        "achieved_rate": round(i / max(last_wall - first_wall, 1e-9)),
-        "max_behind_schedule_ms": round(behind * 1000, 1),
-        "clock": _filled(clock),
-    }
+    summary = {"events": i, "by_kind": counts, **pacer.summary(i, left)}
+    return {**summary, "clock": _filled(clock)}
 
 
 def _filled(clock: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from cjob_bench.harness import pacing
 from cjob_bench.workloads.w4_kafka import records
 
 LINGER_MS = 5
@@ -29,15 +30,10 @@ def produce(
     from confluent_kafka import Producer  # noqa: PLC0415 (only the producer process needs it)
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "acks": "all"})
-    start = time.monotonic()
-    first_wall = time.time()
-    behind = 0.0
+    pacer = pacing.Pacer(rate)
     i = 0
     while i < count:
-        elapsed = time.monotonic() - start
-        due = min(count, int(elapsed * rate) + 1)
-        if due > i:
-            behind = max(behind, elapsed - i / rate)
+        due = min(count, pacer.due(sent=i))
         while i < due:
             ts_ns = time.time_ns()
             value = records.encode(i, keys=keys, ts_us=ts_ns // 1000)
@@ -54,20 +50,10 @@ def produce(
                 continue
             i += 1
         producer.poll(0)
-        wait = (i / rate) - (time.monotonic() - start)
-        if wait > 0:
-            time.sleep(min(wait, 0.001))
-    last_wall = time.time()
+        pacer.wait(sent=i)
+    pacer.finished()
     left = producer.flush(60)
-    return {
-        "records": count,
-        "undelivered": left,
-        "first_wall": first_wall,
-        "last_wall": last_wall,
-        "seconds": round(last_wall - first_wall, 3),
-        "achieved_rate": round(count / max(last_wall - first_wall, 1e-9)),
-        "max_behind_schedule_ms": round(behind * 1000, 1),
-    }
+    return {"records": count, **pacer.summary(count, left)}
 
 
 def main(argv: list[str] | None = None) -> None:
