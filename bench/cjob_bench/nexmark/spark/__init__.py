@@ -1,0 +1,32 @@
+"""Nexmark on Spark Structured Streaming, the peer the field compares with; checked equal to ours.
+
+:mod:`.sources` (inputs as streaming DataFrames with event time, watermark and
+an end of input; :func:`~.sources.read_files` for the Parquet files),
+:mod:`.queries` and :mod:`.q4` (the queries, functions of their inputs),
+:mod:`.run` (a query to Spark's Parquet file sink with checkpoints at 1 s
+micro-batches, timed, checked against the oracle). Only this package imports
+pyspark (lazily, where Spark runs). :func:`session` builds the SparkSession
+the way the project's other Spark peers do
+(:func:`barrier_runtime.spark.session.build_session`: Java, local IP, quiet logs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RECENT_PROGRESS = 10_000
+"""Progress reports a query keeps: a run sums every micro-batch's input rows."""
+
+
+def session(parallelism: int = 2) -> Any:
+    """A local SparkSession with ``parallelism`` task slots and shuffle partitions."""
+    from barrier_runtime.spark import session as spark_session  # noqa: PLC0415
+
+    conf = {
+        "spark.sql.shuffle.partitions": str(parallelism),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.numRecentProgressUpdates": str(RECENT_PROGRESS),
+    }
+    return spark_session.build_session(
+        f"local[{parallelism}]", app_name="nexmark-spark", parallelism=parallelism, conf=conf
+    )
