@@ -1,0 +1,316 @@
+"""Spark Structured Streaming as a :class:`.run.System`: the same topics, the same query, Kafka to Kafka.
+
+:class:`SparkSystem` runs on one warm SparkSession ``local[P]`` whose ``spark.jars`` are
+Spark's Kafka connector (``scripts/spark-kafka-fetch.sh``, :func:`session`). ``start``:
+
+1. reads each kind the query needs from ``{prefix}-{kind}`` with Spark's Kafka source
+   (``startingOffsets`` earliest), parses the JSON value into the kind's schema
+   (:func:`cjob_bench.nexmark.spark.sources.ddl`) and gives it the event-time column and
+   watermark of the file version (:func:`~cjob_bench.nexmark.spark.sources.event_time`,
+   ``bound_ms`` as ours: 0, the feed's events are in order);
+2. runs the Spark helper's query (:data:`cjob_bench.nexmark.spark.queries.QUERIES`) on them;
+3. writes every result row as one JSON object to the output topic with Spark's Kafka sink
+   (``append`` mode, a processing-time trigger: ``trigger``, 1 s by default, down to the
+   100 ms of the latency criterion; ``0 seconds`` is Spark's shortest, back to back),
+   checkpointed to a **local directory** (``checkpoints/{prefix}``; ours checkpoints to the
+   embedded S3 server). Each row carries ``_written_us``: the wall clock when Spark's task
+   computed the row just before its Kafka writer took it (``reflect`` of
+   ``System.currentTimeMillis``, evaluated per row in the JVM: ms resolution), as ours
+   stamps its sink's write time.
+
+What the latency figures mean for Spark. Spark's Kafka sink is **at-least-once**, not
+transactional: a ``read_committed`` reader sees a row as soon as Spark's producer sent it,
+before the micro-batch is committed to Spark's commit log. So Spark's *visible* latency is
+to at-least-once output, earlier than an exactly-once reader could trust it (after the
+batch's commit); there is no later instant a Kafka reader can observe, so Spark's visible
+latency is the time its rows appear, with that caveat. ``_written_us`` is the *sink before
+commit* figure as for ours.
+
+:class:`SparkQuery` is the :class:`.run.Started`: a ``StreamingQueryListener`` adds every
+progress event's ``numInputRows`` per source (the source's topic is in its description) and
+the sink's ``numOutputRows``, once per ``batchId`` (``recentProgress`` keeps only the last
+reports). A progress event comes when its micro-batch has ended (written and committed), so
+the lag sampled from it includes the batch in flight. ``stop`` waits until the sources have
+read every record the input topics hold, the batch after it (the watermark's no-data batch)
+has run, then stops the query and returns its figures.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cjob_bench.nexmark.spark import queries as spark_queries
+from cjob_bench.nexmark.spark import sources
+from cjob_bench.peers import spark as runner
+from cjob_bench.workloads.w4_kafka import facts
+
+WRITTEN = "_written_us"
+"""The column every output row carries: the wall clock (µs, ms resolution) when it was written."""
+DEFAULT_TRIGGER = "1 second"
+
+
+class SparkQueryStopError(RuntimeError):
+    """Spark's query did not read and write all its input before the stop's timeout."""
+
+
+def session(parallelism: int, libs: pathlib.Path | None = None) -> Any:
+    """A SparkSession ``local[parallelism]`` with the Kafka connector's jars (fetched if needed)."""
+    from barrier_runtime.spark import session as session_mod  # noqa: PLC0415
+    from cjob_bench.peers.spark import kafka as peer_kafka  # noqa: PLC0415 (imports pyspark)
+
+    jars = peer_kafka.extra_jars(libs or facts.spark_kafka_libs())
+    conf = {
+        "spark.jars": ",".join(str(p) for p in jars),
+        "spark.sql.shuffle.partitions": str(parallelism),
+        "spark.sql.session.timeZone": "UTC",
+    }
+    return session_mod.build_session(
+        f"local[{parallelism}]", app_name="nexmark-kafka-spark", parallelism=parallelism, conf=conf
+    )
+
+
+class SparkSystem:
+    """Spark Structured Streaming as a :class:`.run.System` (see the module docstring)."""
+
+    def __init__(
+        self,
+        spark: Any,
+        checkpoints: pathlib.Path,
+        *,
+        trigger: str = DEFAULT_TRIGGER,
+        bound_ms: int = 0,
+    ) -> None:
+        self.spark, self.checkpoints = spark, checkpoints
+        self.trigger, self.bound_ms = trigger, bound_ms
+
+    def start(
+        self, query: str, bootstrap: str, prefix: str, out_topic: str, timeout: float = 120.0
+    ) -> SparkQuery:
+        kinds = spark_queries.kinds_read(query)
+        inputs = {kind: self._read(bootstrap, f"{prefix}-{kind}", kind) for kind in kinds}
+        result = spark_queries.QUERIES[query](inputs)
+        writer = (
+            _as_json(result)
+            .writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", out_topic)
+            .option("kafka.linger.ms", "5")
+            .option("checkpointLocation", str(self.checkpoints / prefix))
+            .outputMode("append")
+            .trigger(processingTime=self.trigger)
+            .queryName(f"nexmark_kafka_{query}_{prefix.replace('-', '_')}")
+        )
+        topics = {kind: f"{prefix}-{kind}" for kind in kinds}
+        listener = progress_counter(topics)
+        self.spark.streams.addListener(listener)
+        conf = spark_queries.CONF.get(query, {})
+        saved = {key: self.spark.conf.get(key, None) for key in conf}
+        try:
+            for key, value in conf.items():
+                self.spark.conf.set(key, value)
+            handle = writer.start()
+        except BaseException:
+            self.spark.streams.removeListener(listener)
+            raise
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
+        from cjob_bench.peers.spark import kafka as peer_kafka  # noqa: PLC0415
+
+        listener.query_id = str(handle.id)
+        started = SparkQuery(self.spark, handle, listener, bootstrap, self.trigger)
+        peer_kafka.wait_ready(handle, timeout)
+        return started
+
+    def _read(self, bootstrap: str, topic: str, kind: str) -> Any:
+        from pyspark.sql import functions as sf  # noqa: PLC0415 (only where Spark runs)
+
+        raw = (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("kafka.fetch.max.wait.ms", "5")
+            .load()
+        )
+        parsed = raw.select(sf.from_json(sf.col("value").cast("string"), sources.ddl(kind)).alias("r"))
+        return sources.event_time(parsed.select("r.*"), self.bound_ms)
+
+
+def _as_json(result: Any) -> Any:
+    """``result``'s rows as the Kafka sink's ``value``: JSON with :data:`WRITTEN` added."""
+    from pyspark.sql import functions as sf  # noqa: PLC0415
+
+    now_ms = sf.expr("reflect('java.lang.System', 'currentTimeMillis')").cast("long")
+    columns = [sf.col(f"`{name}`") for name in result.columns]
+    stamped = sf.struct(*columns, (now_ms * 1000).alias(WRITTEN))
+    return result.select(sf.to_json(stamped).alias("value"))
+
+
+def progress_counter(topics: dict[str, str]) -> Any:
+    """A ``StreamingQueryListener`` adding up one query's rows read per kind (``topics``: kind
+    -> topic) and rows written, once per ``batchId``; its ``query_id`` is set after the start."""
+    from pyspark.sql.streaming import StreamingQueryListener  # noqa: PLC0415
+
+    class ProgressCounter(StreamingQueryListener):  # type: ignore[misc]
+        def __init__(self, topics: dict[str, str]) -> None:
+            self.topics = topics
+            self.query_id: str | None = None
+            self.lock = threading.Lock()
+            self.read = dict.fromkeys(topics, 0)
+            self.written = 0
+            self.batches: dict[int, dict[str, Any]] = {}
+            self.terminated: str | None = None
+
+        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (pyspark's names)
+            pass
+
+        def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+            if str(event.id) == self.query_id:
+                self.terminated = event.exception or ""
+
+        def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+            p = event.progress
+            if str(p.id) != self.query_id:
+                return
+            with self.lock:
+                if p.batchId in self.batches:
+                    return
+                rows = 0
+                for source in p.sources:
+                    for kind, topic in self.topics.items():
+                        if f"[{topic}]" in source.description:
+                            self.read[kind] += int(source.numInputRows)
+                            rows += int(source.numInputRows)
+                out = max(0, int(p.sink.numOutputRows))
+                self.written += out
+                self.batches[p.batchId] = {
+                    "rows_in": rows,
+                    "rows_out": out,
+                    "ms": int(p.durationMs.get("triggerExecution", 0)),
+                    "watermark": p.eventTime.get("watermark"),
+                    "done_at": time.time(),
+                }
+
+    return ProgressCounter(topics)
+
+
+class SparkQuery:
+    """A running Spark query as a :class:`.run.Started` (see the module docstring)."""
+
+    def __init__(
+        self, spark: Any, handle: Any, counter: Any, bootstrap: str, trigger: str
+    ) -> None:
+        self.spark, self.handle, self.counter = spark, handle, counter
+        self.bootstrap, self.trigger = bootstrap, trigger
+
+    def consumed(self, kinds: Sequence[str]) -> tuple[int, int | None]:
+        with self.counter.lock:
+            return sum(self.counter.read.get(k, 0) for k in kinds), None
+
+    def sink_records_in(self) -> int:
+        with self.counter.lock:
+            return int(self.counter.written)
+
+    def stop(self, timeout: float = 120.0) -> dict[str, Any]:
+        """Wait until every input record is read and its batch written, and one more batch
+        (the watermark's), then stop the query; its figures."""
+        try:
+            self._drain(timeout)
+        finally:
+            self.handle.stop()
+            self.spark.streams.removeListener(self.counter)
+            runner.unload_state_stores(self.spark)
+        with self.counter.lock:
+            batches = [self.counter.batches[b] for b in sorted(self.counter.batches)]
+        with_input = [b for b in batches if b["rows_in"] > 0]
+        durations = sorted(b["ms"] for b in batches)
+        return {
+            "system": "spark_ss",
+            "trigger": self.trigger,
+            "checkpoint": "local directory",
+            "sink": "Kafka, at-least-once",
+            "batches": len(batches),
+            "batches_with_input": len(with_input),
+            "rows_read": dict(self.counter.read),
+            "rows_written": self.counter.written,
+            "batch_ms": _spread(durations),
+            "batch_ms_with_input": _spread(sorted(b["ms"] for b in with_input)),
+        }
+
+    def _drain(self, timeout: float) -> None:
+        topics = self.counter.topics
+        deadline = time.monotonic() + timeout
+        end = _end_offsets(self.bootstrap, list(topics.values()))
+        while self.consumed(list(topics))[0] < end:
+            self._check(deadline, f"read {self.consumed(list(topics))[0]} of {end} records")
+            time.sleep(runner.POLL)
+        with self.counter.lock:
+            seen = max(self.counter.batches, default=-1)
+        # the batch after the last one with input: the watermark's (windows it closes)
+        wait_next = time.monotonic() + 3 * _seconds(self.trigger) + 2.0
+        while time.monotonic() < wait_next:
+            self._check(deadline, "the batch after the input's last")
+            with self.counter.lock:
+                if max(self.counter.batches, default=-1) > seen:
+                    break
+            time.sleep(runner.POLL)
+        while self.handle.status.get("isTriggerActive"):
+            self._check(deadline, "the batch in flight")
+            time.sleep(runner.POLL)
+
+    def _check(self, deadline: float, doing: str) -> None:
+        if self.handle.exception() is not None:
+            raise runner.SparkQueryFailedError(f"Spark query failed: {self.handle.exception()}")
+        if time.monotonic() > deadline:
+            raise SparkQueryStopError(f"Spark's query had not {doing} before the stop's timeout")
+
+
+def _end_offsets(bootstrap: str, topics: list[str]) -> int:
+    """Records the ``topics`` hold now (sum of every partition's high watermark)."""
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "nexmark-spark-stop"})
+    try:
+        total = 0
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            for p in meta.partitions:
+                tp = TopicPartition(topic, p)
+                total += consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
+        return total
+    finally:
+        consumer.close()
+
+
+def _seconds(trigger: str) -> float:
+    """A processing-time interval in seconds (``"1 second"``, ``"100 milliseconds"``).
+
+    >>> _seconds("1 second"), _seconds("100 milliseconds"), _seconds("0 seconds")
+    (1.0, 0.1, 0.0)
+    """
+    number, unit = trigger.split()
+    scale = 0.001 if unit.startswith("milli") else 1.0
+    return float(number) * scale
+
+
+def _spread(values: list[int]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50": values[len(values) // 2],
+        "p99": values[min(len(values) - 1, int(len(values) * 0.99))],
+        "max": values[-1],
+    }
+
