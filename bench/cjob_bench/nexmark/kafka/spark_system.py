@@ -37,8 +37,9 @@ progress event's ``numInputRows`` per source (the source's topic is in its descr
 the sink's ``numOutputRows``, once per ``batchId`` (``recentProgress`` keeps only the last
 reports). A progress event comes when its micro-batch has ended (written and committed), so
 the lag sampled from it includes the batch in flight. ``stop`` waits until the sources have
-read every record the input topics hold, the batch after it (the watermark's no-data batch)
-has run, then stops the query and returns its figures.
+read every record the input topics hold and no micro-batch (the watermark's no-data batches
+close windows) has ended for two triggers plus :data:`QUIET_SECONDS`, then stops the query
+and returns its figures (micro-batches, their durations, the medians of their phases).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ WRITTEN = "_written_us"
 """The column every output row carries: the wall clock (µs, ms resolution) when it was written."""
 DEFAULT_TRIGGER = "1 second"
 WARM_UP_EVENTS = 2_000
+QUIET_SECONDS = 1.5
+"""The stop waits until no micro-batch ended for this long (plus two triggers)."""
+PHASES = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+"""The parts of a micro-batch's ``durationMs`` reported (medians over batches with input)."""
 
 
 class SparkQueryStopError(RuntimeError):
@@ -248,6 +253,7 @@ def progress_counter(name: str, topics: dict[str, str]) -> Any:
                     "rows_in": rows,
                     "rows_out": out,
                     "ms": int(p.durationMs.get("triggerExecution", 0)),
+                    "phases": {k: int(p.durationMs.get(k, 0)) for k in PHASES},
                     "watermark": p.eventTime.get("watermark"),
                     "done_at": time.time(),
                 }
@@ -306,6 +312,9 @@ class SparkQuery:
             "rows_written": self.counter.written,
             "batch_ms": _spread(durations),
             "batch_ms_with_input": _spread(sorted(b["ms"] for b in with_input)),
+            "batch_phase_ms_p50": {
+                k: _spread(sorted(b["phases"][k] for b in with_input)).get("p50") for k in PHASES
+            },
         }
 
     def _drain(self, timeout: float) -> None:
@@ -315,18 +324,16 @@ class SparkQuery:
         while self.consumed(list(topics))[0] < end:
             self._check(deadline, f"read {self.consumed(list(topics))[0]} of {end} records")
             time.sleep(runner.POLL)
-        with self.counter.lock:
-            seen = max(self.counter.batches, default=-1)
-        # the batch after the last one with input: the watermark's (windows it closes)
-        wait_next = time.monotonic() + 3 * _seconds(self.trigger) + 2.0
-        while time.monotonic() < wait_next:
-            self._check(deadline, "the batch after the input's last")
+        # the watermark's no-data batches (windows it closes; several for chained
+        # aggregations) follow back to back: wait until none came for a quiet period
+        quiet = 2 * _seconds(self.trigger) + QUIET_SECONDS
+        while True:
+            self._check(deadline, "finished the batches after the input's last")
             with self.counter.lock:
-                if max(self.counter.batches, default=-1) > seen:
-                    break
-            time.sleep(runner.POLL)
-        while self.handle.status.get("isTriggerActive"):
-            self._check(deadline, "the batch in flight")
+                last = max((b["done_at"] for b in self.counter.batches.values()), default=0.0)
+            active = self.handle.status.get("isTriggerActive")
+            if not active and time.time() - last >= quiet:
+                return
             time.sleep(runner.POLL)
 
     def _check(self, deadline: float, doing: str) -> None:
