@@ -32,10 +32,9 @@ batch's commit); there is no later instant a Kafka reader can observe, so Spark'
 latency is the time its rows appear, with that caveat. ``_written_us`` is the *sink before
 commit* figure as for ours.
 
-:class:`SparkQuery` is the :class:`.run.Started`: a ``StreamingQueryListener`` adds every
-progress event's ``numInputRows`` per source (the source's topic is in its description) and
-the sink's ``numOutputRows``, once per ``batchId`` (``recentProgress`` keeps only the last
-reports). A progress event comes when its micro-batch has ended (written and committed), so
+:class:`SparkQuery` is the :class:`.run.Started`: a ``StreamingQueryListener``
+(:mod:`.spark_progress`) adds every progress event's ``numInputRows`` per source and the
+sink's ``numOutputRows``, once per ``batchId``. A progress event comes when its micro-batch has ended (written and committed), so
 the lag sampled from it includes the batch in flight. ``stop`` waits until the sources have
 read every record the input topics hold and no micro-batch (the watermark's no-data batches
 close windows) has ended for two triggers plus :data:`QUIET_SECONDS`, then stops the query
@@ -45,14 +44,13 @@ and returns its figures (micro-batches, their durations, the medians of their ph
 from __future__ import annotations
 
 import pathlib
-import threading
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from barrier_runtime.connectors.kafka import create_topic
-from cjob_bench.nexmark.kafka import feed
+from cjob_bench.nexmark.kafka import feed, spark_progress
 from cjob_bench.nexmark.spark import queries as spark_queries
 from cjob_bench.nexmark.spark import sources
 from cjob_bench.peers import spark as runner
@@ -64,8 +62,6 @@ DEFAULT_TRIGGER = "1 second"
 WARM_UP_EVENTS = 2_000
 QUIET_SECONDS = 1.5
 """The stop waits until no micro-batch ended for this long (plus two triggers)."""
-PHASES = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
-"""The parts of a micro-batch's ``durationMs`` reported (medians over batches with input)."""
 
 
 class SparkQueryStopError(RuntimeError):
@@ -110,7 +106,7 @@ class SparkSystem:
         kinds = spark_queries.kinds_read(query)
         topics = {kind: f"{prefix}-{kind}" for kind in kinds}
         name = f"nexmark_kafka_{query}_{prefix.replace('-', '_')}"
-        counter = progress_counter(name, topics)
+        counter = spark_progress.counter(name, topics)
         self.spark.streams.addListener(counter)
         try:
             handle = self._start(query, bootstrap, topics, out_topic, name, self.trigger)
@@ -212,55 +208,6 @@ def _as_json(result: Any) -> Any:
     return result.select(sf.to_json(stamped).alias("value"))
 
 
-def progress_counter(name: str, topics: dict[str, str]) -> Any:
-    """A ``StreamingQueryListener`` adding up the rows the query called ``name`` read per kind
-    (``topics``: kind -> topic) and wrote, once per ``batchId``."""
-    from pyspark.sql.streaming.listener import StreamingQueryListener  # noqa: PLC0415
-
-    class ProgressCounter(StreamingQueryListener):
-        def __init__(self) -> None:
-            self.name, self.topics = name, topics
-            self.lock = threading.Lock()
-            self.read = dict.fromkeys(topics, 0)
-            self.written = 0
-            self.batches: dict[int, dict[str, Any]] = {}
-
-        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (pyspark's names)
-            pass
-
-        def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-            pass
-
-        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-            pass
-
-        def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-            p = event.progress
-            if p.name != self.name:
-                return
-            with self.lock:
-                if p.batchId in self.batches:
-                    return
-                rows = 0
-                for source in p.sources:
-                    for kind, topic in self.topics.items():
-                        if f"[{topic}]" in source.description:
-                            self.read[kind] += int(source.numInputRows)
-                            rows += int(source.numInputRows)
-                out = max(0, int(p.sink.numOutputRows))
-                self.written += out
-                self.batches[p.batchId] = {
-                    "rows_in": rows,
-                    "rows_out": out,
-                    "ms": int(p.durationMs.get("triggerExecution", 0)),
-                    "phases": {k: int(p.durationMs.get(k, 0)) for k in PHASES},
-                    "watermark": p.eventTime.get("watermark"),
-                    "done_at": time.time(),
-                }
-
-    return ProgressCounter()
-
-
 class SparkQuery:
     """A running Spark query as a :class:`.run.Started` (see the module docstring)."""
 
@@ -288,10 +235,14 @@ class SparkQuery:
             return int(self.counter.written)
 
     def stop(self, timeout: float = 120.0) -> dict[str, Any]:
-        """Wait until every input record is read and its batch written, and one more batch
-        (the watermark's), then stop the query; its figures."""
+        """Wait until every input record is read and written and the watermark's batches ran
+        (at most ``timeout`` s: a run far behind says so in its figures), then stop the query;
+        its figures."""
+        left = None
         try:
             self._drain(timeout)
+        except SparkQueryStopError as exc:
+            left = str(exc)
         finally:
             self.handle.stop()
             self.spark.streams.removeListener(self.counter)
@@ -306,14 +257,16 @@ class SparkQuery:
             "warm_up_seconds": self.warm_up_seconds,
             "checkpoint": "local directory",
             "sink": "Kafka, at-least-once",
+            "stopped_before_the_end": left,
             "batches": len(batches),
             "batches_with_input": len(with_input),
             "rows_read": dict(self.counter.read),
             "rows_written": self.counter.written,
-            "batch_ms": _spread(durations),
-            "batch_ms_with_input": _spread(sorted(b["ms"] for b in with_input)),
+            "batch_ms": spark_progress.spread(durations),
+            "batch_ms_with_input": spark_progress.spread(sorted(b["ms"] for b in with_input)),
             "batch_phase_ms_p50": {
-                k: _spread(sorted(b["phases"][k] for b in with_input)).get("p50") for k in PHASES
+                k: spark_progress.spread(sorted(b["phases"][k] for b in with_input)).get("p50")
+                for k in spark_progress.PHASES
             },
         }
 
@@ -383,14 +336,3 @@ def _seconds(trigger: str) -> float:
     number, unit = trigger.split()
     scale = 0.001 if unit.startswith("milli") else 1.0
     return float(number) * scale
-
-
-def _spread(values: list[int]) -> dict[str, Any]:
-    if not values:
-        return {"n": 0}
-    return {
-        "n": len(values),
-        "p50": values[(len(values) - 1) // 2],
-        "p99": values[min(len(values) - 1, int(len(values) * 0.99))],
-        "max": values[-1],
-    }
