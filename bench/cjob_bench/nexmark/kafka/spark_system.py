@@ -12,7 +12,7 @@ Spark's Kafka connector (``scripts/spark-kafka-fetch.sh``, :func:`session`). ``s
 3. writes every result row as one JSON object to the output topic with Spark's Kafka sink
    (``append`` mode, a processing-time trigger: ``trigger``, 1 s by default, down to the
    100 ms of the latency criterion; ``0 seconds`` is Spark's shortest, back to back),
-   checkpointed to a **local directory** (``checkpoints/{prefix}``; ours checkpoints to the
+   checkpointed to a **local directory** (one per query under ``checkpoints``; ours checkpoints to the
    embedded S3 server). Each row carries ``_written_us``: the wall clock when Spark's task
    computed the row just before its Kafka writer took it (``reflect`` of
    ``System.currentTimeMillis``, evaluated per row in the JVM: ms resolution), as ours
@@ -66,6 +66,10 @@ QUIET_SECONDS = 1.5
 
 class SparkQueryStopError(RuntimeError):
     """Spark's query did not read and write all its input before the stop's timeout."""
+
+
+class SparkWarmUpError(RuntimeError):
+    """Spark's warm-up run of a query did not get its events or finish in time."""
 
 
 def session(parallelism: int, libs: pathlib.Path | None = None) -> Any:
@@ -175,7 +179,7 @@ class SparkSystem:
         handle = self._start(query, bootstrap, topics, f"{prefix}-out", name, None)
         try:
             if not handle.awaitTermination(timeout):
-                raise SparkQueryStopError(f"Spark's warm-up of {query} ran over {timeout:g}s")
+                raise SparkWarmUpError(f"Spark's warm-up of {query} ran over {timeout:g}s")
         finally:
             handle.stop()
         self.warmed.add(query)
@@ -307,7 +311,7 @@ def _produce_events(bootstrap: str, topics: dict[str, str], events: int) -> None
         if kind in names:
             producer.produce(topics[names[kind]], value=value, partition=0)
     if producer.flush(30):
-        raise SparkQueryStopError("the warm-up's events were not all delivered within 30 s")
+        raise SparkWarmUpError("the warm-up's events were not all delivered within 30 s")
 
 
 def _end_offsets(bootstrap: str, topics: list[str]) -> int:
