@@ -5,6 +5,7 @@ vectorised), :mod:`.files` (Parquet files for ``FileSource`` and Spark),
 :mod:`.queries` and :mod:`.queries_windowed` (q0-q12 with the public API),
 :mod:`.reference` (the same queries evaluated in one batch: the oracle),
 :mod:`.local` (runs on the in-process executor, checked against the oracle),
-:mod:`.crashes` (the same under random crash plans, many times) and
-:mod:`.cli` (``python -m cjob_bench nexmark generate|local|crashes``).
+:mod:`.crashes` (the same under random crash plans, many times),
+:mod:`.spark` (the same queries on Spark Structured Streaming) and
+:mod:`.cli` (``python -m cjob_bench nexmark generate|local|crashes|spark``).
 """

@@ -5,6 +5,7 @@ parameter an option) under ``--out`` (:mod:`.files`); ``local`` runs queries
 over them on the in-process executor with exactly-once checkpoints
 (:mod:`.local`), checks each against the oracle with ``--check``; ``crashes``
 runs one query many times under random crash plans (:mod:`.crashes`);
+``spark`` runs them on Spark Structured Streaming (:mod:`.spark`);
 ``kafka-sustain`` and ``kafka-latency`` run a query live on a real Kafka broker
 (:mod:`.kafka.cli`). Each prints one JSON document.
 
@@ -55,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
     stress.add_argument("--query", required=True, choices=queries.QUERIES)
     stress.add_argument("--runs", type=int, default=100)
     stress.add_argument("--seed", type=int, default=0)
+    peer = sub.add_parser("spark", help="run queries on Spark Structured Streaming")
+    peer.add_argument("--data", required=True, type=pathlib.Path)
+    peer.add_argument("--queries", default=",".join(queries.QUERIES))
+    peer.add_argument("--parallelism", type=int, default=2)
+    peer.add_argument("--check", action="store_true", help="compare with the oracle")
     kafka_cli.add_parsers(sub)
     return top
 
@@ -73,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> Any:
         with tempfile.TemporaryDirectory(prefix="nexmark-crashes-") as temp:
             bad = crashes.stress(ns.query, ns.data, pathlib.Path(temp), runs=ns.runs, seed=ns.seed)
         doc = {"query": ns.query, "runs": ns.runs, "differing": len(bad), "runs_that_differ": bad}
+    elif ns.command == "spark":
+        from cjob_bench.nexmark.spark import cli as spark_cli  # noqa: PLC0415 (pyspark)
+
+        doc = spark_cli.run(ns.data, ns.queries, parallelism=ns.parallelism, check=ns.check)
     else:
         doc = _local(ns)
     json.dump(doc, sys.stdout, indent=1)

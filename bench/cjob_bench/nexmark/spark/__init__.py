@@ -12,6 +12,8 @@ the way the project's other Spark peers do
 
 from __future__ import annotations
 
+import os
+import pathlib
 from typing import Any
 
 RECENT_PROGRESS = 10_000
@@ -19,10 +21,17 @@ RECENT_PROGRESS = 10_000
 
 
 def session(parallelism: int = 2) -> Any:
-    """A local SparkSession with ``parallelism`` task slots and shuffle partitions."""
+    """A local SparkSession with ``parallelism`` task slots and shuffle partitions.
+
+    Spark's Python workers import q4's functions by module, so their
+    ``PYTHONPATH`` names the directory ``cjob_bench`` is in.
+    """
     from barrier_runtime.spark import session as spark_session  # noqa: PLC0415
 
+    bench = str(pathlib.Path(__file__).resolve().parents[3])
+    paths = [bench, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     conf = {
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
         "spark.sql.shuffle.partitions": str(parallelism),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.numRecentProgressUpdates": str(RECENT_PROGRESS),

@@ -50,7 +50,7 @@ _MERGED = ("auction", "is_bid", "price", "dateTime", "expires", "category", "eve
 
 def track_auction(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
     """Step 1, per auction: keep its terms and best price; emit the winner at ``expires``."""
-    import pandas as pd  # noqa: PLC0415 (only in Spark's Python workers)
+    import pandas as pd  # type: ignore[import-untyped]  # noqa: PLC0415 (Spark's workers)
 
     if state.hasTimedOut:
         category, start, _, best, _ = state.get
@@ -59,7 +59,8 @@ def track_auction(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> It
             yield pd.DataFrame({"auction": [key[0]], "category": [category], "final": [best]})
         return
     rows = pd.concat(list(frames))
-    category, start, expires, best, early = state.get if state.exists else (None,) * 5
+    kept: tuple[Any, ...] = state.get if state.exists else (None,) * 5
+    category, start, expires, best, early = kept
     waiting: list[list[int]] = json.loads(early) if early else []
     terms = rows[~rows["is_bid"]]
     if len(terms):
@@ -82,16 +83,16 @@ def track_auction(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> It
 
 def _category_average_processor() -> Any:
     """Step 2's processor class (defined where Spark runs: its base class is pyspark's)."""
-    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: PLC0415
 
-    class CategoryAverage(StatefulProcessor):  # type: ignore[misc]
+    class CategoryAverage(StatefulProcessor):
         """Per category: the running average of its winning prices, one row per winner."""
 
         def init(self, handle: Any) -> None:
             self.totals = handle.getValueState("totals", TOTALS)
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Any:  # noqa: N802, N803
-            import pandas as pd  # noqa: PLC0415 (only in Spark's Python workers)
+            import pandas as pd  # noqa: PLC0415 (Spark's workers)
 
             total, count = self.totals.get() if self.totals.exists() else (0, 0)
             averages, counts = [], []

@@ -98,9 +98,7 @@ def run(
     deadline = started + timeout
     end = END - datetime.timedelta(milliseconds=sources.bound_ms(data))
     try:
-        runner.wait_until(
-            handle, lambda: _finished(handle, end, deadline, query)
-        )
+        runner.wait_until(handle, lambda: _finished(handle, end, deadline, query))
     finally:
         handle.stop()
     seconds = time.perf_counter() - started
@@ -131,9 +129,7 @@ class SparkRunTimeoutError(TimeoutError):
     """A Spark query did not read all its input and close its windows in time."""
 
 
-def _finished(
-    handle: Any, end: datetime.datetime, deadline: float, query: str
-) -> bool:
+def _finished(handle: Any, end: datetime.datetime, deadline: float, query: str) -> bool:
     """Whether a micro-batch ran and no source has data left (the files are all there
     before the start) and, if the watermark emits its results, a batch ran at
     the final watermark (the stateless queries and q3's join emit as they read)."""
