@@ -43,6 +43,7 @@ and returns its figures (micro-batches, their durations, the medians of their ph
 
 from __future__ import annotations
 
+import os
 import pathlib
 import time
 import uuid
@@ -78,7 +79,10 @@ def session(parallelism: int, libs: pathlib.Path | None = None) -> Any:
     from cjob_bench.peers.spark import kafka as peer_kafka  # noqa: PLC0415 (imports pyspark)
 
     jars = peer_kafka.extra_jars(libs or facts.spark_kafka_libs())
+    bench = str(pathlib.Path(__file__).resolve().parents[3])  # q4's Python workers import it
+    paths = [bench, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     conf = {
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
         "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.shuffle.partitions": str(parallelism),
         "spark.sql.session.timeZone": "UTC",
