@@ -5,9 +5,10 @@ parameter an option) under ``--out`` (:mod:`.files`); ``local`` runs queries
 over them on the in-process executor with exactly-once checkpoints
 (:mod:`.local`), checks each against the oracle with ``--check``; ``crashes``
 runs one query many times under random crash plans (:mod:`.crashes`);
-``spark`` runs them on Spark Structured Streaming (:mod:`.spark`);
 ``kafka-sustain`` and ``kafka-latency`` run a query live on a real Kafka broker
-(:mod:`.kafka.cli`). Each prints one JSON document.
+(:mod:`.kafka.cli`); ``cpu-cost`` measures the CPU time of ``cjob run`` with and
+without checkpoints (:mod:`.cpu_cost`); ``spark`` runs the queries on Spark
+Structured Streaming (:mod:`.spark`). Each prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
 10
@@ -24,7 +25,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from cjob_bench.nexmark import crashes, files, local, queries
+from cjob_bench.nexmark import cpu_cost, crashes, files, local, queries
 from cjob_bench.nexmark.config import NexmarkConfig
 from cjob_bench.nexmark.kafka import cli as kafka_cli
 
@@ -56,12 +57,20 @@ def parser() -> argparse.ArgumentParser:
     stress.add_argument("--query", required=True, choices=queries.QUERIES)
     stress.add_argument("--runs", type=int, default=100)
     stress.add_argument("--seed", type=int, default=0)
+    kafka_cli.add_parsers(sub)
+    cost = sub.add_parser("cpu-cost", help="CPU time of cjob run with and without checkpoints")
+    cost.add_argument("--data", type=pathlib.Path, help="Nexmark events (not for W2)")
+    cost.add_argument("--query", required=True, choices=(*queries.QUERIES, "W2"))
+    cost.add_argument("--events", type=int, default=2_000_000, help="W2's, generated")
+    cost.add_argument("--repeats", type=int, default=3)
+    cost.add_argument("--parallelism", type=int, default=2)
+    cost.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
+    cost.add_argument("--no-check", action="store_true", help="skip the oracle check")
     peer = sub.add_parser("spark", help="run queries on Spark Structured Streaming")
     peer.add_argument("--data", required=True, type=pathlib.Path)
     peer.add_argument("--queries", default=",".join(queries.QUERIES))
     peer.add_argument("--parallelism", type=int, default=2)
     peer.add_argument("--check", action="store_true", help="compare with the oracle")
-    kafka_cli.add_parsers(sub)
     return top
 
 
@@ -79,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
         with tempfile.TemporaryDirectory(prefix="nexmark-crashes-") as temp:
             bad = crashes.stress(ns.query, ns.data, pathlib.Path(temp), runs=ns.runs, seed=ns.seed)
         doc = {"query": ns.query, "runs": ns.runs, "differing": len(bad), "runs_that_differ": bad}
+    elif ns.command == "cpu-cost":
+        with tempfile.TemporaryDirectory(prefix="nexmark-cpu-") as temp:
+            doc = _cpu_cost(ns, pathlib.Path(temp))
     elif ns.command == "spark":
         from cjob_bench.nexmark.spark import cli as spark_cli  # noqa: PLC0415 (pyspark)
 
@@ -109,3 +121,15 @@ def _local(ns: argparse.Namespace) -> list[dict[str, Any]]:
             print(json.dumps(summary), file=sys.stderr)
             results.append(summary)
     return results
+
+
+def _cpu_cost(ns: argparse.Namespace, temp: pathlib.Path) -> dict[str, Any]:
+    if ns.query == "W2":
+        job = cpu_cost.w2_job(temp / "w2-data", events=ns.events)
+    elif ns.data is None:
+        raise SystemExit("cpu-cost: --data is required for a Nexmark query")
+    else:
+        job = cpu_cost.nexmark_job(ns.query, ns.data.resolve(), check=not ns.no_check)
+    return cpu_cost.measure(
+        job, temp, repeats=ns.repeats, parallelism=ns.parallelism, interval=ns.interval
+    )

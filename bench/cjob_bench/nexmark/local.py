@@ -83,7 +83,9 @@ def run(
     cfg = files.read_config(data)
     out = work / f"{query}-out"
     sink = FileSink(str(out))
-    flow = queries.build(query, str(data), sink, batch_size=batch_size, bound_ms=_bound(cfg))
+    flow = queries.build(
+        query, str(data), sink, batch_size=batch_size, bound_ms=watermark_bound(cfg)
+    )
     store = CheckpointStore(open_object_store(str(work / f"{query}-store")), f"nexmark/{query}")
     executor = LocalExecutor(
         flow,
@@ -100,7 +102,7 @@ def run(
     return LocalRun(query, result, list(sink.read_committed()), seconds, cpu, read)
 
 
-def _bound(cfg: NexmarkConfig) -> int:
+def watermark_bound(cfg: NexmarkConfig) -> int:
     """Watermark bound: how far event time goes back within a generator's file (its
     out-of-order groups), in ms, rounded up."""
     group = cfg.out_of_order_group_size

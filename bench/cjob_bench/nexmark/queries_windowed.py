@@ -13,7 +13,8 @@
   tumbling window as they registered (``id, name, starttime``), a windowed
   join written as both kinds merged, keyed by person and windowed together.
 * q11, user sessions: bids per bidder per session window with a 10 s gap
-  (``bidder, bid_count, window_start, window_end``; the end is the last bid + 10 s).
+  (``bidder, bid_count, window_start, window_end``; the end is the last bid + 10 s),
+  vectorised (``window_agg`` with ``Session``: sessions merge per batch).
 * q12, processing-time windows, deterministic variant: bids per bidder per
   10 s tumbling window of *event* time. Flink's q12 windows on ``PROCTIME()``,
   whose results depend on how fast the machine reads; our generator's event
@@ -140,7 +141,7 @@ def q8(flow: Dataflow, source: SourceOf, sink: Sink) -> None:
 
 
 def q11(flow: Dataflow, source: SourceOf, sink: Sink) -> None:
-    source("bids").key_by("by-bidder", "bidder").window(
+    source("bids").key_by("by-bidder", "bidder").window_agg(
         "q11", Session(WINDOW_MS), aggregate={"bid_count": count()}
     ).sink("out", sink)
 

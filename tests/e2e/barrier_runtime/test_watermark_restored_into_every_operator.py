@@ -10,7 +10,8 @@ and dropped — publishing that window a second time.
 The job (P = 1): records in the window [0, 1 s), one at 2.5 s that moves the
 watermark past it (the window fires), a pause until a checkpoint covers
 that, a crash, then a late record at 0.5 s. The failure-free run drops the
-late record; the restored run must too.
+late record; the restored run must too. The same with vectorised session
+windows (1 s gap): the session [100, 1300) fires, the record at 0.5 s is late.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 
 from barrier_runtime.api import Dataflow, sources
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness
-from barrier_runtime.api.windows import Tumbling, count
+from barrier_runtime.api.windows import Session, Tumbling, count
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -78,7 +79,7 @@ class _Partition(sources.SourcePartition):
         return self._next
 
 
-def run(tmp_path: pathlib.Path, *, vectorised: bool, crash: bool) -> tuple[list[Any], int]:
+def run(tmp_path: pathlib.Path, *, kind: str, crash: bool) -> tuple[list[Any], int]:
     store = CheckpointStore(open_object_store(str(tmp_path)), "default/late")
     sink = TestingSink()
     flow = Dataflow("late-after-restore")
@@ -88,7 +89,11 @@ def run(tmp_path: pathlib.Path, *, vectorised: bool, crash: bool) -> tuple[list[
         timestamps="ts",
         watermarks=BoundedOutOfOrderness(0),
     ).key_by("by-key", "key")
-    if vectorised:
+    if kind == "window_agg-session":
+        counts = keyed.window_agg(
+            "counts", Session(1_000), timestamps="ts", how="count", output="n"
+        )
+    elif kind == "window_agg":
         counts = keyed.window_agg(
             "counts", Tumbling(1_000), timestamps="ts", how="count", output="n"
         )
@@ -103,12 +108,19 @@ def run(tmp_path: pathlib.Path, *, vectorised: bool, crash: bool) -> tuple[list[
     return sorted((r["window_start"], r["n"]) for r in sink.output), result.restarts
 
 
-@pytest.mark.parametrize("vectorised", [False, True], ids=["window", "window_agg"])
+@pytest.mark.parametrize(
+    ("kind", "clean"),
+    [
+        ("window", [(0, 3), (2_000, 2)]),
+        ("window_agg", [(0, 3), (2_000, 2)]),
+        ("window_agg-session", [(100, 3), (2_500, 2)]),
+    ],
+)
 def test_a_record_late_before_the_failure_is_late_after_it(
-    tmp_path: pathlib.Path, vectorised: bool
+    tmp_path: pathlib.Path, kind: str, clean: list[tuple[int, int]]
 ) -> None:
-    expected, _ = run(tmp_path / "clean", vectorised=vectorised, crash=False)
-    assert expected == [(0, 3), (2_000, 2)], "the failure-free run drops the late record"
-    got, restarts = run(tmp_path / "crash", vectorised=vectorised, crash=True)
+    expected, _ = run(tmp_path / "clean", kind=kind, crash=False)
+    assert expected == clean, "the failure-free run drops the late record"
+    got, restarts = run(tmp_path / "crash", kind=kind, crash=True)
     assert restarts == 1
     assert got == expected

@@ -8,6 +8,11 @@ window results; runs with crashes at every life-cycle point (aligned and
 unaligned) and a run rescaled P = 2 → 3 → 1 must publish exactly them: the
 checker counts lost, duplicated and out-of-order (per key, by window start)
 results.
+
+The session case (vectorised ``window_agg`` with ``Session(500)``): each key's
+events come in bursts of ten, 100 ms apart (minus the same disorder), bursts
+1.1 s apart, so every burst is one session of ten; its sessions are open across
+checkpoints, crashes and the rescale.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from barrier_runtime_testing import life_cycle
 
 from barrier_runtime.api import Dataflow
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness
-from barrier_runtime.api.windows import Tumbling, count
+from barrier_runtime.api.windows import Session, Tumbling, count
 from barrier_runtime.connectors.files import FileSink
 from barrier_runtime.connectors.generator import GeneratorSource
 from barrier_runtime.core.types import CheckpointConfig
@@ -38,8 +43,21 @@ def event_time(record: dict[str, object]) -> int:
     return seq * 100 - (seq * 37 % 7) * 20
 
 
+BURST, SESSION_GAP_MS = 10, 500
+
+
+def session_time(record: dict[str, object]) -> int:
+    """``event_time`` with a 1 s pause after every ``BURST`` events of a key."""
+    seq = int(record["seq"])  # type: ignore[call-overload]
+    return event_time(record) + seq // BURST * 1_000
+
+
 def windowed_counts(
-    out: pathlib.Path, rate: float | None = None, *, vectorised: bool = False
+    out: pathlib.Path,
+    rate: float | None = None,
+    *,
+    vectorised: bool = False,
+    sessions: bool = False,
 ) -> Dataflow:
     flow = Dataflow("window-counts")
     source = GeneratorSource(
@@ -52,7 +70,12 @@ def windowed_counts(
     events = flow.source(
         "events", source, timestamps=event_time, watermarks=BoundedOutOfOrderness(200)
     )
-    if vectorised:  # event time as a column, for the vectorised path
+    if sessions:
+        stamped = events.map("stamp", lambda r: {**r, "ts": session_time(r)})
+        counts = stamped.key_by("by-key", "key").window_agg(
+            "counts", Session(SESSION_GAP_MS), timestamps="ts", how="count", output="n"
+        )
+    elif vectorised:  # event time as a column, for the vectorised path
         stamped = events.map("stamp", lambda r: {**r, "ts": event_time(r)})
         counts = stamped.key_by("by-key", "key").window_agg(
             "counts", Tumbling(1_000), timestamps="ts", how="count", output="n"
@@ -70,12 +93,13 @@ def run(
     parallelism: int,
     rate: float | None = None,
     vectorised: bool = False,
+    sessions: bool = False,
     **kwargs: object,
 ) -> list[dict[str, object]]:
     store = CheckpointStore(open_object_store(str(world / "store")), "default/windows")
     config = kwargs.pop("config", CheckpointConfig(interval=0.05))
     result = LocalExecutor(
-        windowed_counts(world / "out", rate, vectorised=vectorised),
+        windowed_counts(world / "out", rate, vectorised=vectorised, sessions=sessions),
         parallelism=parallelism,
         store=store,
         config=config,  # type: ignore[arg-type]
@@ -94,6 +118,19 @@ def expected(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]
         for s in range(EVENTS_PER_KEY)
     )
     assert {(r["key"], r["window_start"]): r["n"] for r in got} == dict(reference)
+    assert all(r["update"] == 0 for r in got)
+    return got
+
+
+@pytest.fixture(scope="module")
+def expected_sessions(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
+    got = run(tmp_path_factory.mktemp("clean-sessions"), 2, sessions=True)
+    reference = {
+        (f"k{k}", min(session_time({"seq": s}) for s in range(b, b + BURST))): BURST
+        for k in range(KEYS)
+        for b in range(0, EVENTS_PER_KEY, BURST)
+    }
+    assert {(r["key"], r["window_start"]): r["n"] for r in got} == reference
     assert all(r["update"] == 0 for r in got)
     return got
 
@@ -133,4 +170,32 @@ def test_windows_and_their_timers_survive_rescaling_2_3_1(
         rate=2_000,  # 4,000 events per partition: ~2 s, dozens of checkpoints
     )
     report = check_exactly_once(expected, got, key="key", seq="window_start")
+    assert report.exactly_once, report
+
+
+def test_every_session_result_once_through_at_least_ten_crashes(
+    tmp_path: pathlib.Path, expected_sessions: list[dict[str, object]]
+) -> None:
+    got = run(
+        tmp_path,
+        2,
+        sessions=True,
+        rate=2_000,
+        config=CheckpointConfig(interval=0.05),
+        fault_injector=FaultInjector(CRASHES),
+        max_restarts=len(CRASHES) + 1,
+    )
+    report = check_exactly_once(expected_sessions, got, key="key", seq="window_start")
+    assert report.exactly_once, report
+    life_cycle.assert_every_point_crashed(RESULTS[-1])
+
+
+def test_open_sessions_survive_rescaling_2_3_1(
+    tmp_path: pathlib.Path, expected_sessions: list[dict[str, object]]
+) -> None:
+    world = tmp_path / "world"
+    got = life_cycle.crash_twice_then(
+        lambda p, **kw: run(world, p, sessions=True, **kw), rate=2_000
+    )
+    report = check_exactly_once(expected_sessions, got, key="key", seq="window_start")
     assert report.exactly_once, report

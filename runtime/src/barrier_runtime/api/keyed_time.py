@@ -157,7 +157,11 @@ class EventTimeSteps(Generic[S, W]):
         ``how`` (``"count"``, ``"sum"``, ``"min"``, ``"max"``, ``"mean"``) of ``column``
         into ``output`` (default ``"value"``) next to ``"key"``, is still accepted.
         The stream must be keyed by a column and the event time must be a column;
-        windows are tumbling or sliding.
+        windows are tumbling, sliding or sessions (:class:`~barrier_runtime.api.windows.Session`:
+        a key's records closer than the gap merge into one window, ``[first, last + gap)``,
+        fired when the watermark reaches its end - 1). A record added within the allowed
+        lateness to a window that has fired emits it again at once as an update, once per
+        batch (``window`` does so once per record); the last update is the same.
 
         >>> from barrier_runtime.api.watermarks import monotonous
         >>> from barrier_runtime.api.windows import Tumbling, count, sum_of
@@ -169,6 +173,9 @@ class EventTimeSteps(Generic[S, W]):
         >>> trades.key_by("by-sym", "sym").window_agg(
         ...     "volume", Tumbling(60_000),
         ...     aggregate={"trades": count(), "volume": sum_of("qty")}).sink("out", TestingSink())
+        >>> from barrier_runtime.api.windows import Session
+        >>> trades.key_by("by-sym-2", "sym").window_agg(
+        ...     "bursts", Session(10_000), aggregate={"trades": count()}).sink("s", TestingSink())
         """
         if self.key_column is None:
             raise building.InvalidDataflowError(
@@ -186,10 +193,12 @@ class EventTimeSteps(Generic[S, W]):
             fields = window_fields.vectorised(step_id, aggregate, key_field)
         else:
             fields = (self._one_aggregate(step_id, how, column, output or "value"),)
-        if not isinstance(assigner, windows_mod.Tumbling | windows_mod.Sliding):
+        if not isinstance(
+            assigner, windows_mod.Tumbling | windows_mod.Sliding | windows_mod.Session
+        ):
             raise building.InvalidDataflowError(
-                f"step {step_id!r}: window_agg takes Tumbling or Sliding windows; "
-                "for sessions use window"
+                f"step {step_id!r}: window_agg takes Tumbling, Sliding or Session windows, "
+                f"not {type(assigner).__name__}; for your own assigner use window"
             )
         times = self._timestamps(step_id, timestamps)
         if not isinstance(times, str):

@@ -24,6 +24,9 @@ Checkpoints
     become one Arrow table in the keyed-state format (content mark
     ``window-slots``), so snapshots split by key group and restore at any
     parallelism.
+
+Session windows (which merge) have their own operator,
+:mod:`~barrier_runtime.task.operators.session_agg`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import pyarrow as pa
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps, watermarks, windows
 from barrier_runtime.state import window_panes
-from barrier_runtime.task.operators import base, registry
+from barrier_runtime.task.operators import base, registry, session_agg
 
 
 class WindowAggOperator(base.StatefulOperator):
@@ -240,6 +243,5 @@ def _filled(column: pa.ChunkedArray, fill: Any, dtype: np.dtype[Any]) -> npt.NDA
 
 @registry.register(steps.WindowAggStep)
 def _window_agg(step: steps.WindowAggStep, ctx: registry.OperatorContext) -> base.Operator:
-    return WindowAggOperator(
-        step, ctx.emit, ctx.side_output, ctx.key_group_range, ctx.max_parallelism
-    )
+    kind = session_agg.SessionAggOperator if step.assigner.merging else WindowAggOperator
+    return kind(step, ctx.emit, ctx.side_output, ctx.key_group_range, ctx.max_parallelism)
