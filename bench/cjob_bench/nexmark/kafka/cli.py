@@ -7,6 +7,9 @@
 output and to the sink before commit. Both start their own Kafka broker (Apache Kafka,
 KRaft, loopback; or use ``--bootstrap``), a warm SparkSession ``local[P]`` and the embedded
 S3 server for the checkpoints, and print one JSON document (``--out`` also writes it).
+``--system spark`` runs Spark Structured Streaming instead (:mod:`.spark_system`: its Kafka
+source and sink, ``--spark-trigger`` micro-batches checkpointed to a local directory) on a
+SparkSession ``local[P]`` with the Kafka connector's jars, without the S3 server.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from cjob_bench.harness import runs as harness
 from cjob_bench.nexmark import queries
 from cjob_bench.nexmark.config import BASE_TIME_MS
-from cjob_bench.nexmark.kafka import method, run
+from cjob_bench.nexmark.kafka import method, run, spark_system
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import facts
 from cjob_bench.workloads.w4_kafka.main import kafka_broker
@@ -35,13 +38,13 @@ log = harness.logger("nexmark-kafka")
 
 def add_parsers(sub: Any) -> None:
     """Add ``kafka-sustain`` and ``kafka-latency`` to the ``nexmark`` subcommands."""
-    sustain = sub.add_parser("kafka-sustain", help="highest rate sustained on Kafka (ours)")
+    sustain = sub.add_parser("kafka-sustain", help="highest rate sustained on Kafka")
     _common(sustain)
     sustain.add_argument("--rates", default=None, help="these rates only (comma-separated)")
     sustain.add_argument("--start-rate", type=int, default=5_000)
     sustain.add_argument("--ceiling", type=int, default=400_000)
     sustain.add_argument("--tolerance", type=float, default=0.1)
-    lat = sub.add_parser("kafka-latency", help="latency to visible output on Kafka (ours)")
+    lat = sub.add_parser("kafka-latency", help="latency to visible output on Kafka")
     _common(lat)
     lat.add_argument("--rate", type=int, required=True, help="half the sustained rate")
     lat.add_argument("--warmup", type=float, default=10.0, help="input seconds not measured")
@@ -49,6 +52,13 @@ def add_parsers(sub: Any) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query", required=True, choices=queries.QUERIES)
+    p.add_argument("--system", choices=("ours", "spark"), default="ours", help="under test")
+    p.add_argument(
+        "--spark-trigger",
+        default=spark_system.DEFAULT_TRIGGER,
+        help="Spark's processing-time trigger ('1 second', '100 milliseconds'; '0 seconds': "
+        "back to back)",
+    )
     p.add_argument("--seconds", type=float, default=60.0, help="input length of a run")
     p.add_argument("--partitions", type=int, default=2, help="P: partitions and parallelism")
     p.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
@@ -61,8 +71,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 @contextlib.contextmanager
-def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.Runner, run.Settings]]:
-    """A broker, our runner on a warm SparkSession and the run settings; all stopped after."""
+def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Settings]]:
+    """A broker, the system under test on a warm SparkSession (ours: with the embedded S3
+    server) and the run settings; all stopped after."""
     work = ns.work or pathlib.Path(tempfile.mkdtemp(prefix="nexmark-kafka-"))
     settings = run.Settings(
         seconds=ns.seconds,
@@ -73,6 +84,17 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.Runner, run.Setting
         keep_rows=ns.keep_rows,
     )
     try:
+        if ns.system == "spark":
+            with kafka_broker(ns) as broker:
+                spark = spark_system.session(ns.partitions)
+                try:
+                    system = spark_system.SparkSystem(
+                        spark, work / "spark-checkpoints", trigger=ns.spark_trigger
+                    )
+                    yield broker, system, settings
+                finally:
+                    spark.stop()
+            return
         with (
             kafka_broker(ns) as broker,
             harness.spark_and_s3(
@@ -90,7 +112,7 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.Runner, run.Setting
 
 
 def trial(
-    query: str, rate: int, s: run.Settings, broker: Any, runner: run.Runner
+    query: str, rate: int, s: run.Settings, broker: Any, runner: run.System
 ) -> dict[str, Any]:
     """One run, its verdict, its latency figures, and its raw series (no arrays)."""
     log(f"{query} at {rate}/s for {s.seconds:g}s ...")
@@ -133,6 +155,7 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
     doc = {
         "command": ns.command,
         "query": ns.query,
+        "system": ns.system,
         "method": method.__doc__,
         "setup": {k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(ns).items()},
         "kafka_broker": version,
