@@ -134,6 +134,24 @@ def kafka_libs() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def spark_kafka_libs() -> pathlib.Path:
+    """Spark's Kafka connector and its dependencies (``scripts/spark-kafka-fetch.sh``, Maven
+    from Maven Central into the cache), for the benchmarks that run Spark on Kafka."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("confluent_kafka")
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "spark-kafka-fetch.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:  # 2: no Maven and no way to install it here
+        _kafka_missing(f"scripts/spark-kafka-fetch.sh failed: {done.stderr.strip()[-600:]}")
+    return pathlib.Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(kafka_libs: pathlib.Path) -> Iterator[embedded_kafka.EmbeddedKafkaBroker]:
     """A real Apache Kafka broker (KRaft) for the session; tests keep to topics of their own."""
     pytest.importorskip("confluent_kafka", reason="the Kafka connector needs confluent-kafka")

@@ -15,36 +15,17 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from bench_runs import ROOT, run_bench
+from bench_runs import run_bench
 from cjob_bench.nexmark import generator, reference
 from cjob_bench.nexmark.kafka import feed
 
 pytestmark = [pytest.mark.timeout(300)]
 
 RATE, SECONDS, P = 400, 6, 2
-
-
-@pytest.fixture(scope="module")
-def spark_kafka_libs() -> pathlib.Path:
-    """The Spark Kafka connector's jars (``scripts/spark-kafka-fetch.sh``; Maven)."""
-    pytest.importorskip("pyspark")
-    pytest.importorskip("confluent_kafka")
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "spark-kafka-fetch.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode == 2:  # no Maven and no way to install it here
-        pytest.skip(done.stderr.strip()[-300:])
-    assert done.returncode == 0, done.stderr[-2000:]
-    return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture

@@ -11,32 +11,13 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 
 import pytest
-from bench_runs import ROOT, run_bench
+from bench_runs import run_bench
 
 pytestmark = [pytest.mark.s3, pytest.mark.timeout(420)]
 
 SYSTEMS = ("ours-aligned", "spark-micro-batch")
-
-
-@pytest.fixture(scope="module")
-def spark_kafka_libs() -> pathlib.Path:
-    """The Spark Kafka connector's jars (``scripts/spark-kafka-fetch.sh``; Maven)."""
-    pytest.importorskip("pyspark")
-    pytest.importorskip("confluent_kafka")
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "spark-kafka-fetch.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode == 2:  # no Maven and no way to install it here
-        pytest.skip(done.stderr.strip()[-300:])
-    assert done.returncode == 0, done.stderr[-2000:]
-    return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
 def test_w4_kafka_accounts_for_every_record_of_ours_and_spark(
