@@ -17,15 +17,12 @@ import json
 import pathlib
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from bench_runs import run_bench
-from cjob_bench.nexmark import generator, reference
-from cjob_bench.nexmark.kafka import feed
+from cjob_bench.nexmark import reference
+from nexmark_kafka_runs import RATE, SECONDS, P, check_every_bid_committed_once, fed_bids
 
 pytestmark = [pytest.mark.timeout(300)]
-
-RATE, SECONDS, P = 400, 6, 2
 
 
 @pytest.fixture
@@ -48,29 +45,11 @@ def spark_run(query: str, work: pathlib.Path) -> dict[str, Any]:
     return run
 
 
-def fed_bids() -> pa.Table:
-    """The bids the feed of a run at RATE for SECONDS sends (regenerated)."""
-    cfg = feed.live_config(RATE, SECONDS, P)
-    return pa.concat_tables(
-        generator.generate(cfg, g, 0, stop - first).bids
-        for g, (first, stop) in enumerate(cfg.generator_range(g) for g in range(P))
-    )
-
-
 def test_spark_q1_on_kafka_writes_every_bid_once_and_times_it(
     tmp_path: pathlib.Path, libs: pathlib.Path
 ) -> None:
     run = spark_run("q1", tmp_path / "work")
-    bids = fed_bids()
-    assert run["feed"]["by_kind"]["bids"] == bids.num_rows > 0, run["feed"]
-    rows = [json.loads(line) for line in pathlib.Path(run["rows_file"]).read_text().splitlines()]
-    assert reference.same("q1", rows, reference.expected("q1", {"bids": bids})) == (
-        True,
-        f"{bids.num_rows} rows equal",
-    )
-    verdict = run["verdict"]
-    assert verdict["output_records"] == verdict["sink_records_in"] == bids.num_rows, verdict
-    assert verdict["checks"]["every_output_committed"] is True, verdict
+    bids = check_every_bid_committed_once(run)
     figures = run["system_figures"]
     assert figures["rows_read"] == {"bids": bids.num_rows}, figures
     assert figures["rows_written"] == bids.num_rows, figures
