@@ -64,7 +64,12 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--events", type=int, default=2_000_000, help="W2's, generated")
     cost.add_argument("--repeats", type=int, default=3)
     cost.add_argument("--parallelism", type=int, default=2)
-    cost.add_argument("--interval", type=float, default=1.0, help="checkpoint interval (s)")
+    cost.add_argument(
+        "--intervals",
+        default="1",
+        help="checkpoint intervals (s, comma-separated), each a variant beside the one "
+        "without periodic checkpoints",
+    )
     cost.add_argument("--no-check", action="store_true", help="skip the oracle check")
     peer = sub.add_parser("spark", help="run queries on Spark Structured Streaming")
     peer.add_argument("--data", required=True, type=pathlib.Path)
@@ -131,5 +136,9 @@ def _cpu_cost(ns: argparse.Namespace, temp: pathlib.Path) -> dict[str, Any]:
     else:
         job = cpu_cost.nexmark_job(ns.query, ns.data.resolve(), check=not ns.no_check)
     return cpu_cost.measure(
-        job, temp, repeats=ns.repeats, parallelism=ns.parallelism, interval=ns.interval
+        job,
+        temp,
+        repeats=ns.repeats,
+        parallelism=ns.parallelism,
+        intervals=tuple(float(i) for i in ns.intervals.split(",") if i.strip()),
     )

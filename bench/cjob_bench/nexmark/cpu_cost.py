@@ -11,11 +11,14 @@ The method, fixed before any figure was seen:
   each run under a prefix of its own). Bytecode caches on, as users' installs
   have them (:mod:`..harness.bytecode`), and one unmeasured warm-up run first
   (page cache, bytecode written).
-* **Two variants.** ``checkpoints_1s``: aligned exactly-once checkpoints every
-  1 s (``--checkpoint-interval``). ``no_periodic_checkpoints``: an interval of
-  10⁹ s; the end-of-input checkpoint, which commits the output, remains in
-  both. Repeat *i* runs them in the order A B when *i* is even, B A when odd
-  (ABBA…), so a slow drift of the machine biases neither.
+* **Variants.** ``checkpoints_1s``: aligned exactly-once checkpoints every
+  1 s (``--checkpoint-interval``); likewise ``checkpoints_100ms`` and any other
+  interval asked for (:func:`variant`). ``no_periodic_checkpoints``: an interval
+  of 10⁹ s; the end-of-input checkpoint, which commits the output, remains in
+  every variant. With two variants repeat *i* runs them in the order A B when
+  *i* is even, B A when odd (ABBA…); with more, repeat *i* rotates the order by
+  *i* (a Latin square over as many repeats as variants), so a slow drift of the
+  machine biases none.
 * **CPU time.** User + system time of every process of the job, from ``/proc``
   (:mod:`..harness.cpu`): the ``cjob run`` driver, the Spark JVM, PySpark's
   daemon and Python workers, any process they start, short-lived ones
@@ -28,8 +31,9 @@ The method, fixed before any figure was seen:
 * **Per million events**: CPU seconds divided by the events the query reads
   (of the kinds of its sources). Wall-clock: the same interval, per run.
 * **Figures**: per variant, the median over repeats of each figure (total and
-  per kind); the overhead is ``median(with) / median(without) - 1``, for CPU
-  time (the goal) and wall-clock. Every run's committed output is checked
+  per kind); the overhead of each checkpointing variant is
+  ``median(with) / median(without) - 1``, for CPU time (the goal) and
+  wall-clock. Every run's committed output is checked
   against the oracle; a failed or wrong run is reported and left out.
 
 CPU time does not depend on other load on the machine the way wall-clock
@@ -59,9 +63,23 @@ from cjob_bench.workloads import files_ours
 
 PIPELINE = pathlib.Path(__file__).with_name("pipeline.py")
 BUCKET = "cjob-bench"
-WITH, WITHOUT = "checkpoints_1s", "no_periodic_checkpoints"
+WITHOUT = "no_periodic_checkpoints"
 NO_CHECKPOINTS = 1e9
 KINDS = (cpu.DRIVER, cpu.JVM, cpu.WORKERS, cpu.S3_SERVER)
+
+
+def variant(interval: float) -> str:
+    """The name of the variant with checkpoints every ``interval`` s.
+
+    >>> variant(1.0), variant(0.1), variant(2.5)
+    ('checkpoints_1s', 'checkpoints_100ms', 'checkpoints_2500ms')
+    """
+    if interval >= 1 and float(interval).is_integer():
+        return f"checkpoints_{int(interval)}s"
+    return f"checkpoints_{round(interval * 1000)}ms"
+
+
+WITH = variant(1.0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,10 +156,12 @@ class Bench:
         s3: EmbeddedS3Server,
         *,
         parallelism: int = 2,
-        interval: float = 1.0,
+        intervals: tuple[float, ...] = (1.0,),
     ) -> None:
         self.job, self.work, self.s3 = job, work, s3
-        self.parallelism, self.interval = parallelism, interval
+        self.parallelism = parallelism
+        self.intervals = {variant(i): i for i in intervals}
+        self.intervals[WITHOUT] = NO_CHECKPOINTS
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -154,7 +174,7 @@ class Bench:
         return env
 
     def command(self, variant: str, name: str, output: pathlib.Path) -> list[str]:
-        interval = self.interval if variant == WITH else NO_CHECKPOINTS
+        interval = self.intervals[variant]
         cjob = pathlib.Path(sys.executable).with_name("cjob")
         store = self.s3.url(BUCKET, f"cpu-cost/{name}")
         return [
@@ -222,29 +242,29 @@ def measure(
     *,
     repeats: int = 3,
     parallelism: int = 2,
-    interval: float = 1.0,
+    intervals: tuple[float, ...] = (1.0,),
     warmup: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Interleaved repeats of both variants of ``job``; every run and the medians."""
+    """Interleaved repeats of every variant of ``job``; every run and the medians."""
     log = log or runs.logger("cpu-cost")
     bytecode.use_bytecode_cache()
     runs_: list[dict[str, Any]] = []
     with EmbeddedS3Server(buckets=[BUCKET]) as s3:
-        bench = Bench(job, work, s3, parallelism=parallelism, interval=interval)
+        bench = Bench(job, work, s3, parallelism=parallelism, intervals=intervals)
         if warmup:
             log(f"{job.name}: warm-up run (not measured)")
             runs.attempt("warm-up", lambda: bench.run(WITHOUT))
         for repeat in range(repeats):
-            for variant in runs.interleaved([WITH, WITHOUT], repeat):
-                label = f"{job.name} repeat {repeat} {variant}"
-                result = runs.attempt(label, lambda v=variant: bench.run(v))  # type: ignore[misc]
-                runs_.append({"repeat": repeat, "variant": variant, **result})
+            for name in order(list(bench.intervals), repeat):
+                label = f"{job.name} repeat {repeat} {name}"
+                result = runs.attempt(label, lambda v=name: bench.run(v))  # type: ignore[misc]
+                runs_.append({"repeat": repeat, "variant": name, **result})
     return {
         "job": job.name,
         "events_read": job.events,
         "parallelism": parallelism,
-        "checkpoint_interval_seconds": interval,
+        "checkpoint_intervals_seconds": list(intervals),
         "repeats": repeats,
         "machine": machine.describe(),
         "medians": summarise(runs_),
@@ -252,15 +272,29 @@ def measure(
     }
 
 
+def order(variants: list[str], repeat: int) -> list[str]:
+    """The variants' order in repeat ``repeat``: ABBA for two, rotated for more.
+
+    >>> [order(["a", "b"], r) for r in range(2)]
+    [['a', 'b'], ['b', 'a']]
+    >>> [order(["a", "b", "c"], r) for r in range(3)]
+    [['a', 'b', 'c'], ['b', 'c', 'a'], ['c', 'a', 'b']]
+    """
+    if len(variants) <= 2:
+        return runs.interleaved(variants, repeat)
+    return runs.rotated(variants, repeat)
+
+
 def summarise(runs_: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians per variant over the successful, correct runs, and the overheads."""
+    """Medians per variant over the successful, correct runs, and each variant's overhead
+    over ``no_periodic_checkpoints`` (under ``overheads``)."""
     good = [r for r in runs_ if "error" not in r and r.get("correct", {}).get("equal") is not False]
     out: dict[str, Any] = {}
-    for variant in (WITH, WITHOUT):
-        mine = [r for r in good if r["variant"] == variant]
+    for name in dict.fromkeys(r["variant"] for r in runs_):
+        mine = [r for r in good if r["variant"] == name]
         if not mine:
             continue
-        out[variant] = {
+        out[name] = {
             "runs": len(mine),
             "wall_seconds": _median([r["wall_seconds"] for r in mine]),
             "cpu_seconds": _median([r["cpu_seconds"] for r in mine]),
@@ -273,21 +307,29 @@ def summarise(runs_: list[dict[str, Any]]) -> dict[str, Any]:
             },
             "checkpoints_completed": _median([r["checkpoints_completed"] or 0 for r in mine]),
         }
-    if WITH in out and WITHOUT in out:
-        a, b = out[WITH], out[WITHOUT]
-        out["cpu_overhead"] = round(
+    if WITHOUT in out:
+        out["overheads"] = {
+            name: _overhead(out[name], out[WITHOUT]) for name in out if name != WITHOUT
+        }
+    return out
+
+
+def _overhead(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """``a`` over ``b``: CPU time per million events and wall-clock, and CPU by kind."""
+    return {
+        "cpu_overhead": round(
             a["cpu_seconds_per_million_events"] / b["cpu_seconds_per_million_events"] - 1, 4
-        )
-        out["wall_overhead"] = round(a["wall_seconds"] / b["wall_seconds"] - 1, 4)
-        out["cpu_overhead_by_kind_seconds_per_million_events"] = {
+        ),
+        "wall_overhead": round(a["wall_seconds"] / b["wall_seconds"] - 1, 4),
+        "cpu_overhead_by_kind_seconds_per_million_events": {
             k: round(
                 a["cpu_seconds_per_million_events_by_kind"][k]
                 - b["cpu_seconds_per_million_events_by_kind"][k],
                 3,
             )
             for k in KINDS
-        }
-    return out
+        },
+    }
 
 
 def _median(values: list[float]) -> float:
