@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import pathlib
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from bench_runs import run_bench
-from cjob_bench.nexmark import files
+from cjob_bench.nexmark import files, generator, reference
 from cjob_bench.nexmark.kafka import feed
 from nexmark_kafka_runs import RATE, SECONDS, P, check_every_bid_committed_once
 
@@ -60,3 +61,35 @@ def test_q1_on_kafka_commits_every_bid_once_and_times_it(tmp_path: pathlib.Path)
     assert 0 < visible["p50"] <= visible["p99"] <= visible["max"] < 30_000, latency
     assert 0 <= to_sink["p50"] <= to_sink["p99"] <= visible["max"], latency
     assert to_sink["p50"] < visible["p50"], latency  # visible only after the commit
+
+
+def test_a_trial_that_gives_up_stops_its_feed_and_commits_what_was_sent(
+    tmp_path: pathlib.Path,
+) -> None:
+    """``--give-up-lag -1`` gives up at the warm-up's end (3 s of a 9 s run) whatever the
+    lag: the feed stops early, the drain is skipped, and the output committed is exactly
+    q1 over the bids sent before the stop, each once."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("confluent_kafka")
+    seconds = 9
+    args = ["nexmark", "kafka-sustain", "--query", "q1", "--rates", str(RATE)]
+    args += ["--seconds", str(seconds), "--partitions", str(P), "--give-up-lag", "-1"]
+    args += ["--keep-rows", "--work", str(tmp_path / "work")]
+    done = run_bench(args, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    [trial] = doc["trials"]
+    assert 3 <= trial["gave_up_at"] < seconds - 1, trial["lag_series"]
+    fed = trial["feed"]
+    assert fed["stopped_early"] is True and 0 < fed["events"] < RATE * seconds, fed
+    cfg = feed.live_config(RATE, seconds, P)
+    sent = [e[0] for chunk in feed.schedule(cfg) for e in chunk][: fed["events"]]
+    bids = pa.concat_tables(  # each generator's first events: the feed sends in this order
+        generator.generate(cfg, g, 0, sent.count(g)).bids for g in range(P)
+    )
+    assert bids.num_rows == fed["by_kind"]["bids"] > 0
+    rows = [json.loads(line) for line in pathlib.Path(trial["rows_file"]).read_text().splitlines()]
+    want = reference.expected("q1", {"bids": bids})
+    assert reference.same("q1", rows, want) == (True, f"{bids.num_rows} rows equal")
+    assert trial["verdict"]["checks"]["every_output_committed"] is True, trial["verdict"]
+    assert trial["verdict"]["gave_up_at"] == trial["gave_up_at"]

@@ -1,7 +1,7 @@
 """``python -m cjob_bench nexmark kafka-sustain`` and ``kafka-latency``: Nexmark on a real Kafka.
 
-``kafka-sustain --query q1`` searches the highest rate our job sustains (doubling from
-``--start-rate``, then bisection; or exactly the ``--rates`` given), each trial a live run of
+``kafka-sustain --query q1`` searches the highest rate our job sustains (from
+``--start-rate``, :func:`.method.search`; or exactly the ``--rates`` given), each trial a live run of
 ``--seconds`` (:mod:`.method` says when a rate is sustained); ``kafka-latency --query q1
 --rate R`` runs once at R (use half the sustained rate) and reports the latency to visible
 output and to the sink before commit. Both start their own Kafka broker (Apache Kafka,
@@ -44,6 +44,15 @@ def add_parsers(sub: Any) -> None:
     sustain.add_argument("--start-rate", type=int, default=5_000)
     sustain.add_argument("--ceiling", type=int, default=400_000)
     sustain.add_argument("--tolerance", type=float, default=0.1)
+    sustain.add_argument("--max-trials", type=int, default=8)
+    sustain.add_argument(
+        "--give-up-lag",
+        type=float,
+        default=method.LAG_BOUND_SECONDS,
+        help="a trial whose lag after the warm-up passes this many seconds of input stops "
+        "there (its verdict is decided); the method's bound, or below 0 (tests): at the "
+        "warm-up's end whatever the lag",
+    )
     lat = sub.add_parser("kafka-latency", help="latency to visible output on Kafka")
     _common(lat)
     lat.add_argument("--rate", type=int, required=True, help="half the sustained rate")
@@ -82,6 +91,8 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
         interval=ns.interval,
         drain=ns.drain,
         keep_rows=ns.keep_rows,
+        give_up_after=None if ns.command == "kafka-latency" else method.warm_up(ns.seconds),
+        give_up_lag=getattr(ns, "give_up_lag", method.LAG_BOUND_SECONDS),
     )
     try:
         if ns.system == "spark":
@@ -138,19 +149,23 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
         else:
             trials: list[dict[str, Any]] = []
 
-            def one(rate: int) -> bool:
+            def one(rate: int) -> tuple[bool, float | None]:
                 trials.append(trial(ns.query, rate, settings, broker, runner))
-                return bool(trials[-1]["verdict"]["sustained"])
+                verdict = trials[-1]["verdict"]
+                return bool(verdict["sustained"]), verdict["achieved_rate"]
 
             if ns.rates:
                 for rate in [int(r) for r in ns.rates.split(",") if r]:
                     one(rate)
-                best = max((t["rate"] for t in trials if t["verdict"]["sustained"]), default=None)
             else:
-                best, _ = method.search(
-                    one, ns.start_rate, ceiling=ns.ceiling, tolerance=ns.tolerance
+                method.search(
+                    one,
+                    ns.start_rate,
+                    ceiling=ns.ceiling,
+                    tolerance=ns.tolerance,
+                    max_trials=ns.max_trials,
                 )
-            doc = {"highest_sustained_rate": best, "trials": trials}
+            doc = method.searched(trials, ns.tolerance)
         version = getattr(broker, "version", None)
     doc = {
         "command": ns.command,

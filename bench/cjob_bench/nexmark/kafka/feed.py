@@ -17,6 +17,8 @@ The clock file (``.npy``, int64): entry ``t`` is the wall clock (µs) when the n
 with ``dateTime <= base_time_ms + t`` was handed over (filled forward over ms without
 events): the creation time of the newest input an output of event time ``t`` depends on.
 Prints ``{"started": WALL}`` when the first event is due, then one JSON line of results.
+A ``stop`` line on stdin ends the feed early (a run whose verdict is already decided,
+:mod:`.run`): what was sent is flushed and reported, with ``stopped_early``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import dataclasses
 import itertools
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -82,7 +85,14 @@ def schedule(cfg: NexmarkConfig) -> Iterator[list[tuple[int, int, bytes, int]]]:
         yield chunk
 
 
-def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dict[str, Any]:
+def produce(
+    bootstrap: str,
+    prefix: str,
+    cfg: NexmarkConfig,
+    rate: float,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Send ``cfg``'s events at ``rate``, until the end or until ``stop`` is set."""
     from confluent_kafka import Producer  # noqa: PLC0415 (only this process needs it)
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "acks": "all"})
@@ -95,6 +105,8 @@ def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dic
     pacer, i = pacing.Pacer(rate), 0
     print(json.dumps({"started": pacer.first_wall}), flush=True)
     for chunk in itertools.chain([ahead], chunks):
+        if stop is not None and stop.is_set():
+            break
         j = 0
         while j < len(chunk):
             due = min(len(chunk), j + max(0, pacer.due(sent=i) - i))
@@ -116,7 +128,16 @@ def produce(bootstrap: str, prefix: str, cfg: NexmarkConfig, rate: float) -> dic
     pacer.finished()
     left = producer.flush(60)
     summary = {"events": i, "by_kind": counts, **pacer.summary(i, left)}
+    summary["stopped_early"] = stop is not None and stop.is_set()
     return {**summary, "clock": _filled(clock)}
+
+
+def _stop_on_request(stop: threading.Event) -> None:
+    """Set ``stop`` on a ``stop`` line on stdin (end of input does not stop)."""
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            stop.set()
+            return
 
 
 def _filled(clock: np.ndarray) -> np.ndarray:
@@ -139,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--params", default="{}", help="other NexmarkConfig fields, JSON")
     ns = parser.parse_args(argv)
     cfg = live_config(ns.rate, ns.seconds, ns.partitions, **json.loads(ns.params))
-    out = produce(ns.bootstrap, ns.prefix, cfg, ns.rate)
+    stop = threading.Event()
+    threading.Thread(target=_stop_on_request, args=(stop,), daemon=True).start()
+    out = produce(ns.bootstrap, ns.prefix, cfg, ns.rate, stop)
     np.save(ns.clock_out, out.pop("clock"), allow_pickle=False)
     out["config"] = dataclasses.asdict(cfg)
     print(json.dumps(out), flush=True)

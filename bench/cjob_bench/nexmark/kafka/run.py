@@ -11,7 +11,10 @@ A run of ``query`` at ``rate`` events/s for ``seconds``:
    of the broker) minus the records the job's sources have read (ours: their
    ``records_out``, the runtime's own counters); also the runtime's consumer-lag metric
    (``source_lag``);
-5. after the feed, sample on until the lag is 0 (at most ``drain`` s): the drain;
+5. after the feed, sample on until the lag is 0 (at most ``drain`` s): the drain. A run that
+   may give up (``give_up_after``) stops its feed as soon as, that many seconds in, the lag
+   exceeds ``give_up_lag`` seconds of input, and skips the drain: its verdict (the bound of
+   :mod:`.method`) is decided then, and the rest would only cost time;
 6. stop the job with a savepoint (which commits the rest), drain the watch (it reads every
    partition to its end), and return everything (:mod:`.method` makes the figures).
 
@@ -59,6 +62,10 @@ class Settings:
     """Keep the committed rows (``rows.jsonl`` in the run's directory) for checking."""
     params: dict[str, int] = dataclasses.field(default_factory=dict)
     """Other NexmarkConfig fields of the feed."""
+    give_up_after: float | None = None
+    """Seconds into the feed after which a lag over ``give_up_lag`` ends the run (step 5)."""
+    give_up_lag: float = 5.0
+    """In seconds of input at the run's rate."""
 
 
 class Started(Protocol):
@@ -73,8 +80,9 @@ class Started(Protocol):
         """Records its sink step took in (exactly-once: the committed output's size)."""
         ...
 
-    def stop(self) -> dict[str, Any]:
-        """Stop it, everything it took in committed; what it measured about itself."""
+    def stop(self, *, drain: bool = True) -> dict[str, Any]:
+        """Stop it, everything it took in committed (``drain``: first read every input record
+        there is); what it measured about itself."""
         ...
 
 
@@ -137,7 +145,8 @@ class OurJob:
     def sink_records_in(self) -> int:
         return self.running.job.job.runtime_metrics().records_in.get("out", 0)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, *, drain: bool = True) -> dict[str, Any]:
+        # the run drained already (step 5) or gave up; a savepoint commits what was read
         return self.running.stop()
 
 
@@ -215,9 +224,10 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
             work / "feed.log",
         )
         fed_at = float(producer.answer(120.0)["started"])
-        produced = _sample_until_fed(sampler, producer, fed_at, s)
+        produced = _sample_until_fed(sampler, producer, fed_at, s, rate)
+        gave_up = produced.get("gave_up_at") is not None
         drain_started = time.time()
-        while time.time() - drain_started < s.drain:  # Step 5
+        while not gave_up and time.time() - drain_started < s.drain:  # Step 5
             lag = sampler.sample(time.time() - fed_at)
             if lag is not None and lag <= 0:
                 break
@@ -230,7 +240,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
         sampler.close()
         seen: dict[str, Any] = {}
         try:
-            figures = job.stop()  # Step 6
+            figures = job.stop(drain=not gave_up)  # Step 6
         finally:
             if watcher is not None:
                 try:
@@ -251,6 +261,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
         "feed": produced,
         "lag_series": sampler.series,
         "drained": drained,
+        "gave_up_at": produced.get("gave_up_at"),
         "drain_seconds": round(drain_seconds, 2),
         "sink_records_in": sink_in,
         "watch": seen,
@@ -262,10 +273,11 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
 
 
 def _sample_until_fed(
-    sampler: LagSampler, producer: children.Child, fed_at: float, s: Settings
+    sampler: LagSampler, producer: children.Child, fed_at: float, s: Settings, rate: int
 ) -> dict[str, Any]:
-    """Sample the lag every ``s.sample`` s while the feed runs; the feed's answer."""
-    answer: dict[str, Any] = {}
+    """Sample the lag every ``s.sample`` s while the feed runs; the feed's answer, with
+    ``gave_up_at`` (s) when the run gave up (step 5) and stopped the feed."""
+    answer: dict[str, Any] = {"gave_up_at": None}
     failure: list[BaseException] = []
 
     def wait() -> None:
@@ -278,9 +290,20 @@ def _sample_until_fed(
     waiter.start()
     next_at = fed_at
     while waiter.is_alive():
-        sampler.sample(time.time() - fed_at)
+        t = time.time() - fed_at
+        lag = sampler.sample(t)
+        if _gives_up(s, rate, t, lag) and answer["gave_up_at"] is None:
+            answer["gave_up_at"] = round(t, 2)
+            with contextlib.suppress(BrokenPipeError):
+                producer.tell("stop")
         next_at += s.sample
         waiter.join(max(0.0, next_at - time.time()))
     if failure:
         raise failure[0]
     return answer
+
+
+def _gives_up(s: Settings, rate: int, t: float, lag: int | None) -> bool:
+    """Whether the run's verdict is decided at ``t`` s with ``lag`` (step 5)."""
+    after = s.give_up_after
+    return after is not None and lag is not None and t >= after and lag > rate * s.give_up_lag

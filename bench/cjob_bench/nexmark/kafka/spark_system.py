@@ -242,13 +242,14 @@ class SparkQuery:
         with self.counter.lock:
             return int(self.counter.written)
 
-    def stop(self, timeout: float = 120.0) -> dict[str, Any]:
+    def stop(self, *, drain: bool = True, timeout: float = 120.0) -> dict[str, Any]:
         """Wait until every input record is read and written and the watermark's batches ran
-        (at most ``timeout`` s: a run far behind says so in its figures), then stop the query;
-        its figures."""
-        left = None
+        (at most ``timeout`` s: a run far behind says so in its figures; not at all without
+        ``drain``), then stop the query; its figures."""
+        left = None if drain else "gave up: stopped without reading the rest"
         try:
-            self._drain(timeout)
+            if drain:
+                self._drain(timeout)
         except SparkQueryStopError as exc:
             left = str(exc)
         finally:
