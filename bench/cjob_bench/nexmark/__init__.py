@@ -6,6 +6,8 @@ vectorised), :mod:`.files` (Parquet files for ``FileSource`` and Spark),
 :mod:`.reference` (the same queries evaluated in one batch: the oracle),
 :mod:`.local` (runs on the in-process executor, checked against the oracle),
 :mod:`.crashes` (the same under random crash plans, many times),
-:mod:`.spark` (the same queries on Spark Structured Streaming) and
-:mod:`.cli` (``python -m cjob_bench nexmark generate|local|crashes|spark``).
+:mod:`.spark` (the same queries on Spark Structured Streaming),
+:mod:`.kafka` (live on Kafka: sustainable throughput, latency to visible output),
+:mod:`.cpu_cost` (checkpoint cost in CPU time), :mod:`.table` (the README's table) and
+:mod:`.cli` (``python -m cjob_bench nexmark generate|local|crashes|spark|kafka-…|cpu-cost|table``).
 """

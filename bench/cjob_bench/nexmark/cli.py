@@ -8,7 +8,8 @@ runs one query many times under random crash plans (:mod:`.crashes`);
 ``kafka-sustain`` and ``kafka-latency`` run a query live on a real Kafka broker
 (:mod:`.kafka.cli`); ``cpu-cost`` measures the CPU time of ``cjob run`` with and
 without checkpoints (:mod:`.cpu_cost`); ``spark`` runs the queries on Spark
-Structured Streaming (:mod:`.spark`). Each prints one JSON document.
+Structured Streaming (:mod:`.spark`); ``table`` measures the README's table, both
+systems per query (:mod:`.table`). Each prints one JSON document.
 
 >>> parser().parse_args(["generate", "--out", "/tmp/x", "--events", "10"]).events
 10
@@ -25,7 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from cjob_bench.nexmark import cpu_cost, crashes, files, local, queries
+from cjob_bench.nexmark import cpu_cost, crashes, files, local, queries, table
 from cjob_bench.nexmark.config import NexmarkConfig
 from cjob_bench.nexmark.kafka import cli as kafka_cli
 
@@ -58,6 +59,7 @@ def parser() -> argparse.ArgumentParser:
     stress.add_argument("--runs", type=int, default=100)
     stress.add_argument("--seed", type=int, default=0)
     kafka_cli.add_parsers(sub)
+    table.add_parser(sub)
     cost = sub.add_parser("cpu-cost", help="CPU time of cjob run with and without checkpoints")
     cost.add_argument("--data", type=pathlib.Path, help="Nexmark events (not for W2)")
     cost.add_argument("--query", required=True, choices=(*queries.QUERIES, "W2"))
@@ -76,6 +78,13 @@ def parser() -> argparse.ArgumentParser:
     peer.add_argument("--queries", default=",".join(queries.QUERIES))
     peer.add_argument("--parallelism", type=int, default=2)
     peer.add_argument("--check", action="store_true", help="compare with the oracle")
+    peer.add_argument(
+        "--keep-output",
+        type=pathlib.Path,
+        default=None,
+        help="keep each query's committed output here and do not read it back in this "
+        "process (a CPU measurement of it then counts the query alone)",
+    )
     return top
 
 
@@ -89,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> Any:
         )
         rows = files.write(cfg, ns.out, chunk=ns.chunk)
         doc: Any = {"out": str(ns.out), "rows": rows, "config": dataclasses.asdict(cfg)}
+    elif ns.command == "table":
+        doc = table.main(ns)
     elif ns.command == "crashes":
         with tempfile.TemporaryDirectory(prefix="nexmark-crashes-") as temp:
             bad = crashes.stress(ns.query, ns.data, pathlib.Path(temp), runs=ns.runs, seed=ns.seed)
@@ -99,7 +110,13 @@ def main(argv: Sequence[str] | None = None) -> Any:
     elif ns.command == "spark":
         from cjob_bench.nexmark.spark import cli as spark_cli  # noqa: PLC0415 (pyspark)
 
-        doc = spark_cli.run(ns.data, ns.queries, parallelism=ns.parallelism, check=ns.check)
+        doc = spark_cli.run(
+            ns.data,
+            ns.queries,
+            parallelism=ns.parallelism,
+            check=ns.check,
+            keep_output=ns.keep_output,
+        )
     else:
         doc = _local(ns)
     json.dump(doc, sys.stdout, indent=1)

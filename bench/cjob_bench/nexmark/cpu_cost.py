@@ -211,6 +211,7 @@ class Bench:
             "cpu_seconds_by_kind": {k: round(v, 3) for k, v in kinds.items()},
             "cpu_seconds_other_kinds": other,
             "cpu_seconds_per_million_events": round(total * per_million, 3),
+            "events_read": self.job.events,
             "cpu_seconds_per_million_events_by_kind": {
                 k: round(v * per_million, 3) for k, v in kinds.items()
             },

@@ -21,16 +21,27 @@ from cjob_bench.nexmark.spark import session
 
 
 def run(
-    data: pathlib.Path, names: str, *, parallelism: int = 2, check: bool = False
+    data: pathlib.Path,
+    names: str,
+    *,
+    parallelism: int = 2,
+    check: bool = False,
+    keep_output: pathlib.Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the comma-separated ``names`` over the events under ``data``; their summaries."""
+    """Run the comma-separated ``names`` over the events under ``data``; their summaries.
+    With ``keep_output`` each query's sink and checkpoint stay under it and its rows are
+    not read back (``output`` in the summary; :func:`.run.committed_rows`)."""
     files.read_config(data)  # one clear error when data holds no events
     spark = session(parallelism)
     results = []
     try:
         for query in [q.strip() for q in names.split(",") if q.strip()]:
-            with tempfile.TemporaryDirectory(prefix=f"nexmark-spark-{query}-") as temp:
-                done = spark_run.run(spark, query, data, pathlib.Path(temp))
+            if keep_output is not None:
+                keep_output.mkdir(parents=True, exist_ok=True)
+                done = spark_run.run(spark, query, data, keep_output, read_back=False)
+            else:
+                with tempfile.TemporaryDirectory(prefix=f"nexmark-spark-{query}-") as temp:
+                    done = spark_run.run(spark, query, data, pathlib.Path(temp))
             summary = done.summary()
             if check:
                 summary["equal"], summary["check"] = spark_run.check(done, data)
