@@ -7,8 +7,8 @@ Nexmark q1 at 400 events/s for 6 s (P = 2, exactly-once aligned checkpoints ever
 real local Spark): the feed writes the events live, our job reads them with the Kafka source
 and commits its results with the transactional Kafka sink, the ``read_committed`` watch reads
 them. Every bid produced must be in the committed output exactly once and equal to the
-oracle's row for it (the same events, regenerated); the lag series and the latency figures
-must be there and sane — never how fast anything is.
+oracle's row for it (the same events, regenerated); the lag series, the latency figures and
+the profile of where the latency goes must be there and sane — never how fast anything is.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def test_q1_on_kafka_commits_every_bid_once_and_times_it(tmp_path: pathlib.Path)
     args = ["nexmark", "kafka-latency", "--query", "q1", "--rate", str(RATE)]
     args += ["--seconds", str(SECONDS), "--partitions", str(P), "--drain", "60"]
     args += ["--keep-rows", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "q1.json")]
+    args += ["--profile"]
     done = run_bench(args, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
@@ -61,6 +62,14 @@ def test_q1_on_kafka_commits_every_bid_once_and_times_it(tmp_path: pathlib.Path)
     assert 0 < visible["p50"] <= visible["p99"] <= visible["max"] < 30_000, latency
     assert 0 <= to_sink["p50"] <= to_sink["p99"] <= visible["max"], latency
     assert to_sink["p50"] < visible["p50"], latency  # visible only after the commit
+    # the profile cuts each record's path into parts that add up to its latency
+    cut = run["profile"]
+    assert cut["records_matched"] >= 0.9 * latency["measured"], cut
+    parts = cut["parts"]
+    assert list(parts) == ["to_sink", "wait_for_trigger", "checkpoint", "notify", "commit", "fetch"]
+    assert all(part["p50"] >= 0 for part in parts.values()), parts
+    assert parts["commit"]["p50"] > 0 and parts["checkpoint"]["p50"] > 0, parts
+    assert abs(cut["total"]["p50"] - visible["p50"]) < 0.1 * visible["p50"], (cut, latency)
 
 
 def test_a_trial_that_gives_up_stops_its_feed_and_commits_what_was_sent(

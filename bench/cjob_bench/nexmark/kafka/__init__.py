@@ -10,8 +10,10 @@
 * :mod:`.watch` (its own process) reads the output topic ``read_committed``
   and times every record it sees;
 * :mod:`.run` is one measured run (topics, job, feed, watch, the lag series),
-  :mod:`.method` the verdicts and the figures (sustained or not, latency),
-  :mod:`.cli` the ``kafka-sustain`` and ``kafka-latency`` commands.
+  :mod:`.method` the verdicts and the figures (sustained or not, latency, the search),
+  :mod:`.profile` where a profile run's latency goes, :mod:`.spark_system` Spark
+  Structured Streaming as the system under test, :mod:`.cli` the ``kafka-sustain``
+  and ``kafka-latency`` commands.
 
 Topics: one per kind (``{prefix}-persons``, ``-auctions``, ``-bids``), P
 partitions each, generator ``g``'s events in partition ``g``. One topic per

@@ -28,7 +28,7 @@ from typing import Any
 from cjob_bench.harness import runs as harness
 from cjob_bench.nexmark import queries
 from cjob_bench.nexmark.config import BASE_TIME_MS
-from cjob_bench.nexmark.kafka import method, run, spark_system
+from cjob_bench.nexmark.kafka import method, profile, run, spark_system
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import facts
 from cjob_bench.workloads.w4_kafka.main import kafka_broker
@@ -57,6 +57,9 @@ def add_parsers(sub: Any) -> None:
     _common(lat)
     lat.add_argument("--rate", type=int, required=True, help="half the sustained rate")
     lat.add_argument("--warmup", type=float, default=10.0, help="input seconds not measured")
+    lat.add_argument(
+        "--profile", action="store_true", help="ours: where the latency goes (.profile)"
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -94,6 +97,8 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
         give_up_after=None if ns.command == "kafka-latency" else method.warm_up(ns.seconds),
         give_up_lag=getattr(ns, "give_up_lag", method.LAG_BOUND_SECONDS),
     )
+    if ns.system == "spark" and getattr(ns, "profile", False):
+        raise SystemExit("--profile is for --system ours (Spark's batches report their phases)")
     try:
         if ns.system == "spark":
             with kafka_broker(ns) as broker:
@@ -115,7 +120,13 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
                 bucket=peer.BUCKET,
             ) as (spark, s3),
         ):
-            runner = run.Runner(spark, s3, parallelism=ns.partitions, interval=ns.interval)
+            runner = run.Runner(
+                spark,
+                s3,
+                parallelism=ns.partitions,
+                interval=ns.interval,
+                profile=getattr(ns, "profile", False),
+            )
             yield broker, runner, settings
     finally:
         if ns.work is None and not ns.keep_rows:
@@ -130,7 +141,12 @@ def trial(
     raw = run.run(query, rate, s, broker, runner)
     out = {k: v for k, v in raw.items() if k not in ("arrays", "clock")}
     out["verdict"] = method.verdict(raw)
-    out["latency"] = method.latency(raw, BASE_TIME_MS, warmup=min(10.0, s.seconds / 3))
+    warmup = min(10.0, s.seconds / 3)
+    out["latency"] = method.latency(raw, BASE_TIME_MS, warmup=warmup)
+    cut = profile.breakdown(raw, BASE_TIME_MS, warmup)
+    if cut is not None:
+        out["profile"] = cut
+        log(f"{query} at {rate}/s: where the latency goes: {cut['parts']}")
     v = out["verdict"]
     log(
         f"{query} at {rate}/s: sustained {v['sustained']} (lag after warm-up at most "

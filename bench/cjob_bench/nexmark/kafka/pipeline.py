@@ -9,7 +9,8 @@ arguments (``cjob run`` does the same), so it puts ``bench/`` on ``sys.path`` it
       -> the query, as :func:`cjob_bench.nexmark.queries.build` builds it for files
       -> StampedKafkaSink: the transactional KafkaSink (one Kafka transaction per
          checkpoint, exactly-once), each record stamped ``_written_us`` when the
-         sink writer took it (the sink's write time, before the commit)
+         sink writer took it (the sink's write time, before the commit); with
+         ``--probe-dir`` every commit's wall-clock start and end logged there
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ import pyarrow as pa
 from barrier_runtime.api import Dataflow, Stream, sinks
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api.watermarks import BoundedOutOfOrderness
-from barrier_runtime.connectors.kafka import KafkaSink, KafkaSource
+from barrier_runtime.connectors.kafka import KafkaSource
 
 BENCH = pathlib.Path(__file__).resolve().parents[3]
 if str(BENCH) not in sys.path:  # loaded by path on Spark's workers
     sys.path.insert(0, str(BENCH))
 
 from cjob_bench.nexmark import queries  # noqa: E402
+from cjob_bench.workloads.w4_kafka.pipeline import ProbedKafkaSink  # noqa: E402
 
 WRITTEN = "_written_us"
 """The column the sink adds: wall clock (µs) when its writer took the record."""
@@ -66,8 +68,9 @@ class KafkaSources:
         )
 
 
-class StampedKafkaSink(KafkaSink):
-    """A :class:`KafkaSink` whose records carry :data:`WRITTEN` (the sink's write time)."""
+class StampedKafkaSink(ProbedKafkaSink):
+    """A :class:`KafkaSink` whose records carry :data:`WRITTEN` (the sink's write time); with
+    a ``probe_dir`` (profile runs) each commit's start and end are logged there too."""
 
     def writer(self, step_id: str, subtask: int, parallelism: int) -> sinks.SinkWriter:
         return _StampedWriter(super().writer(step_id, subtask, parallelism))
@@ -123,12 +126,14 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--staging-url", default=None, help="the sink's staging_url")
     parser.add_argument("--batch-size", type=int, default=2_000)
     parser.add_argument("--bound-ms", type=int, default=0)
+    parser.add_argument("--probe-dir", default=None, help="profile run: log every commit")
     ns = parser.parse_args(list(args))
     sink: Any = StampedKafkaSink(
         ns.bootstrap,
         ns.out_topic,
         transactional_id_prefix=ns.txn_prefix,
         staging_url=ns.staging_url,
+        probe_dir=ns.probe_dir,
     )
     return build(
         ns.query, ns.bootstrap, ns.prefix, sink, batch_size=ns.batch_size, bound_ms=ns.bound_ms

@@ -29,6 +29,8 @@ import contextlib
 import dataclasses
 import json
 import pathlib
+import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -95,9 +97,19 @@ class System(Protocol):
 class Runner:
     """Ours as a :class:`System`: the job on one warm SparkSession, checkpoints to embedded S3."""
 
-    def __init__(self, spark: Any, s3: EmbeddedS3Server, *, parallelism: int, interval: float):
+    def __init__(
+        self,
+        spark: Any,
+        s3: EmbeddedS3Server,
+        *,
+        parallelism: int,
+        interval: float,
+        profile: bool = False,
+    ):
         self.spark, self.s3 = spark, s3
         self.parallelism, self.interval = parallelism, interval
+        self.profile = profile
+        """Log every sink commit and checkpoint (:mod:`.profile` says where the time goes)."""
 
     def start(
         self, query: str, bootstrap: str, prefix: str, out_topic: str, timeout: float = 120.0
@@ -106,6 +118,11 @@ class Runner:
         args = ["--bootstrap", bootstrap, "--prefix", prefix, "--query", query]
         args += ["--out-topic", out_topic, "--txn-prefix", f"nxk-{run_id}"]
         args += ["--staging-url", self.s3.url(peer.BUCKET, f"nexmark-kafka-staging/{run_id}")]
+        probe_dir = (
+            pathlib.Path(tempfile.mkdtemp(prefix="nexmark-probe-")) if self.profile else None
+        )
+        if probe_dir is not None:
+            args += ["--probe-dir", str(probe_dir)]
         spec = peer.job_spec(
             PIPELINE,
             args,
@@ -128,26 +145,48 @@ class Runner:
         running.thread.start()
         if not job.job.wait_running(timeout):
             raise TimeoutError(f"our job was not running within {timeout:g}s: {running.errors}")
-        return OurJob(running)
+        return OurJob(running, probe_dir)
 
 
 class OurJob:
-    """Our running job as a :class:`Started`: the runtime's own counters."""
+    """Our running job as a :class:`Started`: the runtime's own counters (and, profiling, the
+    coordinator's checkpoints, gathered at every sample: its history holds the last 20)."""
 
-    def __init__(self, running: RunningJob) -> None:
+    def __init__(self, running: RunningJob, probe_dir: pathlib.Path | None = None) -> None:
         self.running = running
+        self.probe_dir = probe_dir
+        self.checkpoints: dict[int, tuple[float, float | None]] = {}
+        """Checkpoint id -> (trigger time, completion time), wall clock (s)."""
 
     def consumed(self, kinds: Sequence[str]) -> tuple[int, int | None]:
+        if self.probe_dir is not None:
+            self._gather_checkpoints()
         metrics = self.running.job.job.runtime_metrics()
         read = sum(metrics.records_out.get(k, 0) for k in kinds)
         return read, sum(sum(v.values()) for k, v in metrics.source_lag.items() if k in kinds)
+
+    def _gather_checkpoints(self) -> None:
+        for entry in self.running.job.job.checkpoint_stats().history:
+            if entry.status.value == "completed":
+                self.checkpoints[int(entry.checkpoint_id)] = (entry.trigger_time, entry.end_time)
 
     def sink_records_in(self) -> int:
         return self.running.job.job.runtime_metrics().records_in.get("out", 0)
 
     def stop(self, *, drain: bool = True) -> dict[str, Any]:
         # the run drained already (step 5) or gave up; a savepoint commits what was read
-        return self.running.stop()
+        figures = self.running.stop()
+        if self.probe_dir is not None:
+            figures["timeline"] = {
+                "checkpoints": [[k, *v] for k, v in sorted(self.checkpoints.items())],
+                "commits": [
+                    json.loads(line)
+                    for path in sorted(self.probe_dir.glob("commits-*.jsonl"))
+                    for line in path.read_text().splitlines()
+                ],
+            }
+            shutil.rmtree(self.probe_dir, ignore_errors=True)
+        return figures
 
 
 class LagSampler:

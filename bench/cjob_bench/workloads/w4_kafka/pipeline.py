@@ -44,14 +44,14 @@ def transform_probed(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class ProbedKafkaSink(KafkaSink):
-    """A :class:`KafkaSink` that logs how long each commit took (profile runs only).
+    """A :class:`KafkaSink` that logs how long each commit took (with a ``probe_dir``).
 
     One JSON line per commit into ``{probe_dir}/commits-{pid}.jsonl``: the checkpoint, the
     writer, the wall-clock start and end of :meth:`KafkaSink.commit` (already-published
     check, transactional producer, produce, commit) and the records it published.
     """
 
-    def __init__(self, *args: Any, probe_dir: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, probe_dir: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.probe_dir = probe_dir
 
@@ -59,6 +59,8 @@ class ProbedKafkaSink(KafkaSink):
         start = time.time()
         super().commit(transaction)
         end = time.time()
+        if self.probe_dir is None:  # not a profile run
+            return
         line = {
             "checkpoint": transaction["checkpoint"],
             "subtask": transaction["subtask"],
