@@ -11,7 +11,8 @@ Life of a worker (numbered as in the code):
    coordinator and say ``Hello`` with that address (signed with the
    attempt's key: a worker of an older attempt is refused).
 2. Load the pipeline from its reference, plan it, and check the plan's
-   fingerprint against the driver's; open the checkpoint store.
+   fingerprint against the driver's; open the checkpoint store; settle
+   pyarrow's lazy imports (:mod:`~barrier_runtime.core.arrow_imports`).
 3. Wait for the driver's ``Peers`` (every worker's address, sent once all
    said ``Hello``), build the
    :class:`~barrier_runtime.channels.WorkerNetwork` on the listener and
@@ -41,7 +42,7 @@ from typing import Any
 from barrier_runtime import task_failure
 from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import network as network_mod
-from barrier_runtime.core import faults, metadata, task_messages, types
+from barrier_runtime.core import arrow_imports, faults, metadata, task_messages, types
 from barrier_runtime.core.clock import SystemClock
 from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.spark import config as config_mod
@@ -192,6 +193,7 @@ class Worker:
         plan = self._plan()
         phases.append(("pipeline", time.time()))
         store = self.config.store.open()
+        arrow_imports.settle()
         phases.append(("store", time.time()))
         return plan, store
 
