@@ -63,6 +63,8 @@ class Plan:
     rates: list[int] | None = None
     """Exactly these rates instead of a search (tests)."""
     warm_up: bool = True
+    keep_rows: bool = False
+    """Keep every Kafka trial's committed rows under ``work`` (tests check them)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -75,6 +77,7 @@ def add_parser(sub: Any) -> None:
     table.add_argument("--cpu-events-for", default="", help="QUERY=N,...: other sizes")
     table.add_argument("--rates", default=None, help="these rates, no search (tests)")
     table.add_argument("--no-warm-up", action="store_true")
+    table.add_argument("--keep-rows", action="store_true", help="keep the trials' output")
     table.add_argument("--work", type=pathlib.Path, default=None, help="run files (temp)")
     table.add_argument("--out", type=pathlib.Path, default=None, help="also write the JSON")
     table.add_argument("--markdown", type=pathlib.Path, default=None, help="write the table")
@@ -95,6 +98,7 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
             cpu_events_by_query={k: int(v) for k, v in _pairs(ns.cpu_events_for).items()},
             rates=[int(r) for r in ns.rates.split(",")] if ns.rates else None,
             warm_up=not ns.no_warm_up,
+            keep_rows=ns.keep_rows,
         )
         doc = measure(plan)
     if ns.out is not None:
@@ -145,6 +149,8 @@ def _sustain(plan: Plan, query: str, system: str) -> dict[str, Any]:
     out = plan.work / f"sustain-{query}-{system}.json"
     args = ["nexmark", "kafka-sustain", "--query", query, "--system", system]
     args += ["--seconds", repr(plan.seconds), "--out", str(out)]
+    if plan.keep_rows:
+        args += ["--keep-rows", "--work", str(plan.work / f"kafka-{query}-{system}")]
     if plan.rates is not None:
         args += ["--rates", ",".join(str(r) for r in plan.rates)]
     else:
