@@ -41,3 +41,19 @@ def check_every_bid_committed_once(run: dict[str, Any]) -> pa.Table:
     assert verdict["output_records"] == verdict["sink_records_in"] == bids.num_rows, verdict
     assert verdict["checks"]["every_output_committed"] is True, verdict
     return bids
+
+
+def check_lag_and_latency(run: dict[str, Any], bids: pa.Table) -> dict[str, Any]:
+    """Assert a q1 run's lag series drained and its latency figures are there and sane (never
+    how fast): every bid measured at most once, visible after it reached the sink; the
+    latency figures."""
+    series = run["lag_series"]
+    assert len(series) >= SECONDS - 1 and series[-1]["lag"] == 0, series
+    assert all(p["produced"] >= p["consumed"] >= 0 for p in series), series
+    latency: dict[str, Any] = run["latency"]
+    assert 0 < latency["measured"] <= latency["records"] == bids.num_rows, latency
+    visible, to_sink = latency["visible_ms"], latency["sink_before_commit_ms"]
+    assert 0 < visible["p50"] <= visible["p99"] <= visible["max"] < 30_000, latency
+    assert 0 <= to_sink["p50"] <= to_sink["p99"] <= visible["max"], latency
+    assert to_sink["p50"] <= visible["p50"], latency  # written before a reader sees it
+    return latency

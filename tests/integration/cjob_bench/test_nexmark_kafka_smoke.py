@@ -22,7 +22,13 @@ import pytest
 from bench_runs import run_bench
 from cjob_bench.nexmark import files, generator, reference
 from cjob_bench.nexmark.kafka import feed
-from nexmark_kafka_runs import RATE, SECONDS, P, check_every_bid_committed_once
+from nexmark_kafka_runs import (
+    RATE,
+    SECONDS,
+    P,
+    check_every_bid_committed_once,
+    check_lag_and_latency,
+)
 
 pytestmark = [pytest.mark.s3, pytest.mark.timeout(300)]
 
@@ -53,15 +59,9 @@ def test_q1_on_kafka_commits_every_bid_once_and_times_it(tmp_path: pathlib.Path)
     run = doc["run"]
     bids = check_every_bid_committed_once(run)
     assert run["system_figures"]["checkpoints_completed"] >= 1, run["system_figures"]
-    series = run["lag_series"]
-    assert len(series) >= SECONDS - 1 and series[-1]["lag"] == 0, series
-    assert all(p["produced"] >= p["consumed"] >= 0 for p in series), series
-    latency = run["latency"]
-    assert 0 < latency["measured"] <= latency["records"] == bids.num_rows, latency
+    latency = check_lag_and_latency(run, bids)
     visible, to_sink = latency["visible_ms"], latency["sink_before_commit_ms"]
-    assert 0 < visible["p50"] <= visible["p99"] <= visible["max"] < 30_000, latency
-    assert 0 <= to_sink["p50"] <= to_sink["p99"] <= visible["max"], latency
-    assert to_sink["p50"] < visible["p50"], latency  # visible only after the commit
+    assert to_sink["p50"] < visible["p50"], latency  # ours: visible only after the commit
     # the profile cuts each record's path into parts that add up to its latency
     cut = run["profile"]
     assert cut["records_matched"] >= 0.9 * latency["measured"], cut
