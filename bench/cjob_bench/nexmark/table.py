@@ -259,6 +259,7 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             run = cost.get(system, {})
             row[f"{system}_rate"] = search.get("highest_sustained_rate")
             row[f"{system}_resolved"] = search.get("resolved")
+            row[f"{system}_feed_limited"] = search.get("limited_by_feed", False)
             row[f"{system}_cpu_s_per_m"] = run.get("cpu_seconds_per_million_events")
             row[f"{system}_equal"] = run.get("correct", {}).get("equal")
         ours, spark = row["ours_rate"], row["spark_rate"]
@@ -270,7 +271,8 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def markdown(table: list[dict[str, Any]]) -> str:
     """The rows as the README's Markdown table (a rate not resolved to the search's
-    tolerance is marked ``≥``; one that failed, ``—``).
+    tolerance is marked ``≥``, one whose next rate the feed could not keep up with ``≥ … (feed)``;
+    one that failed, ``—``).
 
     >>> print(markdown([{"query": "q1", "ours_rate": 30000, "spark_rate": 10000, "ratio": 3.0,
     ...     "ours_resolved": True, "spark_resolved": False, "ours_cpu_s_per_m": 4.81,
@@ -287,8 +289,8 @@ def markdown(table: list[dict[str, Any]]) -> str:
     for r in table:
         cells = [
             r["query"],
-            _rate(r["ours_rate"], r["ours_resolved"]),
-            _rate(r["spark_rate"], r["spark_resolved"]),
+            _rate(r["ours_rate"], r["ours_resolved"], r.get("ours_feed_limited", False)),
+            _rate(r["spark_rate"], r["spark_resolved"], r.get("spark_feed_limited", False)),
             "—" if r["ratio"] is None else f"{r['ratio']:.2f}x",
             _number(r["ours_cpu_s_per_m"]),
             _number(r["spark_cpu_s_per_m"]),
@@ -298,9 +300,11 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _rate(rate: int | None, resolved: bool | None) -> str:
+def _rate(rate: int | None, resolved: bool | None, feed_limited: bool) -> str:
     if rate is None:
         return "—"
+    if feed_limited:
+        return f"≥ {rate:,} (feed)"
     return f"{rate:,}" if resolved else f"≥ {rate:,}"
 
 

@@ -91,8 +91,11 @@ def produce(
     cfg: NexmarkConfig,
     rate: float,
     stop: threading.Event | None = None,
+    give_up_behind_ms: float | None = None,
 ) -> dict[str, Any]:
-    """Send ``cfg``'s events at ``rate``, until the end or until ``stop`` is set."""
+    """Send ``cfg``'s events at ``rate``, until the end or until ``stop`` is set; with
+    ``give_up_behind_ms``, also once the feed is that far behind its schedule (the run cannot
+    be sustained then: :mod:`.method`'s ``feed_kept_schedule``), with ``fell_behind_at`` (s)."""
     from confluent_kafka import Producer  # noqa: PLC0415 (only this process needs it)
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "acks": "all"})
@@ -103,9 +106,13 @@ def produce(
     chunks = schedule(cfg)
     ahead = next(chunks, [])  # the first chunk is ready before the clock starts
     pacer, i = pacing.Pacer(rate), 0
+    fell_behind_at: float | None = None
     print(json.dumps({"started": pacer.first_wall}), flush=True)
     for chunk in itertools.chain([ahead], chunks):
         if stop is not None and stop.is_set():
+            break
+        if give_up_behind_ms is not None and pacer.behind_ms > give_up_behind_ms:
+            fell_behind_at = round(time.time() - pacer.first_wall, 2)
             break
         j = 0
         while j < len(chunk):
@@ -129,6 +136,7 @@ def produce(
     left = producer.flush(60)
     summary = {"events": i, "by_kind": counts, **pacer.summary(i, left)}
     summary["stopped_early"] = stop is not None and stop.is_set()
+    summary["fell_behind_at"] = fell_behind_at
     return {**summary, "clock": _filled(clock)}
 
 
@@ -158,11 +166,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--clock-out", required=True, help="where the clock goes (.npy)")
     parser.add_argument("--params", default="{}", help="other NexmarkConfig fields, JSON")
+    parser.add_argument(
+        "--give-up-behind-ms", type=float, default=None, help="stop when this far behind"
+    )
     ns = parser.parse_args(argv)
     cfg = live_config(ns.rate, ns.seconds, ns.partitions, **json.loads(ns.params))
     stop = threading.Event()
     threading.Thread(target=_stop_on_request, args=(stop,), daemon=True).start()
-    out = produce(ns.bootstrap, ns.prefix, cfg, ns.rate, stop)
+    out = produce(ns.bootstrap, ns.prefix, cfg, ns.rate, stop, ns.give_up_behind_ms)
     np.save(ns.clock_out, out.pop("clock"), allow_pickle=False)
     out["config"] = dataclasses.asdict(cfg)
     print(json.dumps(out), flush=True)

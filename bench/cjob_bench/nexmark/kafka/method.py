@@ -107,6 +107,9 @@ def searched(trials: list[dict[str, Any]], tolerance: float) -> dict[str, Any]:
 
     >>> searched([{"rate": r, "verdict": {"sustained": r < 5000}} for r in (4000, 6000, 4600)], 0.1)
     {'highest_sustained_rate': 4600, 'lowest_not_sustained_above': 6000, 'resolved': False, ...}
+
+    ``limited_by_feed``: the lowest rate not sustained failed because the feed could not keep
+    its schedule beside the system (the machine's limit, not necessarily the system's).
     """
     good = [t["rate"] for t in trials if t["verdict"]["sustained"]]
     best = max(good, default=None)
@@ -114,10 +117,14 @@ def searched(trials: list[dict[str, Any]], tolerance: float) -> dict[str, Any]:
     above = [r for r in above if best is None or r > best]
     over = min(above, default=None)
     resolved = best is not None and over is not None and over - best <= tolerance * best
+    failed = [t for t in trials if t["rate"] == over]
     return {
         "highest_sustained_rate": best,
         "lowest_not_sustained_above": over,
         "resolved": resolved,
+        "limited_by_feed": any(
+            not t["verdict"].get("checks", {}).get("feed_kept_schedule", True) for t in failed
+        ),
         "trials": trials,
     }
 

@@ -13,10 +13,14 @@ A run of ``query`` at ``rate`` events/s for ``seconds``:
    (``source_lag``);
 5. after the feed, sample on until the lag is 0 (at most ``drain`` s): the drain. A run that
    may give up (``give_up_after``) stops its feed as soon as, that many seconds in, the lag
-   exceeds ``give_up_lag`` seconds of input, and skips the drain: its verdict (the bound of
-   :mod:`.method`) is decided then, and the rest would only cost time;
+   exceeds ``give_up_lag`` seconds of input, or as soon as the feed falls further behind its
+   schedule than :mod:`.method` allows (the machine cannot feed that rate beside the system),
+   and skips the drain: its verdict (the bound of :mod:`.method`) is decided then, and the
+   rest would only cost time;
 6. stop the job with a savepoint (which commits the rest), drain the watch (it reads every
-   partition to its end), and return everything (:mod:`.method` makes the figures).
+   partition to its end), and return everything (:mod:`.method` makes the figures). A run
+   that gave up stops the job without the savepoint and ends the watch at once: nothing it
+   would wait for decides the verdict.
 
 The system under test is a :class:`System` (ours: :class:`Runner`); another system (Spark
 Structured Streaming reading the same topics, its query from the Spark helper's function of
@@ -44,6 +48,7 @@ from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.nexmark import files, local
+from cjob_bench.nexmark.kafka import method
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import children
 from cjob_bench.workloads.w4_kafka.ours import RunningJob
@@ -249,6 +254,9 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
             watch_args += ["--rows-out", str(work / "rows.jsonl")]
         watcher = children.Child("cjob_bench.nexmark.kafka.watch", watch_args, work / "watch.log")
         watcher.answer(120.0)  # Step 3
+        gives_up_behind: list[str] = []  # a feed that falls behind decides the verdict too (step 5)
+        if s.give_up_after is not None:
+            gives_up_behind = ["--give-up-behind-ms", str(method.FEED_SLACK_MS)]
         producer = children.Child(  # Step 4
             "cjob_bench.nexmark.kafka.feed",
             [
@@ -259,12 +267,13 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
                 "--clock-out",
                 str(work / "clock.npy"),
                 *feed_args,
+                *gives_up_behind,
             ],
             work / "feed.log",
         )
         fed_at = float(producer.answer(120.0)["started"])
         produced = _sample_until_fed(sampler, producer, fed_at, s, rate)
-        gave_up = produced.get("gave_up_at") is not None
+        gave_up = produced.get("gave_up_at") is not None or bool(produced.get("fell_behind_at"))
         drain_started = time.time()
         while not gave_up and time.time() - drain_started < s.drain:  # Step 5
             lag = sampler.sample(time.time() - fed_at)
@@ -283,8 +292,8 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
         finally:
             if watcher is not None:
                 try:
-                    with contextlib.suppress(BrokenPipeError):
-                        watcher.tell(f"drain {job.sink_records_in()}")
+                    with contextlib.suppress(BrokenPipeError):  # a run that gave up waits no more
+                        watcher.tell("stop" if gave_up else f"drain {job.sink_records_in()}")
                     seen = watcher.answer(s.drain + 60)
                 finally:
                     watcher.close(10)

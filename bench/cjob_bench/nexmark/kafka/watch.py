@@ -11,8 +11,9 @@ commit) and the event time (ms) of the newest input the record depends on
 JSON line, for checking against the oracle. Prints ``{"ready": true}`` once its partitions are
 assigned; on a ``drain N`` line on stdin (the job has stopped, its sink took in ``N`` records)
 it reads on until it has seen at least ``N`` records and every partition is at its end (the
-last commit may land after the stop returned), or ``--timeout``; then it saves the arrays
-(``.npz``, no pickle) and prints one JSON line.
+last commit may land after the stop returned), or ``--timeout``; on a ``stop`` line (the run
+gave up: the job stopped without committing what its sink took in) it ends at once. Then it
+saves the arrays (``.npz``, no pickle) and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     consumer.assign([TopicPartition(ns.topic, p, 0) for p in parts])
     consumer.consume(1, 0.5)
     drain = threading.Event()
+    stop = threading.Event()
     expected: list[int] = []
-    threading.Thread(target=_wait_for_drain, args=(drain, expected), daemon=True).start()
+    threading.Thread(target=_wait_for_drain, args=(drain, stop, expected), daemon=True).start()
     print(json.dumps({"ready": True}), flush=True)
     visible: list[int] = []
     written: list[int] = []
@@ -105,7 +107,7 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     checked = 0.0
     deadline = time.time() + ns.timeout
     try:
-        while time.time() < deadline:
+        while time.time() < deadline and not stop.is_set():
             if drain.is_set() and not draining:  # the drain has its own deadline
                 draining = True
                 deadline = min(deadline, time.time() + ns.drain_timeout)
@@ -155,10 +157,14 @@ def _at_end(consumer: Any, topic: str, parts: list[int]) -> bool:
     return all(end <= 0 or tp.offset >= end for tp, end in zip(here, ends, strict=True))
 
 
-def _wait_for_drain(drain: threading.Event, expected: list[int]) -> None:
-    """Wait for ``drain N`` (the job stopped; its sink took in N records) on stdin."""
+def _wait_for_drain(drain: threading.Event, stop: threading.Event, expected: list[int]) -> None:
+    """Wait for ``drain N`` (the job stopped; its sink took in N records) or ``stop`` (the run
+    gave up: what the job did not commit will not come) on stdin."""
     for line in sys.stdin:
         words = line.split()
+        if words and words[0] == "stop":
+            stop.set()
+            break
         if words and words[0] == "drain":
             expected.append(int(words[1]) if len(words) > 1 else 0)
             break
