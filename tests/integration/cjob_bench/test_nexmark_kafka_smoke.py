@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from bench_runs import run_bench
 from cjob_bench.nexmark import files, generator, reference
-from cjob_bench.nexmark.kafka import feed
+from cjob_bench.nexmark.kafka import feed, method
 from nexmark_kafka_runs import (
     RATE,
     SECONDS,
@@ -102,3 +102,25 @@ def test_a_trial_that_gives_up_stops_its_feed_and_commits_what_was_sent(
     assert reference.same("q1", rows, want) == (True, f"{bids.num_rows} rows equal")
     assert trial["verdict"]["checks"]["every_output_committed"] is True, trial["verdict"]
     assert trial["verdict"]["gave_up_at"] == trial["gave_up_at"]
+
+
+def test_a_feed_that_falls_behind_its_schedule_ends_the_trial(tmp_path: pathlib.Path) -> None:
+    """A rate no feed on this machine can send (5 M events/s): the feed stops as soon as it is
+    more than the method's slack behind its schedule, long before its input is all sent, and
+    the search reports its limit as the feed's, not the system's."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("confluent_kafka")
+    rate, seconds = 5_000_000, 6
+    args = ["nexmark", "kafka-sustain", "--query", "q1", "--rates", str(rate)]
+    args += ["--seconds", str(seconds), "--partitions", str(P), "--work", str(tmp_path / "work")]
+    done = run_bench(args, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    [trial] = doc["trials"]
+    fed = trial["feed"]
+    assert fed["fell_behind_at"] is not None and fed["fell_behind_at"] < seconds, fed
+    assert 0 < fed["events"] < rate * seconds // 10, fed
+    assert fed["max_behind_schedule_ms"] > method.FEED_SLACK_MS, fed
+    checks = trial["verdict"]["checks"]
+    assert checks["feed_kept_schedule"] is False and trial["verdict"]["sustained"] is False
+    assert doc["highest_sustained_rate"] is None and doc["limited_by_feed"] is True, doc

@@ -11,9 +11,11 @@ commit) and the event time (ms) of the newest input the record depends on
 JSON line, for checking against the oracle. Prints ``{"ready": true}`` once its partitions are
 assigned; on a ``drain N`` line on stdin (the job has stopped, its sink took in ``N`` records)
 it reads on until it has seen at least ``N`` records and every partition is at its end (the
-last commit may land after the stop returned), or ``--timeout``; on a ``stop`` line (the run
-gave up: the job stopped without committing what its sink took in) it ends at once. Then it
-saves the arrays (``.npz``, no pickle) and prints one JSON line.
+last commit may land after the stop returned), or ``--timeout``. On a ``stop`` line (the run
+gave up, its verdict decided) it reads only until every partition is at its end or
+``STOP_GRACE`` s have passed: a job stopped with a backlog may leave records its sink took in
+uncommitted, and waiting for them would only cost time. Then it saves the arrays (``.npz``,
+no pickle) and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from cjob_bench.nexmark.kafka import feed
 from cjob_bench.nexmark.queries_windowed import WINDOW_MS
 
 WRITTEN = "_written_us"
+STOP_GRACE = 5.0
+"""Seconds a watch told to ``stop`` reads on for what is committed already."""
 EventTime = Callable[[dict[str, Any]], int | None]
 
 
@@ -107,10 +111,11 @@ def watch(ns: argparse.Namespace) -> dict[str, Any]:
     checked = 0.0
     deadline = time.time() + ns.timeout
     try:
-        while time.time() < deadline and not stop.is_set():
+        while time.time() < deadline:
             if drain.is_set() and not draining:  # the drain has its own deadline
                 draining = True
-                deadline = min(deadline, time.time() + ns.drain_timeout)
+                grace = STOP_GRACE if stop.is_set() else ns.drain_timeout
+                deadline = min(deadline, time.time() + grace)
             if drain.is_set() and len(visible) >= sum(expected) and time.time() - checked > 0.2:
                 checked = time.time()
                 if _at_end(consumer, ns.topic, parts):
@@ -163,6 +168,7 @@ def _wait_for_drain(drain: threading.Event, stop: threading.Event, expected: lis
     for line in sys.stdin:
         words = line.split()
         if words and words[0] == "stop":
+            expected.append(0)
             stop.set()
             break
         if words and words[0] == "drain":
