@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from barrier_runtime.alignment import watermark_valve
+from barrier_runtime.channels import errors as channel_errors
 from barrier_runtime.channels import messages
 from barrier_runtime.core import faults, metadata, task_messages, types
 from barrier_runtime.task import chain as chain_mod
@@ -84,6 +85,8 @@ class Subtask:
         self.output = output_mod.SubtaskOutput(ctx.plan, index, outputs)
         self.finished = False
         self._shutdown = False
+        self._shutdown_posted = False
+        """A ``Shutdown`` was posted (it may still wait in the queue)."""
         self.records = 0
         self.backpressure_seconds = 0.0
         self._control: collections.deque[task_messages.ControlMessage] = collections.deque()
@@ -119,6 +122,8 @@ class Subtask:
     def post(self, message: task_messages.ControlMessage) -> None:
         with self._control_lock:
             self._control.append(message)
+            if isinstance(message, task_messages.Shutdown):
+                self._shutdown_posted = True
         self.signal.notify()
 
     # -- thread body --------------------------------------------------------------
@@ -131,10 +136,26 @@ class Subtask:
                 self._run_source()
             else:
                 self._run_gate(self.gate)
+        except channel_errors.ChannelClosedError as exc:
+            if not self._shutdown_posted:
+                self.ctx.fail(exc, self.key)
+                return
+            self._leave_after_peer_left(exc)
         except BaseException as exc:
             self.ctx.fail(exc, self.key)
         finally:
             self.chain.close()
+
+    def _leave_after_peer_left(self, exc: channel_errors.ChannelClosedError) -> None:
+        """A peer worker left after the attempt's ``Shutdown`` while this subtask was still
+        reading or sending (a stop with a savepoint ends the subtasks of each worker as
+        they get to it): not a failure. The checkpoint notifications queued before the
+        ``Shutdown`` are still handled (sinks commit), then the subtask leaves."""
+        try:
+            self._handle_control()
+        except BaseException as late:
+            late.__context__ = exc
+            self.ctx.fail(late, self.key)
 
     def _run_source(self) -> None:
         reader = self.chain.reader
