@@ -260,6 +260,7 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             row[f"{system}_rate"] = search.get("highest_sustained_rate")
             row[f"{system}_resolved"] = search.get("resolved")
             row[f"{system}_feed_limited"] = search.get("limited_by_feed", False)
+            row[f"{system}_crashed_at"] = (search.get("crashed") or {}).get("rate")
             row[f"{system}_cpu_s_per_m"] = run.get("cpu_seconds_per_million_events")
             row[f"{system}_equal"] = run.get("correct", {}).get("equal")
         ours, spark = row["ours_rate"], row["spark_rate"]
@@ -271,8 +272,8 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def markdown(table: list[dict[str, Any]]) -> str:
     """The rows as the README's Markdown table (a rate not resolved to the search's
-    tolerance is marked ``≥``, one whose next rate the feed could not keep up with ``≥ … (feed)``;
-    one that failed, ``—``).
+    tolerance is marked ``≥``, one whose next rate the feed could not keep up with ``≥ … (feed)``, one whose search
+    ended in a crash ``≥ … (crashed at R)``; one that failed, ``—``).
 
     >>> print(markdown([{"query": "q1", "ours_rate": 30000, "spark_rate": 10000, "ratio": 3.0,
     ...     "ours_resolved": True, "spark_resolved": False, "ours_cpu_s_per_m": 4.81,
@@ -289,8 +290,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
     for r in table:
         cells = [
             r["query"],
-            _rate(r["ours_rate"], r["ours_resolved"], r.get("ours_feed_limited", False)),
-            _rate(r["spark_rate"], r["spark_resolved"], r.get("spark_feed_limited", False)),
+            *(_cell(r, system) for system in SYSTEMS),
             "—" if r["ratio"] is None else f"{r['ratio']:.2f}x",
             _number(r["ours_cpu_s_per_m"]),
             _number(r["spark_cpu_s_per_m"]),
@@ -298,6 +298,17 @@ def markdown(table: list[dict[str, Any]]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(row: dict[str, Any], system: str) -> str:
+    rate = _rate(
+        row[f"{system}_rate"], row[f"{system}_resolved"], row.get(f"{system}_feed_limited", False)
+    )
+    crashed = row.get(f"{system}_crashed_at")
+    if crashed is None:
+        return rate
+    prefix = "" if rate.startswith("≥") or rate == "—" else "≥ "
+    return f"{prefix}{rate} (crashed at {crashed:,})"
 
 
 def _rate(rate: int | None, resolved: bool | None, feed_limited: bool) -> str:

@@ -109,7 +109,10 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
                     )
                     yield broker, system, settings
                 finally:
-                    spark.stop()
+                    try:
+                        spark.stop()
+                    except Exception as exc:  # a JVM that died cannot be stopped
+                        log(f"stopping Spark failed: {type(exc).__name__}: {exc}")
             return
         with (
             kafka_broker(ns) as broker,
@@ -131,6 +134,10 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
     finally:
         if ns.work is None and not ns.keep_rows:
             shutil.rmtree(work, ignore_errors=True)
+
+
+class _SearchEnded(Exception):
+    """A trial crashed: the search stops, its document says so (``crashed``)."""
 
 
 def trial(
@@ -164,24 +171,32 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
             doc: dict[str, Any] = {"run": trial(ns.query, ns.rate, settings, broker, runner)}
         else:
             trials: list[dict[str, Any]] = []
+            crashed: dict[str, Any] | None = None
 
             def one(rate: int) -> tuple[bool, float | None]:
-                trials.append(trial(ns.query, rate, settings, broker, runner))
+                nonlocal crashed
+                try:
+                    trials.append(trial(ns.query, rate, settings, broker, runner))
+                except Exception as exc:  # the system (or its JVM) died: the search ends here
+                    crashed = {"rate": rate, "error": f"{type(exc).__name__}: {exc}"}
+                    log(f"{ns.query} at {rate}/s: the run crashed ({crashed['error']})")
+                    raise _SearchEnded from exc
                 verdict = trials[-1]["verdict"]
                 return bool(verdict["sustained"]), verdict["achieved_rate"]
 
-            if ns.rates:
-                for rate in [int(r) for r in ns.rates.split(",") if r]:
-                    one(rate)
-            else:
-                method.search(
-                    one,
-                    ns.start_rate,
-                    ceiling=ns.ceiling,
-                    tolerance=ns.tolerance,
-                    max_trials=ns.max_trials,
-                )
-            doc = method.searched(trials, ns.tolerance)
+            with contextlib.suppress(_SearchEnded):
+                if ns.rates:
+                    for rate in [int(r) for r in ns.rates.split(",") if r]:
+                        one(rate)
+                else:
+                    method.search(
+                        one,
+                        ns.start_rate,
+                        ceiling=ns.ceiling,
+                        tolerance=ns.tolerance,
+                        max_trials=ns.max_trials,
+                    )
+            doc = method.searched(trials, ns.tolerance) | {"crashed": crashed}
         version = getattr(broker, "version", None)
     doc = {
         "command": ns.command,
