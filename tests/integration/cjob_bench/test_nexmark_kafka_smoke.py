@@ -106,7 +106,6 @@ def test_trials_that_give_up_stop_their_feed_and_commit_what_was_sent(
     assert reference.same("q1", rows, want) == (True, f"{bids.num_rows} rows equal")
     assert trial["verdict"]["checks"]["every_output_committed"] is True, trial["verdict"]
     assert trial["verdict"]["gave_up_at"] == trial["gave_up_at"]
-    assert doc["limited_by_feed"] is False  # the lowest rate failed on the job's lag
     # the rate the feed could not send
     fed = behind["feed"]
     assert fed["fell_behind_at"] is not None and fed["fell_behind_at"] < seconds, fed

@@ -85,6 +85,11 @@ def schedule(cfg: NexmarkConfig) -> Iterator[list[tuple[int, int, bytes, int]]]:
         yield chunk
 
 
+STEP = 2000
+"""The most records sent with one clock reading (a feed catching up re-reads it, and checks
+how far behind it is, every ``STEP`` records)."""
+
+
 def produce(
     bootstrap: str,
     prefix: str,
@@ -109,14 +114,14 @@ def produce(
     fell_behind_at: float | None = None
     print(json.dumps({"started": pacer.first_wall}), flush=True)
     for chunk in itertools.chain([ahead], chunks):
-        if stop is not None and stop.is_set():
-            break
-        if give_up_behind_ms is not None and pacer.behind_ms > give_up_behind_ms:
-            fell_behind_at = round(time.time() - pacer.first_wall, 2)
+        if (stop is not None and stop.is_set()) or fell_behind_at is not None:
             break
         j = 0
         while j < len(chunk):
-            due = min(len(chunk), j + max(0, pacer.due(sent=i) - i))
+            if give_up_behind_ms is not None and pacer.behind_ms > give_up_behind_ms:
+                fell_behind_at = round(time.time() - pacer.first_wall, 2)
+                break
+            due = min(len(chunk), j + min(STEP, max(0, pacer.due(sent=i) - i)))
             now_ns = time.time_ns()
             while j < due:
                 g, kind, value, at = chunk[j]
