@@ -28,7 +28,7 @@ from typing import Any
 from cjob_bench.harness import runs as harness
 from cjob_bench.nexmark import queries
 from cjob_bench.nexmark.config import BASE_TIME_MS
-from cjob_bench.nexmark.kafka import method, profile, run, spark_system
+from cjob_bench.nexmark.kafka import method, profile, run, spark_system, warm
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import facts
 from cjob_bench.workloads.w4_kafka.main import kafka_broker
@@ -77,6 +77,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drain", type=float, default=60.0, help="s to wait for the lag to clear")
     p.add_argument("--bootstrap", default=None, help="use this Kafka broker")
     p.add_argument("--broker-version", default=None, help="with --bootstrap")
+    p.add_argument(
+        "--warm-broker",
+        type=float,
+        default=0.0,
+        help="first drive the broker for this many s (transactions, a consumer group): "
+        "its own warm-up apart from the job's (:mod:`.warm`)",
+    )
     p.add_argument("--keep-rows", action="store_true", help="keep committed rows (rows_file)")
     p.add_argument("--work", type=pathlib.Path, default=None, help="run files (default: temp)")
     p.add_argument("--out", type=pathlib.Path, default=None, help="also write the JSON here")
@@ -141,19 +148,27 @@ class _SearchEnded(Exception):
 
 
 def trial(
-    query: str, rate: int, s: run.Settings, broker: Any, runner: run.System
+    query: str,
+    rate: int,
+    s: run.Settings,
+    broker: Any,
+    runner: run.System,
+    warmup: float | None = None,
 ) -> dict[str, Any]:
     """One run, its verdict, its latency figures, and its raw series (no arrays)."""
     log(f"{query} at {rate}/s for {s.seconds:g}s ...")
     raw = run.run(query, rate, s, broker, runner)
     out = {k: v for k, v in raw.items() if k not in ("arrays", "clock")}
     out["verdict"] = method.verdict(raw)
-    warmup = min(10.0, s.seconds / 3)
+    warmup = min(10.0, s.seconds / 3) if warmup is None else warmup
     out["latency"] = method.latency(raw, BASE_TIME_MS, warmup=warmup)
     cut = profile.breakdown(raw, BASE_TIME_MS, warmup)
     if cut is not None:
         out["profile"] = cut
         log(f"{query} at {rate}/s: where the latency goes: {cut['parts']}")
+    windows = profile.by_window(raw)
+    if windows is not None:
+        out["timeline_by_window"] = windows
     v = out["verdict"]
     log(
         f"{query} at {rate}/s: sustained {v['sustained']} (lag after warm-up at most "
@@ -167,8 +182,15 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
     started = time.time()
     machine = facts.machine()
     with setup(ns) as (broker, runner, settings):
+        warmed = None
+        if ns.warm_broker > 0:
+            log(f"warming the broker for {ns.warm_broker:g}s ...")
+            warmed = warm.warm_broker(broker.bootstrap_servers, ns.warm_broker)
+            log(f"broker warmed: {warmed}")
         if ns.command == "kafka-latency":
-            doc: dict[str, Any] = {"run": trial(ns.query, ns.rate, settings, broker, runner)}
+            doc: dict[str, Any] = {
+                "run": trial(ns.query, ns.rate, settings, broker, runner, ns.warmup)
+            }
         else:
             trials: list[dict[str, Any]] = []
             crashed: dict[str, Any] | None = None
@@ -205,6 +227,7 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
         "method": method.__doc__,
         "setup": {k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(ns).items()},
         "kafka_broker": version,
+        "broker_warmed": warmed,
         "machine": {"before": machine, "after": facts.machine()},
         "wall_seconds": round(time.time() - started, 1),
         **doc,

@@ -104,3 +104,45 @@ def summarise(parts: dict[str, np.ndarray], *, matched: int) -> dict[str, Any]:
         out["parts"][name] = {k: figures[k] for k in ("p50", "p99", "slowest_1pct_mean")}
     out["total"] = method.quantiles(total)
     return out
+
+
+def by_window(raw: dict[str, Any], window: float = 10.0) -> list[dict[str, Any]] | None:
+    """The checkpoints' and commits' durations per ``window`` s of the feed, ms.
+
+    Window *i* holds what started between ``i * window`` and ``(i + 1) * window`` s after
+    the feed's first event (negative: before it): the checkpoints' count, median and
+    maximum duration (trigger to completion) and the sink commits' maximum. It says when
+    slow checkpoints happen, e.g. only while a component warms up (``None``: no timeline).
+
+    >>> raw = {"feed": {"first_wall": 100.0}, "system_figures": {"timeline": {
+    ...     "checkpoints": [[1, 99.0, 99.5], [2, 101.0, 101.1], [3, 112.0, 112.05]],
+    ...     "commits": [{"start": 101.2, "end": 102.0}]}}}
+    >>> [(w["from_s"], w["checkpoints"], w["checkpoint_max_ms"]) for w in by_window(raw)]
+    [(-10.0, 1, 500.0), (0.0, 1, 100.0), (10.0, 1, 50.0)]
+    >>> by_window(raw)[1]["commit_max_ms"]
+    800.0
+    """
+    timeline = raw.get("system_figures", {}).get("timeline")
+    first = raw.get("feed", {}).get("first_wall")
+    if not timeline or first is None:
+        return None
+    durations: dict[int, list[float]] = {}
+    commits: dict[int, list[float]] = {}
+    for _, trigger, done in timeline["checkpoints"]:
+        if done is not None:
+            durations.setdefault(int((trigger - first) // window), []).append(done - trigger)
+    for c in timeline["commits"]:
+        commits.setdefault(int((c["start"] - first) // window), []).append(c["end"] - c["start"])
+    out = []
+    for i in sorted(set(durations) | set(commits)):
+        took, committed = durations.get(i, []), commits.get(i, [])
+        out.append(
+            {
+                "from_s": i * window,
+                "checkpoints": len(took),
+                "checkpoint_median_ms": round(float(np.median(took)) * 1000, 1) if took else None,
+                "checkpoint_max_ms": round(max(took) * 1000, 1) if took else None,
+                "commit_max_ms": round(max(committed) * 1000, 1) if committed else None,
+            }
+        )
+    return out
