@@ -42,6 +42,10 @@ transaction).
    ``{step}/{subtask} → checkpoint``;
 4. commit the Kafka transaction.
 
+A writer takes steps 1-2 when its subtask starts (:meth:`KafkaSink.prepare`), so that
+its first commit does not hold the subtask's output back for ``init_transactions``, and
+a broker that cannot be reached is reported before any record is read.
+
 Consumers reading with ``isolation.level=read_committed`` see every record
 exactly once. This relies on two facts of the runtime: a writer's
 transactions are committed in checkpoint order, and a completed checkpoint's

@@ -83,6 +83,23 @@ class KafkaSink(sinks.Sink):
         """The highest checkpoint this writer has published (``-1``: none)."""
         return self._log.committed_up_to(f"{step}/{subtask}")
 
+    def prepare(self, step: str, subtask: int) -> None:
+        """Steps 1-2 ahead of the writer's first commit, when its subtask starts.
+
+        Taking the producer (``init_transactions``: a coordinator round trip, a long one
+        while the broker loads its transaction state) and reading the commit log would
+        otherwise happen in the first checkpoint's commit, on the subtask's thread, and
+        hold its output back that long. A broker that cannot be reached is reported at
+        start, before any record is taken in. The producer is kept for the first commit
+        with what it read, as after a successful commit.
+        """
+        transactional_id = self.transactional_id(step, subtask)
+        producer = self._take_producer(transactional_id)  # Step 1
+        if transactional_id not in self._log_read:  # Step 2
+            self._log.committed_up_to(f"{step}/{subtask}")
+            self._log_read.add(transactional_id)
+        self._producers[transactional_id] = producer
+
     def commit(self, transaction: sinks.Transaction) -> None:
         txn: _staging.SinkTxn = transaction
         writer_key = f"{txn['step']}/{txn['subtask']}"
@@ -316,6 +333,7 @@ class _CommitLog:
 class _KafkaWriter(sinks.SinkWriter):
     def __init__(self, sink: KafkaSink, step_id: str, subtask: int) -> None:
         self._sink = sink
+        sink.prepare(step_id, subtask)
         self._buffer = _staging.TxnBuffer(
             step=step_id,
             subtask=subtask,

@@ -29,7 +29,11 @@ from waiting import wait_until
 from barrier_runtime.api import Dataflow
 from barrier_runtime.connectors import DiscardSink
 from barrier_runtime.connectors import kafka as kafka_conn
-from barrier_runtime.connectors.errors import ConnectorError, MalformedRecordError
+from barrier_runtime.connectors.errors import (
+    BrokerUnavailableError,
+    ConnectorError,
+    MalformedRecordError,
+)
 from barrier_runtime.control.metrics import JobMetrics
 from barrier_runtime.core.types import CheckpointConfig
 from barrier_runtime.demo import count_event
@@ -241,6 +245,32 @@ def test_a_writer_reads_the_commit_log_once_per_producer(kafka_broker, monkeypat
     assert len(reads) == 1
     rows = read_topic(servers, topic)
     assert sorted(r["n"] for r in rows) == sorted(list(range(5)) * 3)
+
+
+def test_a_writer_is_ready_to_commit_when_it_starts(kafka_broker, monkeypatch) -> None:
+    """A writer takes its transactional producer and reads the commit log when it is made
+    (its subtask's start), so its first commit does neither: ``init_transactions`` waits
+    for the broker's transaction coordinator, and on the subtask's thread that would hold
+    the first checkpoint's output back."""
+    servers, topic = kafka_broker.bootstrap_servers, topic_name()
+    kafka_broker.create_topic(topic)
+    sink = kafka_conn.KafkaSink(servers, topic)
+    reads = []
+    read_to_end = sink._log._read_to_end
+    monkeypatch.setattr(sink._log, "_read_to_end", lambda: reads.append(1) or read_to_end())
+    writer = sink.writer("out", 0, 1)
+    assert len(reads) == 1
+    ready = sink._producers[sink.transactional_id("out", 0)]
+    writer.write([{"n": i} for i in range(5)])
+    sink.commit(json.loads(json.dumps(writer.pre_commit(1))))
+    assert len(reads) == 1 and sink._producers[sink.transactional_id("out", 0)] is ready
+    assert sorted(r["n"] for r in read_topic(servers, topic)) == list(range(5))
+
+
+def test_a_writer_without_a_broker_fails_at_start_with_one_clear_error() -> None:
+    sink = kafka_conn.KafkaSink("127.0.0.1:1", "out-topic", timeout=2.0)
+    with pytest.raises(BrokerUnavailableError, match=r"cannot start the transactional producer"):
+        sink.writer("out", 0, 1)
 
 
 def test_restored_commits_take_new_producers(kafka_broker) -> None:
