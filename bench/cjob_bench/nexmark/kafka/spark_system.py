@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import cjob_bench.nexmark.spark as nexmark_spark
 from barrier_runtime.connectors.kafka import create_topic
 from cjob_bench.nexmark.kafka import feed, spark_progress
 from cjob_bench.nexmark.spark import queries as spark_queries
@@ -86,6 +87,7 @@ def session(parallelism: int, libs: pathlib.Path | None = None) -> Any:
         "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.shuffle.partitions": str(parallelism),
         "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": nexmark_spark.DRIVER_MEMORY,
     }
     return session_mod.build_session(
         f"local[{parallelism}]", app_name="nexmark-kafka-spark", parallelism=parallelism, conf=conf
