@@ -28,7 +28,7 @@ from typing import Any
 from cjob_bench.harness import runs as harness
 from cjob_bench.nexmark import queries
 from cjob_bench.nexmark.config import BASE_TIME_MS
-from cjob_bench.nexmark.kafka import method, profile, run, spark_system, warm
+from cjob_bench.nexmark.kafka import cpu_timeline, method, profile, run, spark_system, warm
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import facts
 from cjob_bench.workloads.w4_kafka.main import kafka_broker
@@ -59,6 +59,11 @@ def add_parsers(sub: Any) -> None:
     lat.add_argument("--warmup", type=float, default=10.0, help="input seconds not measured")
     lat.add_argument(
         "--profile", action="store_true", help="ours: where the latency goes (.profile)"
+    )
+    lat.add_argument(
+        "--cpu-timeline",
+        action="store_true",
+        help="each process kind's CPU per 10 s of feed (broker, workers, feed, ...)",
     )
     lat.add_argument(
         "--repeat",
@@ -110,6 +115,7 @@ def setup(ns: argparse.Namespace) -> Iterator[tuple[Any, run.System, run.Setting
         keep_rows=ns.keep_rows,
         give_up_after=None if ns.command == "kafka-latency" else method.warm_up(ns.seconds),
         give_up_lag=getattr(ns, "give_up_lag", method.LAG_BOUND_SECONDS),
+        cpu_timeline=getattr(ns, "cpu_timeline", False),
     )
     if ns.system == "spark" and getattr(ns, "profile", False):
         raise SystemExit("--profile is for --system ours (Spark's batches report their phases)")
@@ -176,6 +182,9 @@ def trial(
     windows = profile.by_window(raw)
     if windows is not None:
         out["timeline_by_window"] = windows
+    if raw.get("cpu_timeline"):
+        first = raw["feed"]["first_wall"]
+        out["cpu_by_window"] = cpu_timeline.by_window(raw["cpu_timeline"], first)
     v = out["verdict"]
     log(
         f"{query} at {rate}/s: sustained {v['sustained']} (lag after warm-up at most "

@@ -48,7 +48,7 @@ from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import driver
 from barrier_runtime.storage.embedded import EmbeddedS3Server
 from cjob_bench.nexmark import files, local
-from cjob_bench.nexmark.kafka import method
+from cjob_bench.nexmark.kafka import cpu_timeline, method
 from cjob_bench.peers import ours as peer
 from cjob_bench.workloads.w4_kafka import children
 from cjob_bench.workloads.w4_kafka.ours import RunningJob
@@ -73,6 +73,8 @@ class Settings:
     """Seconds into the feed after which a lag over ``give_up_lag`` ends the run (step 5)."""
     give_up_lag: float = 5.0
     """In seconds of input at the run's rate."""
+    cpu_timeline: bool = False
+    """Sample every process's CPU each second (:mod:`.cpu_timeline`), from the job's start."""
 
 
 class Started(Protocol):
@@ -238,6 +240,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
     work.mkdir(parents=True)
     for topic in [f"{prefix}-{k}" for k in files.KINDS] + [out_topic]:  # Step 1
         create_topic(bootstrap, topic, s.partitions)
+    timeline = cpu_timeline.CpuTimeline().start() if s.cpu_timeline else None
     started = time.time()
     job = runner.start(query, bootstrap, prefix, out_topic)  # Step 2
     startup = time.time() - started
@@ -298,6 +301,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
                 finally:
                     watcher.close(10)
     sink_in = job.sink_records_in()
+    cpu = None if timeline is None else timeline.stop()
     arrays = np.load(work / "watch.npz", allow_pickle=False)
     return {
         "query": query,
@@ -317,6 +321,7 @@ def run(query: str, rate: int, s: Settings, broker: Broker, runner: System) -> d
         "arrays": {k: arrays[k] for k in arrays.files},
         "clock": np.load(work / "clock.npy", allow_pickle=False),
         "rows_file": str(work / "rows.jsonl") if s.keep_rows else None,
+        "cpu_timeline": cpu,
     }
 
 

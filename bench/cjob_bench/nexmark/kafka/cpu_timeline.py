@@ -1,0 +1,118 @@
+"""Who uses the machine's CPU during a run, window by window (``kafka-latency --cpu-timeline``).
+
+A thread reads ``utime + stime`` of every process in ``/proc`` each ``period`` seconds and
+charges the growth to the process's *kind*, told from its command line: the Kafka
+``broker``, Spark's JVM (``spark_jvm``), PySpark's Python ``workers``, the run's ``feed``
+and ``watch``, the ``s3`` server, this process (``driver``: the harness, and for ours the
+job's driver), and ``other``. A process's first sample only sets its baseline, so one
+that lives less than a period is not counted; on these runs the kinds' processes live
+for the whole run. The figures are cores (CPU seconds per second) per window of the feed,
+e.g. to tell a component warming up on the same cores from the system under test.
+
+>>> kind_of(["java", "-cp", "x", "kafka.Kafka", "server.properties"], own=False)
+'broker'
+>>> kind_of(["/v/bin/python", "-m", "pyspark.daemon"], own=False)
+'workers'
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+TICK = os.sysconf("SC_CLK_TCK")
+KINDS = ("broker", "spark_jvm", "workers", "feed", "watch", "s3", "driver", "other")
+
+
+def kind_of(argv: Sequence[str], *, own: bool) -> str:
+    """The kind of a process from its command line (``own``: this process)."""
+    if own:
+        return "driver"
+    if not argv:
+        return "other"
+    program = os.path.basename(argv[0])
+    if program == "java" or program.endswith("/java"):
+        return "broker" if any(a.endswith("kafka.Kafka") for a in argv) else "spark_jvm"
+    text = " ".join(argv[:4])
+    for needle, kind in (
+        ("pyspark.daemon", "workers"),
+        ("pyspark.worker", "workers"),
+        ("cjob_bench.nexmark.kafka.feed", "feed"),
+        ("cjob_bench.nexmark.kafka.watch", "watch"),
+    ):
+        if needle in text:
+            return kind
+    return "s3" if program in ("weed", "minio") else "other"
+
+
+def _sample() -> dict[int, tuple[str, int]]:
+    me = os.getpid()
+    out: dict[int, tuple[str, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        out[pid] = (kind_of(argv, own=pid == me), int(fields[11]) + int(fields[12]))
+    return out
+
+
+class CpuTimeline:
+    """Samples ``/proc`` on a thread from :meth:`start` to :meth:`stop`."""
+
+    def __init__(self, period: float = 1.0) -> None:
+        self.period = period
+        self.samples: list[dict[str, Any]] = []
+        """One per period: ``t`` (wall-clock s, the period's end) and ``cores`` by kind."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cpu-timeline", daemon=True)
+
+    def start(self) -> CpuTimeline:
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        self._thread.join(10)
+        return self.samples
+
+    def _loop(self) -> None:
+        before, at = _sample(), time.monotonic()
+        while not self._stop.wait(self.period):
+            now, t = _sample(), time.monotonic()
+            cores = dict.fromkeys(KINDS, 0.0)
+            for pid, (kind, ticks) in now.items():
+                if pid in before:
+                    cores[kind] += max(0, ticks - before[pid][1]) / TICK / (t - at)
+            self.samples.append({"t": time.time(), "cores": cores})
+            before, at = now, t
+
+
+def by_window(samples: Sequence[dict[str, Any]], first: float, window: float = 10.0) -> list[Any]:
+    """Mean cores per kind in each ``window`` s from ``first`` (the feed's first event).
+
+    >>> samples = [{"t": 101.0, "cores": {"broker": 0.8}}, {"t": 102.0, "cores": {"broker": 0.4}},
+    ...            {"t": 111.0, "cores": {"broker": 0.3}}]
+    >>> by_window(samples, first=100.0)
+    [{'from_s': 0.0, 'cores': {'broker': 0.6}}, {'from_s': 10.0, 'cores': {'broker': 0.3}}]
+    """
+    groups: dict[int, list[dict[str, float]]] = {}
+    for s in samples:
+        groups.setdefault(int((s["t"] - first) // window), []).append(s["cores"])
+    out = []
+    for i in sorted(groups):
+        rows = groups[i]
+        kinds = sorted({k for r in rows for k in r})
+        mean = {k: round(sum(r.get(k, 0.0) for r in rows) / len(rows), 2) for k in kinds}
+        out.append({"from_s": i * window, "cores": mean})
+    return out
