@@ -56,7 +56,12 @@ def add_parsers(sub: Any) -> None:
     lat = sub.add_parser("kafka-latency", help="latency to visible output on Kafka")
     _common(lat)
     lat.add_argument("--rate", type=int, required=True, help="half the sustained rate")
-    lat.add_argument("--warmup", type=float, default=10.0, help="input seconds not measured")
+    lat.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="input seconds not measured (default: 10, at most a third of --seconds)",
+    )
     lat.add_argument(
         "--profile", action="store_true", help="ours: where the latency goes (.profile)"
     )
