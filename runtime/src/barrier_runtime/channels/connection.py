@@ -110,6 +110,12 @@ class _Link:
         )
         self._wake_all()
 
+    def expect_close(self) -> None:
+        """The attempt is ending (its ``Shutdown`` arrived): the peer closing is expected,
+        so it is logged quietly; channels still report it to a subtask that uses them."""
+        with self._cond:
+            self._closing = True
+
     def close(self, timeout: float = _JOIN_TIMEOUT) -> None:
         """Fail the link as closed locally, wait for its threads and release the socket."""
         with self._cond:

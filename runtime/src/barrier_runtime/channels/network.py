@@ -147,6 +147,13 @@ class WorkerNetwork:
 
     # -- shutdown -------------------------------------------------------------------------
 
+    def expect_close(self) -> None:
+        """The attempt's ``Shutdown`` arrived: peers that leave first are not warned about."""
+        with self._lock:
+            links = [*self._outbound.values(), *self._inbound.values()]
+        for link in links:
+            link.expect_close()
+
     def close(self, flush_timeout: float = 10.0) -> None:
         """Send what is queued (up to ``flush_timeout``), then close every connection."""
         deadline = time.monotonic() + flush_timeout

@@ -139,7 +139,7 @@ class Worker:
             # Step 5
             reader = threading.Thread(
                 target=self._read_driver,
-                args=(link, ctx, subtasks),
+                args=(link, ctx, subtasks, net),
                 daemon=True,
                 name=f"cjob-worker-{self.index}-driver",
             )
@@ -261,6 +261,7 @@ class Worker:
         link: wire.FramedConnection,
         ctx: attempt_mod.AttemptContext,
         subtasks: list[subtask_mod.Subtask],
+        net: network_mod.WorkerNetwork,
     ) -> None:
         reason = "the driver closed the connection"
         try:
@@ -269,6 +270,7 @@ class Worker:
                     continue
                 if isinstance(frame.message, task_messages.Shutdown):
                     self._shutdown.set()
+                    net.expect_close()  # peers whose subtasks leave first close theirs
                 for s in subtasks:
                     s.post(frame.message)
                 if self._shutdown.is_set():

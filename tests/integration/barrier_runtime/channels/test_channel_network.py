@@ -174,6 +174,29 @@ def test_a_peer_closing_mid_stream_fails_the_channels_naming_it(pair: Pair) -> N
         waiting.wait_until(lambda: not back.has_capacity() and False, 5, "the channel to fail")
 
 
+@pytest.mark.parametrize("shutdown_arrived", [False, True])
+def test_a_peer_leaving_after_the_shutdown_is_not_warned_about(
+    pair: Pair, shutdown_arrived: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the attempt's ``Shutdown`` arrived (``expect_close``), a peer whose subtasks
+    left first closing its connections is expected: logged quietly, not as a warning. The
+    channels still fail, so a subtask that reads or sends on them learns it."""
+    a, b = pair
+    signal_b = testing.TaskSignal()
+    inp = b.input_channel(1, 0, signal_b, capacity=2)
+    a.output_channel(1, 1, testing.TaskSignal())
+    if shutdown_arrived:
+        b.expect_close()
+    caplog.set_level("DEBUG", logger="barrier_runtime.channels.connection")
+    a.abort()
+    with pytest.raises(errors.ChannelClosedError, match="channel 1 with worker 0"):
+        waiting.wait_until(lambda: inp.take() is None and False, 5, "the channel to fail")
+    closed = [r for r in caplog.records if "worker 1: connection" in r.getMessage()]
+    assert closed, caplog.text
+    levels = {r.levelname for r in closed}
+    assert levels == ({"DEBUG"} if shutdown_arrived else {"WARNING"}), caplog.text
+
+
 def test_a_reset_connection_fails_the_sender_at_once() -> None:
     """A hand-made peer that welcomes us, grants credits, then resets the connection."""
     listener = socket.create_server(("127.0.0.1", 0))
