@@ -164,6 +164,8 @@ class OurJob:
         self.probe_dir = probe_dir
         self.checkpoints: dict[int, tuple[float, float | None]] = {}
         """Checkpoint id -> (trigger time, completion time), wall clock (s)."""
+        self.acks: dict[int, dict[str, float]] = {}
+        """Checkpoint id -> each subtask's acknowledgement, s after the trigger."""
 
     def consumed(self, kinds: Sequence[str]) -> tuple[int, int | None]:
         if self.probe_dir is not None:
@@ -176,6 +178,10 @@ class OurJob:
         for entry in self.running.job.job.checkpoint_stats().history:
             if entry.status.value == "completed":
                 self.checkpoints[int(entry.checkpoint_id)] = (entry.trigger_time, entry.end_time)
+                self.acks[int(entry.checkpoint_id)] = {
+                    str(task): round(at - entry.trigger_time, 4)
+                    for task, at in entry.ack_times.items()
+                }
 
     def sink_records_in(self) -> int:
         return self.running.job.job.runtime_metrics().records_in.get("out", 0)
@@ -186,6 +192,7 @@ class OurJob:
         if self.probe_dir is not None:
             figures["timeline"] = {
                 "checkpoints": [[k, *v] for k, v in sorted(self.checkpoints.items())],
+                "acks": {str(k): v for k, v in sorted(self.acks.items())},
                 "commits": [
                     json.loads(line)
                     for path in sorted(self.probe_dir.glob("commits-*.jsonl"))
