@@ -9,6 +9,11 @@ that lives less than a period is not counted; on these runs the kinds' processes
 for the whole run. The figures are cores (CPU seconds per second) per window of the feed,
 e.g. to tell a component warming up on the same cores from the system under test.
 
+It also sums, per kind, the time its threads were runnable but waited for a core
+(``run_delay``, the second field of ``/proc/PID/task/TID/schedstat``): ``waiting`` is
+seconds of such waiting per second, summed over the kind's threads. On a saturated
+machine a thread that has work waits there; it is the scheduler's share of a latency.
+
 >>> kind_of(["java", "-cp", "x", "kafka.Kafka", "server.properties"], own=False)
 'broker'
 >>> kind_of(["/v/bin/python", "-m", "pyspark.daemon"], own=False)
@@ -48,9 +53,25 @@ def kind_of(argv: Sequence[str], *, own: bool) -> str:
     return "s3" if program in ("weed", "minio") else "other"
 
 
-def _sample() -> dict[int, tuple[str, int]]:
+def _run_delay_ns(pid: int) -> int:
+    """Nanoseconds the process's threads have waited on a run queue (0: not readable)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _sample() -> dict[int, tuple[str, int, int]]:
     me = os.getpid()
-    out: dict[int, tuple[str, int]] = {}
+    out: dict[int, tuple[str, int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -63,7 +84,8 @@ def _sample() -> dict[int, tuple[str, int]]:
         except OSError:  # gone meanwhile
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        out[pid] = (kind_of(argv, own=pid == me), int(fields[11]) + int(fields[12]))
+        ticks = int(fields[11]) + int(fields[12])
+        out[pid] = (kind_of(argv, own=pid == me), ticks, _run_delay_ns(pid))
     return out
 
 
@@ -73,7 +95,8 @@ class CpuTimeline:
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
         self.samples: list[dict[str, Any]] = []
-        """One per period: ``t`` (wall-clock s, the period's end) and ``cores`` by kind."""
+        """One per period: ``t`` (wall-clock s, the period's end), ``cores`` and ``waiting``
+        (run-queue seconds per second, summed over threads) by kind."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-timeline", daemon=True)
 
@@ -90,29 +113,35 @@ class CpuTimeline:
         before, at = _sample(), time.monotonic()
         while not self._stop.wait(self.period):
             now, t = _sample(), time.monotonic()
-            cores = dict.fromkeys(KINDS, 0.0)
-            for pid, (kind, ticks) in now.items():
+            cores, waiting = dict.fromkeys(KINDS, 0.0), dict.fromkeys(KINDS, 0.0)
+            for pid, (kind, ticks, delay) in now.items():
                 if pid in before:
                     cores[kind] += max(0, ticks - before[pid][1]) / TICK / (t - at)
-            self.samples.append({"t": time.time(), "cores": cores})
+                    waiting[kind] += max(0, delay - before[pid][2]) / 1e9 / (t - at)
+            self.samples.append({"t": time.time(), "cores": cores, "waiting": waiting})
             before, at = now, t
 
 
 def by_window(samples: Sequence[dict[str, Any]], first: float, window: float = 10.0) -> list[Any]:
-    """Mean cores per kind in each ``window`` s from ``first`` (the feed's first event).
+    """Mean cores (and run-queue waiting) per kind in each ``window`` s from ``first``.
 
     >>> samples = [{"t": 101.0, "cores": {"broker": 0.8}}, {"t": 102.0, "cores": {"broker": 0.4}},
     ...            {"t": 111.0, "cores": {"broker": 0.3}}]
     >>> by_window(samples, first=100.0)
     [{'from_s': 0.0, 'cores': {'broker': 0.6}}, {'from_s': 10.0, 'cores': {'broker': 0.3}}]
     """
-    groups: dict[int, list[dict[str, float]]] = {}
+    groups: dict[int, list[dict[str, Any]]] = {}
     for s in samples:
-        groups.setdefault(int((s["t"] - first) // window), []).append(s["cores"])
+        groups.setdefault(int((s["t"] - first) // window), []).append(s)
     out = []
     for i in sorted(groups):
-        rows = groups[i]
-        kinds = sorted({k for r in rows for k in r})
-        mean = {k: round(sum(r.get(k, 0.0) for r in rows) / len(rows), 2) for k in kinds}
-        out.append({"from_s": i * window, "cores": mean})
+        entry: dict[str, Any] = {"from_s": i * window}
+        for field in ("cores", "waiting"):
+            rows = [s[field] for s in groups[i] if field in s]
+            if rows:
+                kinds = sorted({k for r in rows for k in r})
+                entry[field] = {
+                    k: round(sum(r.get(k, 0.0) for r in rows) / len(rows), 2) for k in kinds
+                }
+        out.append(entry)
     return out
