@@ -184,7 +184,8 @@ def test_sink_stages_large_transactions_in_an_object_store(nats_server, tmp_path
     assert all(store.stat(key) for key in txn["parts"])
 
     sink.commit(txn)
-    assert not [k for k in store.list("_staging/") if k.endswith(".jsonl")]
+    assert all(key.endswith(".arrow") for key in txn["parts"])  # strings: Arrow columns
+    assert not [k for k in store.list("_staging/") if k.endswith((".arrow", ".jsonl"))]
     sink.commit(txn)  # parts gone, but recorded as published: a no-op
     assert [r["n"] for r in read_stream(url, stream)] == list(range(120))
 
