@@ -228,6 +228,14 @@ def _pre_committed(sink: kafka_conn.KafkaSink, subtask: int, checkpoint: int) ->
     return json.loads(json.dumps(txn))  # as read back from the checkpoint's metadata
 
 
+def _counting_log_reads(sink: kafka_conn.KafkaSink, monkeypatch) -> list[int]:
+    """A list that grows by one each time ``sink`` reads its commit log to the end."""
+    reads: list[int] = []
+    read_to_end = sink._log._read_to_end
+    monkeypatch.setattr(sink._log, "_read_to_end", lambda: reads.append(1) or read_to_end())
+    return reads
+
+
 def test_a_writer_reads_the_commit_log_once_per_producer(kafka_broker, monkeypatch) -> None:
     """While a writer keeps its producer, only that producer can add the writer's commit-log
     records (a newer one would fence it), so its later commits skip the log read (a
@@ -236,9 +244,7 @@ def test_a_writer_reads_the_commit_log_once_per_producer(kafka_broker, monkeypat
     servers, topic = kafka_broker.bootstrap_servers, topic_name()
     kafka_broker.create_topic(topic)
     sink = kafka_conn.KafkaSink(servers, topic)
-    reads = []
-    read_to_end = sink._log._read_to_end
-    monkeypatch.setattr(sink._log, "_read_to_end", lambda: reads.append(1) or read_to_end())
+    reads = _counting_log_reads(sink, monkeypatch)
     for checkpoint in (1, 2, 3):
         sink.commit(_pre_committed(sink, 0, checkpoint))
     sink.commit(_pre_committed(sink, 0, 3))  # the same checkpoint again: already published
@@ -255,9 +261,7 @@ def test_a_writer_is_ready_to_commit_when_it_starts(kafka_broker, monkeypatch) -
     servers, topic = kafka_broker.bootstrap_servers, topic_name()
     kafka_broker.create_topic(topic)
     sink = kafka_conn.KafkaSink(servers, topic)
-    reads = []
-    read_to_end = sink._log._read_to_end
-    monkeypatch.setattr(sink._log, "_read_to_end", lambda: reads.append(1) or read_to_end())
+    reads = _counting_log_reads(sink, monkeypatch)
     writer = sink.writer("out", 0, 1)
     assert len(reads) == 1
     ready = sink._producers[sink.transactional_id("out", 0)]
