@@ -158,11 +158,6 @@ def _checkpointing_problems(cp: spec_model.CheckpointingSpec) -> list[str]:
         problems.append("spec.checkpointing.retained must be at least 1")
     if cp.unaligned and cp.mode is types.CheckpointingMode.AT_LEAST_ONCE:
         problems.append("spec.checkpointing.unaligned needs mode ExactlyOnce")
-    if cp.incremental:
-        problems.append(
-            "spec.checkpointing.incremental is not implemented yet: remove it or set it to "
-            "false (every checkpoint is a full one)"
-        )
     return problems
 
 

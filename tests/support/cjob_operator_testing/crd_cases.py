@@ -377,11 +377,6 @@ _case(
     "spec.checkpointing.retained maximum",
     _spec(checkpointing={"retained": 1001}),
 )
-_case(
-    "incremental-checkpoints",
-    "spec.checkpointing.incremental rule[0]",
-    _spec(checkpointing={"incremental": True}),
-)
 for f in ("endpoint", "bucket", "credentialsSecret"):
     _case(f"storage-without-{f.lower()}", f"spec.storage required {f}", _spec(storage={f: DELETE}))
 _case(
@@ -907,7 +902,6 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'aligned-timeout-too-long': ('spec.checkpointing.unaligned.alignedTimeout: Too long: may not be more than 16 bytes', SKIPPED),
     'checkpoints-retained-zero': ('spec.checkpointing.retained: Invalid value: 0: spec.checkpointing.retained in body should be greater than or equal to 1',),
     'checkpoints-retained-above-1000': ('spec.checkpointing.retained: Invalid value: 1001: spec.checkpointing.retained in body should be less than or equal to 1000',),
-    'incremental-checkpoints': ('spec.checkpointing.incremental: Invalid value: true: incremental checkpoints are not implemented yet: remove checkpointing.incremental or set it to false (every checkpoint is full)',),
     'storage-without-endpoint': ('spec.storage.endpoint: Required value', SKIPPED),
     'storage-without-bucket': ('spec.storage.bucket: Required value', SKIPPED),
     'storage-without-credentialssecret': ('spec.storage.credentialsSecret: Required value', SKIPPED),

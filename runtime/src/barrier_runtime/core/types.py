@@ -106,6 +106,8 @@ class CheckpointConfig:
     unaligned: bool = False
     aligned_timeout: float = 0.0
     retained: int = 3
+    incremental: bool = False
+    """Checkpoints upload only the keyed state that changed since the previous one."""
 
     def __post_init__(self) -> None:
         if self.interval <= 0:

@@ -172,6 +172,7 @@ def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointCo
         unaligned=raw.unaligned,
         aligned_timeout=raw.aligned_timeout,
         retained=raw.retained,
+        incremental=raw.incremental,
     )
 
 

@@ -29,7 +29,7 @@ from barrier_runtime.graph import plan as plan_mod
 from barrier_runtime.storage import checkpoint_store
 from barrier_runtime.storage import errors as storage_errors
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import operators, snapshots
+from barrier_runtime.task import operators, snapshots, state_chains
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import subtask as subtask_mod
 
@@ -189,6 +189,21 @@ class AttemptContext:
             handle_kind=blob.kind,
             key_group_start=blob.key_group_start,
             key_group_end=blob.key_group_end,
+        )
+
+    def write_shared(
+        self, task: metadata.TaskKey, link: state_chains.Link, step_id: types.StepId
+    ) -> metadata.StateHandle:
+        """Write one object of an incremental chain under ``shared/`` (on an upload thread)."""
+        return self.store.write_shared(
+            link.encode(),
+            step_id=step_id,
+            subtask=task.subtask,
+            handle_kind=metadata.HandleKind.KEYED,
+            key_group_start=link.start,
+            key_group_end=link.end,
+            as_of=link.as_of,
+            delta=link.delta,
         )
 
     def write_channel_state(
