@@ -102,9 +102,7 @@ def test_a_corrupt_delta_makes_its_checkpoints_unusable_and_the_restore_falls_ba
         dying.run()
     newest = store.select_restore_point()
     assert newest is not None and newest.checkpoint_id == 11
-    (delta,) = [
-        h for h in newest.state_handles if h.delta and h.as_of == 11 and h.subtask == 0
-    ]
+    (delta,) = [h for h in newest.state_handles if h.delta and h.as_of == 11 and h.subtask == 0]
     damaged = tmp_path / "cp" / JOB / delta.key
     damaged.write_bytes(damaged.read_bytes()[:-1] + b"!")
     result = executor().run()

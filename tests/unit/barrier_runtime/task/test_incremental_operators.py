@@ -100,7 +100,9 @@ def _rounds(seed: int) -> list[tuple[list[dict[str, Any]], int]]:
         rows = []
         for _ in range(rng.randrange(0, 60)):
             user = f"u{rng.randrange(40)}" if rng.random() < 0.8 else rng.randrange(5)
-            rows.append({"user": str(user), "ts": now + rng.randrange(0, 900), "v": rng.randrange(50)})
+            rows.append(
+                {"user": str(user), "ts": now + rng.randrange(0, 900), "v": rng.randrange(50)}
+            )
         now += rng.randrange(100, 700)
         rounds.append((rows, now - 400))
     return rounds
