@@ -4,8 +4,9 @@ updated every second (issue 32).
 ``KeyUpdates`` partition *p* first writes every key ``k`` with ``k % partitions == p`` once
 (the load), as fast as the job takes it, then updates keys spread over the whole key
 space at ``--rate / partitions`` per second for ``--seconds``. Every record is
-``{"key": int, "value": bytes}``; a value is ``--value-bytes`` long and says which key
-and which update wrote it, so each update changes the state. The job keeps the latest
+``{"key": int, "value": bytes}``; a value is ``--value-bytes`` of noise drawn from a
+generator seeded by the partition and the record's position (so it does not compress,
+each update changes the state, and a replay writes the same bytes). The job keeps the latest
 value per key (``stateful_map``) and emits nothing. The position is the index of the next
 record, so a restore replays exactly; the update phase's pace starts again from the
 restored position.
@@ -96,11 +97,10 @@ class _Partition(sources.SourcePartition):
         return max(0, min(allowed - done, UPDATE_BATCH, self._updates - done))
 
     def _values(self, keys: np.ndarray[Any, Any], start: int) -> pa.Array:
-        width = self._s.value_bytes
-        return pa.array(
-            [f"{k}@{start + i}:".encode().ljust(width, b"x") for i, k in enumerate(keys.tolist())],
-            type=pa.binary(),
-        )
+        """Incompressible values (like most real state), the same on every replay."""
+        width, n = self._s.value_bytes, len(keys)
+        noise = np.random.default_rng([self._p, start]).bytes(width * n)
+        return pa.array([noise[i * width : (i + 1) * width] for i in range(n)], type=pa.binary())
 
     def snapshot(self) -> sources.Position:
         return self._next
