@@ -81,7 +81,7 @@ def test_a_corrupt_delta_makes_its_checkpoints_unusable_and_the_restore_falls_ba
     """The newest checkpoint's own delta is damaged after the job died: the restore skips
     the checkpoint that references it and resumes from the one before. Nothing is lost;
     what the skipped checkpoint had published comes again, once (a fallback past a
-    published checkpoint cannot take back what readers saw), and nothing else."""
+    published checkpoint cannot take back what readers saw), and nothing else does."""
     sink = TestingSink()
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), JOB)
 
@@ -111,5 +111,7 @@ def test_a_corrupt_delta_makes_its_checkpoints_unusable_and_the_restore_falls_ba
     assert skipped > 0
     expected = list(expected_output(SHAPE["keys"], SHAPE["events_per_key"]))
     report = check_exactly_once(expected, sink.output)
-    # each replayed record repeats its key's sequence number: counted as out of order too
-    assert (report.lost, report.duplicated, report.out_of_order) == (0, skipped, skipped)
+    # A record of the skipped checkpoint comes once more (as far as its sinks had committed
+    # it before the job stopped) and repeats its key's sequence number (out of order too);
+    # nothing else is duplicated, nothing is lost.
+    assert report.lost == 0 and report.duplicated == report.out_of_order <= skipped, report
