@@ -115,3 +115,53 @@ def test_a_corrupt_delta_makes_its_checkpoints_unusable_and_the_restore_falls_ba
     # it before the job stopped) and repeats its key's sequence number (out of order too);
     # nothing else is duplicated, nothing is lost.
     assert report.lost == 0 and report.duplicated == report.out_of_order <= skipped, report
+
+
+class _CountingStore:
+    """An object store that counts the reads of each ``shared/`` object."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.reads: dict[str, int] = {}
+
+    def get(self, key: str) -> bytes:
+        if "/shared/" in key:
+            self.reads[key] = self.reads.get(key, 0) + 1
+        return self._inner.get(key)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+def test_local_recovery_reads_the_workers_own_copies_on_restore(tmp_path, monkeypatch) -> None:
+    """With local recovery the restored attempt reads its chains from local copies: the
+    store serves each object once (the driver's verification before the restore), not twice;
+    and what is left locally is what the newest checkpoints need."""
+    monkeypatch.setenv("CJOB_LOCAL_STATE_DIR", str(tmp_path / "local"))
+    counting = _CountingStore(open_object_store(str(tmp_path / "cp")))
+    store = CheckpointStore(counting, JOB)  # type: ignore[arg-type]
+    sink = TestingSink()
+    crash = Crash(FaultPoint.PROCESSING, after_records=30_000)
+    result = LocalExecutor(
+        running_count_flow(sink, rate_per_partition=2_000, **SHAPE),
+        parallelism=2,
+        store=store,
+        config=CheckpointConfig(interval=0.05, incremental=True, local_recovery=True),
+        fault_injector=FaultInjector([crash]),
+        max_restarts=2,
+    ).run()
+    assert result.restarts == 1 and result.restored_from[1] is not None
+    expected = list(expected_output(SHAPE["keys"], SHAPE["events_per_key"]))
+    report = check_exactly_once(expected, sink.output)
+    assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0)
+    restored = store.load(result.restored_from[1])
+    chain = [f"{JOB}/{h.key}" for h in restored.state_handles if h.as_of is not None]
+    assert chain and all(counting.reads.get(key) == 1 for key in chain), counting.reads
+    local = tmp_path / "local" / JOB
+    kept = {str(p.relative_to(local)) for p in local.rglob("*") if p.is_file()}
+    final = store.load(result.final_checkpoint)
+    needed = {h.key for h in final.state_handles if h.as_of is not None}
+    assert needed <= kept
+    # the first attempt's chains went once the restarted attempt's bases had completed
+    restored_at = result.restored_from[1]
+    assert all(int(pathlib.Path(k).name.split("-")[0]) > restored_at for k in kept), kept

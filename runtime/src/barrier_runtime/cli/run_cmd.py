@@ -115,6 +115,13 @@ def add_parser(sub: Any) -> None:
         "the previous one (savepoints stay whole)",
     )
     opt(
+        "--local-recovery",
+        action="store_true",
+        help="with --incremental: workers keep local copies of what they upload (in "
+        "$CJOB_LOCAL_STATE_DIR, else the temporary directory) and a restart on the same host "
+        "reads them instead of the store",
+    )
+    opt(
         "--store",
         metavar="URL",
         help="checkpoint store: a directory, file:///DIR or "
@@ -228,6 +235,7 @@ def spec_from_args(
             mode=types.CheckpointingMode(args.mode),
             unaligned=args.unaligned,
             incremental=args.incremental,
+            local_recovery=args.local_recovery,
         ),
         master=args.master,
         spark_conf=_conf(args.conf),

@@ -107,6 +107,9 @@ class CheckpointServices(Protocol):
         self, task: metadata.TaskKey, link: state_chains.Link, step_id: types.StepId
     ) -> metadata.StateHandle: ...
 
+    def prune_local_copies(self, task: metadata.TaskKey, bases: dict[types.StepId, int]) -> None:
+        """Task-local recovery: drop local copies older than each step's base."""
+
 
 @dataclasses.dataclass
 class _Snapshot:
@@ -178,6 +181,8 @@ class SubtaskCheckpointing:
         self._output = output
         self._chains = state_chains.StateChains() if services.config.incremental else None
         """Keyed states' chains, when checkpoints are incremental (savepoints never are)."""
+        self._bases: dict[types.CheckpointId, dict[types.StepId, int]] = {}
+        """Per incremental snapshot not yet completed: each step's oldest base."""
         self._last_snapshot = 0
         self._direct_pending: types.Barrier | None = None
         self._awaiting: dict[types.CheckpointId, _Snapshot] = {}
@@ -234,6 +239,12 @@ class SubtaskCheckpointing:
         for cid in list(self._awaiting):
             if cid == checkpoint_id or (and_older and cid < checkpoint_id):
                 del self._awaiting[cid]
+        bases = self._bases.pop(checkpoint_id, None)
+        if and_older:
+            for cid in [c for c in self._bases if c < checkpoint_id]:
+                del self._bases[cid]
+            if bases:  # completed: nothing older than its bases is read again
+                self._services.prune_local_copies(self._key, bases)
 
     # -- the snapshot ------------------------------------------------------------------------
 
@@ -253,6 +264,12 @@ class SubtaskCheckpointing:
             n, self._key.subtask, chains=self._chains if incremental else None
         )
         self._chain.snapshot_into(builder)
+        if builder.chained:
+            bases: dict[types.StepId, int] = {}
+            for chained in builder.chained:
+                base = int(chained.references[0].as_of)
+                bases[chained.step_id] = min(base, bases.get(chained.step_id, base))
+            self._bases[n] = bases
         snap = _Snapshot(
             barrier, self._key, builder, started, alignment_duration, self._services.acknowledge
         )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from barrier_runtime.cli import build_parser, run_cmd
+from barrier_runtime.cli.preflight import options
 
 
 def _spec(tmp_path, *flags: str):
@@ -17,3 +20,9 @@ def test_incremental_is_off_unless_asked_for(tmp_path) -> None:
     assert _spec(tmp_path).checkpoint.incremental is False
     assert _spec(tmp_path, "--incremental").checkpoint.incremental is True
     assert _spec(tmp_path, "--incremental", "--unaligned").checkpoint.unaligned is True
+
+
+def test_local_recovery_needs_incremental_checkpoints(tmp_path) -> None:
+    assert _spec(tmp_path, "--incremental", "--local-recovery").checkpoint.local_recovery
+    with pytest.raises(options.PreflightError, match="--local-recovery needs --incremental"):
+        _spec(tmp_path, "--local-recovery")
