@@ -29,6 +29,7 @@ def test_state_scale_reports_full_and_incremental_checkpoints_and_restores(
     for kind in ("full", "incremental"):
         (run,) = doc["runs"][kind]
         assert run["restarts"] == 0 and run["steady_checkpoints"] >= 3, run
+    for kind in ("full", "incremental", "incremental-local"):
         restored = doc["restore"][kind]
         assert restored["restarts"] == 1 and restored["restored_from"][1] is not None, restored
     full = doc["runs"]["full"][0]["steady"]
