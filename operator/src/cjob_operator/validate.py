@@ -158,6 +158,11 @@ def _checkpointing_problems(cp: spec_model.CheckpointingSpec) -> list[str]:
         problems.append("spec.checkpointing.retained must be at least 1")
     if cp.unaligned and cp.mode is types.CheckpointingMode.AT_LEAST_ONCE:
         problems.append("spec.checkpointing.unaligned needs mode ExactlyOnce")
+    if cp.local_recovery and not cp.incremental:
+        problems.append(
+            "spec.checkpointing.localRecovery needs incremental: true (it keeps local copies "
+            "of incremental checkpoints' shared state)"
+        )
     return problems
 
 

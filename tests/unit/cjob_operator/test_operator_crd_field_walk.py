@@ -64,6 +64,7 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "checkpointing.unaligned.alignedTimeout": ((JOB_JSON, "checkpointing.alignedTimeoutSeconds"),),
     "checkpointing.retained": ((JOB_JSON, "checkpointing.retained"), (DECIDE, "cleanup")),
     "checkpointing.incremental": ((JOB_JSON, "checkpointing.incremental"),),
+    "checkpointing.localRecovery": ((JOB_JSON, "checkpointing.localRecovery"),),
     "storage.endpoint": ((JOB_JSON, "storage.endpoint"),),
     "storage.bucket": ((JOB_JSON, "storage.bucket"),),
     "storage.prefix": ((JOB_JSON, "storage.root"),),

@@ -262,6 +262,13 @@ def test_incremental_checkpoints_are_accepted_now_that_the_runtime_takes_them() 
     assert action.kind is not ActionKind.REJECT, action.message
 
 
+def test_local_recovery_without_incremental_checkpoints_is_refused() -> None:
+    bad = raw_spec(checkpointing={"interval": "30s", "localRecovery": True})
+    action = decide(observe(spec_raw=bad))
+    assert action.kind is ActionKind.REJECT and action.reason == "InvalidSpec"
+    assert "spec.checkpointing.localRecovery needs incremental: true" in action.message
+
+
 def test_a_stop_carries_its_decided_retry_time_which_doubles_per_attempt() -> None:
     """The acting layer writes ``action.retry_at`` into the intent when the final
     savepoint fails; it computes no backoff of its own."""

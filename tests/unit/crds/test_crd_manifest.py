@@ -91,7 +91,8 @@ env[*].valueFrom.fieldRef.fieldPath env[*].valueFrom.fieldRef.apiVersion
 checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
 checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout
-checkpointing.retained checkpointing.incremental storage storage.endpoint storage.bucket
+checkpointing.retained checkpointing.incremental checkpointing.localRecovery
+storage storage.endpoint storage.bucket
 storage.prefix storage.credentialsSecret storage.credentialsSecret.name
 storage.credentialsSecret.accessKeyKey storage.credentialsSecret.secretKeyKey restartPolicy
 restartPolicy.type restartPolicy.maxRestarts restartPolicy.attemptsPerRecord restartPolicy.window restartPolicy.backoff

@@ -44,12 +44,18 @@ from barrier_runtime.storage import integrity, object_store
 log = logging.getLogger(__name__)
 
 ROOT_ENV = "CJOB_LOCAL_STATE_DIR"
-"""Where local copies go (default: ``cjob-local-state`` in the system's temporary directory)."""
+"""Where local copies go. Default: ``cjob-local-state`` in Spark's first local directory
+(``$SPARK_LOCAL_DIRS``: on Kubernetes the executor's own volume), else in the system's
+temporary directory."""
 
 
 def default_root(job_path: str) -> pathlib.Path:
     """The local directory of the job at ``job_path`` on this host."""
-    base = os.environ.get(ROOT_ENV) or os.path.join(tempfile.gettempdir(), "cjob-local-state")
+    base = os.environ.get(ROOT_ENV)
+    if not base:
+        spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d]
+        parent = spark_dirs[0] if spark_dirs else tempfile.gettempdir()
+        base = os.path.join(parent, "cjob-local-state")
     return pathlib.Path(base, object_store.validate_key(job_path.strip("/") or "job"))
 
 
