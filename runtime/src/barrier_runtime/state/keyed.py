@@ -157,9 +157,6 @@ class _Untracked:
     def add(self, key: Key) -> None:
         """Forget ``key``."""
 
-    def update(self, keys: Iterable[Key]) -> None:
-        """Forget ``keys``."""
-
     def __len__(self) -> int:
         return 0
 
@@ -188,10 +185,6 @@ class KeyedState:
         """Start recording changed keys, for :meth:`delta_copy` (incremental snapshots)."""
         if isinstance(self.changed, _Untracked):
             self.changed = set()
-
-    @property
-    def tracking(self) -> bool:
-        return not isinstance(self.changed, _Untracked)
 
     def get(self, key: Key) -> Any:
         return self.values.get(key)
