@@ -149,21 +149,6 @@ def check_format(metadata: Mapping[bytes, bytes] | None) -> None:
         )
 
 
-class _Untracked:
-    """Where a state that does not track changes puts them: nowhere."""
-
-    __slots__ = ()
-
-    def add(self, key: Key) -> None:
-        """Forget ``key``."""
-
-    def __len__(self) -> int:
-        return 0
-
-
-_UNTRACKED = _Untracked()
-
-
 class KeyedState:
     """One value per key, for the keys in ``[start, end]`` key groups."""
 
@@ -177,14 +162,20 @@ class KeyedState:
         self.values: dict[Key, Any] = {}
         """Key to value (never ``None``). Operators may read and write it directly (and then
         add the key to :attr:`changed`)."""
-        self.changed: set[Key] | _Untracked = _UNTRACKED
+        self.changed: set[Key] | None = None
         """Keys written or deleted since the last :meth:`delta_copy`, once
-        :meth:`track_changes` was called; until then a sink that keeps nothing."""
+        :meth:`track_changes` was called (``None`` until then: a loop that writes
+        :attr:`values` checks it once, not per record)."""
 
     def track_changes(self) -> None:
         """Start recording changed keys, for :meth:`delta_copy` (incremental snapshots)."""
-        if isinstance(self.changed, _Untracked):
+        if self.changed is None:
             self.changed = set()
+
+    def mark(self, key: Key) -> None:
+        """Note that ``key``'s value changed in place (when tracking changes)."""
+        if self.changed is not None:
+            self.changed.add(key)
 
     def get(self, key: Key) -> Any:
         return self.values.get(key)
@@ -194,7 +185,8 @@ class KeyedState:
             self.values.pop(key, None)
         else:
             self.values[key] = value
-        self.changed.add(key)
+        if self.changed is not None:
+            self.changed.add(key)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -221,7 +213,7 @@ class KeyedState:
 
         Needs :meth:`track_changes`. Taken at the barrier, like :meth:`snapshot_copy`.
         """
-        if not isinstance(self.changed, set):
+        if self.changed is None:
             raise RuntimeError(f"step {step_id!r}: a delta needs track_changes() first")
         changed, self.changed = self.changed, set()
         held = self.values

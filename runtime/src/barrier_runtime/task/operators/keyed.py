@@ -80,7 +80,8 @@ class KeyedOperator(base.StatefulOperator):
     ) -> list[batch_mod.Record]:
         """``fn`` on every record with its key's state, in one loop with local bindings."""
         held = self.state.values
-        get, mark = held.get, self.state.changed.add
+        get, changed = held.get, self.state.changed
+        mark = None if changed is None else changed.add
         out: list[batch_mod.Record] = []
         extend = out.extend
         for given, record in zip(keys, rows, strict=True):
@@ -98,7 +99,8 @@ class KeyedOperator(base.StatefulOperator):
                 held.pop(key, None)
             else:
                 held[key] = new
-            mark(key)
+            if mark is not None:
+                mark(key)
             extend(emitted)
         return out
 
@@ -109,7 +111,8 @@ class KeyedOperator(base.StatefulOperator):
         connect = self._connect
         assert connect is not None
         held = self.state.values
-        get, mark = held.get, self.state.changed.add
+        get, changed = held.get, self.state.changed
+        mark = None if changed is None else changed.add
         out: list[batch_mod.Record] = []
         for given, record in zip(keys, rows, strict=True):
             key = given
@@ -126,7 +129,8 @@ class KeyedOperator(base.StatefulOperator):
                 held.pop(key, None)
             else:
                 held[key] = new
-            mark(key)
+            if mark is not None:
+                mark(key)
             out.extend(emitted)
         return out
 
