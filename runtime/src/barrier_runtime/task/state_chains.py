@@ -41,7 +41,6 @@ Threading
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -201,11 +200,6 @@ class StateChain:
         self._deltas: list[Link] = []
         self._next_base: Link | None = None
 
-    @property
-    def length(self) -> int:
-        """Objects a restore of the newest snapshot reads (0 before the first)."""
-        return 0 if self._base is None else 1 + len(self._deltas)
-
     def snapshot(
         self,
         checkpoint_id: types.CheckpointId,
@@ -264,6 +258,3 @@ class StateChains:
         if chain is None:
             chain = self._chains[relpath] = StateChain(self._policy)
         return chain.snapshot(checkpoint_id, state, step_id, relpath)
-
-    def __iter__(self) -> Iterator[StateChain]:
-        return iter(self._chains.values())
