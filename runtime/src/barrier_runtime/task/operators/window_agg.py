@@ -195,7 +195,7 @@ class WindowAggOperator(base.StatefulOperator):
         # and its bytes are made on the upload thread.
         if self._panes is None:  # kept: an incremental chain tracks this object's changes
             self._panes = self._new_panes({c: np.dtype(np.int64) for c in self._step.columns})
-        base.add_keyed_state(builder, self.step_id, self._panes)
+        base.add_keyed_state(builder, self.step_id, pane_snapshots.PanesState(self._panes))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         blobs = list(blobs)
