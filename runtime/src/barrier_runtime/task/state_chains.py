@@ -92,7 +92,7 @@ class TrackedState(Protocol):
 class MaterializationPolicy:
     """When a chain takes a new base (the rows of its deltas count tombstones too).
 
-    >>> policy = MaterializationPolicy(max_deltas=10, max_delta_ratio=1.0)
+    >>> policy = MaterializationPolicy(max_deltas=10, max_delta_ratio=1.0, min_rows=100)
     >>> policy.due(deltas=3, delta_rows=50, base_rows=100)
     False
     >>> policy.due(deltas=3, delta_rows=120, base_rows=100), policy.due(10, 1, 100)
