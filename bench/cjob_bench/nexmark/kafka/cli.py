@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import pathlib
 import shutil
@@ -45,6 +46,14 @@ def add_parsers(sub: Any) -> None:
     sustain.add_argument("--ceiling", type=int, default=400_000)
     sustain.add_argument("--tolerance", type=float, default=0.1)
     sustain.add_argument("--max-trials", type=int, default=8)
+    sustain.add_argument(
+        "--warm-trial",
+        type=float,
+        default=method.WARM_TRIAL_SECONDS,
+        metavar="SECONDS",
+        help="before the search, run the query this long at the start rate and do not count "
+        "it (search revision 3; 0: none) (default %(default)g)",
+    )
     sustain.add_argument(
         "--give-up-lag",
         type=float,
@@ -229,7 +238,17 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
                 verdict = trials[-1]["verdict"]
                 return bool(verdict["sustained"]), verdict["achieved_rate"]
 
+            warm_trial: dict[str, Any] | None = None
             with contextlib.suppress(_SearchEnded):
+                if not ns.rates and ns.warm_trial > 0:
+                    log(f"{ns.query}: warm-up trial (not counted) ...")
+                    brief = dataclasses.replace(settings, seconds=ns.warm_trial)
+                    try:
+                        warm_trial = trial(ns.query, ns.start_rate, brief, broker, runner)
+                    except Exception as exc:  # as a crashed trial: no search on a dead system
+                        crashed = {"rate": ns.start_rate, "error": f"{type(exc).__name__}: {exc}"}
+                        log(f"{ns.query}: the warm-up trial crashed ({crashed['error']})")
+                        raise _SearchEnded from exc
                 if ns.rates:
                     for rate in [int(r) for r in ns.rates.split(",") if r]:
                         one(rate)
@@ -241,7 +260,10 @@ def main(ns: argparse.Namespace) -> dict[str, Any]:
                         tolerance=ns.tolerance,
                         max_trials=ns.max_trials,
                     )
-            doc = method.searched(trials, ns.tolerance) | {"crashed": crashed}
+            doc = method.searched(trials, ns.tolerance) | {
+                "crashed": crashed,
+                "warm_trial": warm_trial,
+            }
         version = getattr(broker, "version", None)
     doc = {
         "command": ns.command,
