@@ -157,12 +157,12 @@ def test_local_recovery_reads_the_workers_own_copies_on_restore(tmp_path, monkey
     expected = list(expected_output(SHAPE["keys"], SHAPE["events_per_key"]))
     report = check_exactly_once(expected, sink.output)
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0)
-    restored = store.load(result.restored_from[1])
+    restored = store.find(result.restored_from[1])  # find: load would read again
     chain = [f"{JOB}/{h.key}" for h in restored.state_handles if h.as_of is not None]
     assert chain and all(counting.reads.get(key) == 1 for key in chain), counting.reads
     local = tmp_path / "local" / JOB
     kept = {str(p.relative_to(local)) for p in local.rglob("*") if p.is_file()}
-    final = store.load(result.final_checkpoint)
+    final = store.find(result.final_checkpoint)
     needed = {h.key for h in final.state_handles if h.as_of is not None}
     assert needed <= kept
     # the first attempt's chains went once the restarted attempt's bases had completed
