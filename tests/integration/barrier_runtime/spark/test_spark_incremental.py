@@ -34,9 +34,11 @@ pytestmark = [pytest.mark.s3, pytest.mark.slow]
 PIPELINE, JOB = h.GENERATOR_PIPELINE, "default/incremental"
 
 
-def _spec(out_url: str, store_url: str, parallelism: int, **changes) -> driver.SparkJobSpec:
+def _spec(
+    out_url: str, store_url: str, parallelism: int, retained: int = 3, **changes
+) -> driver.SparkJobSpec:
     spec = h.job_spec(PIPELINE, h.generator_args(out_url, 800), store_url, JOB)
-    checkpoint = CheckpointConfig(interval=0.3, incremental=True)
+    checkpoint = CheckpointConfig(interval=0.3, retained=retained, incremental=True)
     return dataclasses.replace(spec, parallelism=parallelism, checkpoint=checkpoint, **changes)
 
 
@@ -52,7 +54,8 @@ def _stop_after(checkpoint_id: int) -> dict:
 
 def test_worker_processes_killed_five_times(spark, s3_env, crash_free) -> None:
     out_url, store_url = h.s3_urls(s3_env)
-    job = driver.SparkDriver(_spec(out_url, store_url, h.P), session=spark)
+    # every checkpoint kept, so that the restored ones can be read afterwards
+    job = driver.SparkDriver(_spec(out_url, store_url, h.P, retained=1000), session=spark)
     result = h.run_with_worker_kills(job, kills=5)
     h.assert_exactly_once(crash_free, out_url)
     restored = [cid for cid in result.restored_from if cid is not None]
