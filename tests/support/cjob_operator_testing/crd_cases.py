@@ -702,6 +702,12 @@ _case(
     status=True,
 )
 _case(
+    "shared-bytes-negative",
+    "status.checkpoints.sharedBytes minimum",
+    _status(checkpoints={"sharedBytes": -1}),
+    status=True,
+)
+_case(
     "restart-count-negative",
     "status.restarts.count minimum",
     _status(restarts={"count": -1}),
@@ -978,6 +984,7 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'condition-generation-negative': ('status.conditions[0].observedGeneration: Invalid value: -1: conditions[0].observedGeneration in body should be greater than or equal to 0',),
     'condition-time-not-a-time': ('status.conditions[0].lastTransitionTime: Invalid value: "yesterday": conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"', SKIPPED),
     'consecutive-failures-negative': ('status.checkpoints.consecutiveFailures: Invalid value: -1: checkpoints.consecutiveFailures in body should be greater than or equal to 0',),
+    'shared-bytes-negative': ('status.checkpoints.sharedBytes: Invalid value: -1: checkpoints.sharedBytes in body should be greater than or equal to 0',),
     'restart-count-negative': ('status.restarts.count: Invalid value: -1: restarts.count in body should be greater than or equal to 0',),
     'history-too-long': ('status.savepoints.history: Too many: 257: must have at most 256 items', SKIPPED),
     'savepoint-without-kind': ('status.savepoints.history[0].kind: Required value', SKIPPED),
