@@ -39,7 +39,7 @@ from typing import Any
 
 from barrier_runtime.core import faults, layout
 from barrier_runtime.core import metadata as md
-from barrier_runtime.core.types import CheckpointConfig
+from barrier_runtime.core.types import CheckpointConfig, StepId
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import driver
 from barrier_runtime.storage import checkpoint_store, object_store
@@ -144,7 +144,7 @@ def run_once(
 
 def _loaded(meta: md.CheckpointMetadata, a: argparse.Namespace) -> bool:
     """Whether every source partition had finished loading its keys at this checkpoint."""
-    positions = meta.source_positions.get("updates", {})
+    positions = meta.source_positions.get(StepId("updates"), {})
     shares = {f"updates-{p}": (a.keys - p + P - 1) // P for p in range(P)}
     return bool(positions) and all(
         int(positions.get(name, 0)) > share for name, share in shares.items()
