@@ -40,6 +40,7 @@ def _completed(info: observation.CheckpointInfo | None) -> status.CompletedCheck
         info.duration_seconds,
         info.size_bytes,
         info.trigger or info.kind.value,
+        info.uploaded_bytes,
     )
 
 
@@ -66,6 +67,7 @@ def checkpoints(obs: observation.Observation, outcome: Outcome) -> status.Checkp
         last_failed=failed,
         consecutive_failures=c.consecutive_failures if c else old.consecutive_failures,
         last_savepoint=savepoint,
+        shared_bytes=store.shared_bytes if store else old.shared_bytes,
     )
 
 

@@ -158,10 +158,10 @@ def _checkpointing_problems(cp: spec_model.CheckpointingSpec) -> list[str]:
         problems.append("spec.checkpointing.retained must be at least 1")
     if cp.unaligned and cp.mode is types.CheckpointingMode.AT_LEAST_ONCE:
         problems.append("spec.checkpointing.unaligned needs mode ExactlyOnce")
-    if cp.incremental:
+    if cp.local_recovery and not cp.incremental:
         problems.append(
-            "spec.checkpointing.incremental is not implemented yet: remove it or set it to "
-            "false (every checkpoint is a full one)"
+            "spec.checkpointing.localRecovery needs incremental: true (it keeps local copies "
+            "of incremental checkpoints' shared state)"
         )
     return problems
 

@@ -105,6 +105,9 @@ class CheckpointEntryDoc(TypedDict):
     duration: float | None
     """Trigger to completion or failure; null while in progress."""
     size: int
+    uploaded_size: NotRequired[int]
+    """Bytes written for it: ``size`` unless incremental checkpoints reused earlier objects
+    (absent from drivers older than incremental checkpoints)."""
     alignment_duration: float
     path: str | None
     failure_reason: str | None
@@ -250,7 +253,13 @@ def _list(check: _Check) -> _Check:
     return each
 
 
-def _object(fields: Mapping[str, _Check], versioned: bool = False) -> _Check:
+def _object(
+    fields: Mapping[str, _Check],
+    versioned: bool = False,
+    optional: Mapping[str, _Check] | None = None,
+) -> _Check:
+    """``fields`` must all be there; ``optional`` ones are checked when they are."""
+
     def read(value: object, name: str) -> object:
         if not isinstance(value, dict):
             raise ControlDocumentError(f"`{name}` must be a JSON object, got {_json_type(value)}")
@@ -259,6 +268,9 @@ def _object(fields: Mapping[str, _Check], versioned: bool = False) -> _Check:
             if key not in value:
                 raise ControlDocumentError(f"`{name}.{key}` is missing")
             out[key] = check(value[key], f"{name}.{key}")
+        for key, check in (optional or {}).items():
+            if key in value:
+                out[key] = check(value[key], f"{name}.{key}")
         return out
 
     return read
@@ -287,7 +299,8 @@ _ENTRY: dict[str, _Check] = {
     "acknowledged": _int,
     "tasks": _int,
 }
-_ENTRY_IN_LIST = _object(_ENTRY)
+_ENTRY_OPTIONAL: dict[str, _Check] = {"uploaded_size": _int}
+_ENTRY_IN_LIST = _object(_ENTRY, optional=_ENTRY_OPTIONAL)
 _JOB: dict[str, _Check] = {
     "name": _str,
     "state": _str,
@@ -329,7 +342,12 @@ _STOPPED: dict[str, _Check] = {
 }
 
 
-def _versioned(doc: object, where: str, fields: Mapping[str, _Check]) -> dict[str, Any]:
+def _versioned(
+    doc: object,
+    where: str,
+    fields: Mapping[str, _Check],
+    optional: Mapping[str, _Check] | None = None,
+) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ControlDocumentError(f"{where} answered {_json_type(doc)}, not a JSON object")
     version = doc.get("api_version")
@@ -343,7 +361,7 @@ def _versioned(doc: object, where: str, fields: Mapping[str, _Check]) -> dict[st
             f"{API_VERSION}: upgrade the operator or the cjob CLI"
         )
     try:
-        return cast(dict[str, Any], _object(fields, versioned=True)(doc, "body"))
+        return cast(dict[str, Any], _object(fields, versioned=True, optional=optional)(doc, "body"))
     except ControlDocumentError as exc:
         raise ControlDocumentError(
             f"{where} answered a body this reader cannot use: {exc}"
@@ -362,7 +380,7 @@ def parse_checkpoints(doc: object) -> CheckpointsDoc:
 
 def parse_entry(doc: object) -> CheckpointEntryDoc:
     """``GET /v1/checkpoints/{id}``."""
-    parsed = _versioned(doc, "GET /v1/checkpoints/{id}", _ENTRY)
+    parsed = _versioned(doc, "GET /v1/checkpoints/{id}", _ENTRY, _ENTRY_OPTIONAL)
     return cast(CheckpointEntryDoc, parsed)
 
 

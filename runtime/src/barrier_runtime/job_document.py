@@ -142,6 +142,7 @@ class CheckpointingSection:
     aligned_timeout: float = 0.0
     retained: int = 3
     incremental: bool = False
+    local_recovery: bool = False
     triggered_by: str = "driver"
     """``operator``: something else triggers every checkpoint (no periodic ones)."""
 
@@ -172,6 +173,7 @@ class CheckpointingSection:
             aligned_timeout=number("alignedTimeoutSeconds", float, 0.0),
             retained=number("retained", int, 3),
             incremental=flag(raw, "incremental", "checkpointing"),
+            local_recovery=flag(raw, "localRecovery", "checkpointing"),
             triggered_by=trigger,
         )
 
@@ -187,6 +189,7 @@ class CheckpointingSection:
             "alignedTimeoutSeconds": self.aligned_timeout,
             "retained": self.retained,
             "incremental": self.incremental,
+            "localRecovery": self.local_recovery,
             "triggeredBy": self.triggered_by,
         }
 

@@ -90,6 +90,7 @@ class Case:
     job: Job
     plan: tuple[Crash, ...]
     unaligned: bool = False
+    incremental: bool = False
     min_fired: int = 0
     """Crashes that must fire (attempt filters can leave a late one nothing to hit)."""
     min_checkpoints: int = 1
@@ -98,7 +99,8 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{self.host}-{'unaligned' if self.unaligned else 'aligned'}"
+        kind = "unaligned" if self.unaligned else "aligned"
+        return f"{self.host}-{kind}{'-incremental' if self.incremental else ''}"
 
 
 LARGE = Job(keys=500, events_per_key=400, partitions=6, batch_size=200, rate_per_partition=8000)
@@ -136,17 +138,32 @@ ON_SPARK = (
 
 CASES = [
     *(
-        Case("local", LARGE, EVERYWHERE, unaligned, min_fired=10, min_checkpoints=8)
+        Case("local", LARGE, EVERYWHERE, unaligned, incremental, min_fired=10, min_checkpoints=8)
+        for incremental in (False, True)
         for unaligned in (False, True)
     ),
     *(
-        Case("threads", SMALL, INSIDE_WORKERS, unaligned, min_fired=5, every_restart_restores=True)
+        Case(
+            "threads",
+            SMALL,
+            INSIDE_WORKERS,
+            unaligned,
+            incremental,
+            min_fired=5,
+            every_restart_restores=True,
+        )
+        for incremental in (False, True)
         for unaligned in (False, True)
     ),
     pytest.param(
         Case("spark", SMALL, ON_SPARK, min_fired=3, every_restart_restores=True),
         marks=pytest.mark.slow,
         id="spark-aligned",
+    ),
+    pytest.param(
+        Case("spark", SMALL, ON_SPARK, incremental=True, min_fired=3, every_restart_restores=True),
+        marks=pytest.mark.slow,
+        id="spark-aligned-incremental",
     ),
 ]
 
@@ -163,7 +180,9 @@ def run_local(
         running_count_flow(sink, **case.job.flow_kwargs()),
         parallelism=PARALLELISM,
         store=CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/local"),
-        config=CheckpointConfig(interval=0.1, mode=mode, unaligned=case.unaligned),
+        config=CheckpointConfig(
+            interval=0.1, mode=mode, unaligned=case.unaligned, incremental=case.incremental
+        ),
         fault_injector=FaultInjector(list(case.plan)),
         max_restarts=20,
     ).run()
@@ -177,7 +196,9 @@ def _spark_spec(case: Case, tmp_path: pathlib.Path, interval: float) -> driver.S
         ),
         parallelism=PARALLELISM,
         store=config.StoreRef(str(tmp_path / "cp"), f"default/{case.host}"),
-        checkpoint=CheckpointConfig(interval=interval, unaligned=case.unaligned),
+        checkpoint=CheckpointConfig(
+            interval=interval, unaligned=case.unaligned, incremental=case.incremental
+        ),
         crashes=case.plan,
         restart=driver.RestartSettings(max_restarts=10, backoff=Backoff(initial=0.01, max=0.05)),
     )
@@ -256,6 +277,13 @@ def test_exactly_once_under_crashes(
     if case.every_restart_restores:
         assert result.restored_from[1:] and None not in result.restored_from[1:]
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0)
+    job = "default/local" if case.host == "local" else f"default/{case.host}"
+    retained = CheckpointStore(open_object_store(str(tmp_path / "cp")), job).list_completed()
+    deltas = [h for m in retained for h in m.state_handles if h.delta]
+    if case.incremental:  # the counts' state came back through bases and deltas in shared/
+        assert deltas and all(h.key.startswith("shared/count/") for h in deltas), retained
+    else:
+        assert not deltas
 
 
 def test_at_least_once_loses_nothing(tmp_path, failure_free) -> None:

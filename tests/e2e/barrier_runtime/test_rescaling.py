@@ -29,20 +29,20 @@ from barrier_runtime.testing import (
 EVENTS = dict(keys=200, events_per_key=150, partitions=4, batch_size=100, rate_per_partition=6000)
 
 
-def _executor(world, parallelism, **kwargs):
+def _executor(world, parallelism, incremental=False, **kwargs):
     store = CheckpointStore(open_object_store(str(world / "store")), "default/rescale")
     flow = running_count_flow(FileSink(str(world / "out")), **EVENTS)
-    return LocalExecutor(
-        flow, parallelism=parallelism, store=store, config=CheckpointConfig(interval=0.1), **kwargs
-    ), store
+    config = CheckpointConfig(interval=0.1, incremental=incremental)
+    return LocalExecutor(flow, parallelism=parallelism, store=store, config=config, **kwargs), store
 
 
 def _final_counts(records) -> dict[str, int]:
     return {r["key"]: r["count"] for r in records}
 
 
-@pytest.fixture(scope="module")
-def checkpointed_at_2(tmp_path_factory):
+@pytest.fixture(scope="module", params=[False, True], ids=["full", "incremental"])
+def checkpointed_at_2(request, tmp_path_factory):
+    incremental = request.param
     clean = tmp_path_factory.mktemp("clean")
     executor, _ = _executor(clean, 2)
     executor.run()
@@ -53,6 +53,7 @@ def checkpointed_at_2(tmp_path_factory):
     executor, store = _executor(
         world,
         2,
+        incremental,
         fault_injector=FaultInjector([Crash(FaultPoint.SNAPSHOT, checkpoint_id=5)]),
         max_restarts=0,
     )
@@ -60,17 +61,19 @@ def checkpointed_at_2(tmp_path_factory):
         executor.run()
     latest = store.select_restore_point()
     assert latest is not None and latest.fingerprint.parallelism == 2
+    deltas = [h for h in latest.state_handles if h.delta]
+    assert bool(deltas) is incremental  # the restore reads a base and its deltas
     published_before = list(FileSink(str(world / "out")).read_committed())
     assert 0 < len(published_before) < len(expected)
-    return world, latest.checkpoint_id, expected
+    return world, latest.checkpoint_id, expected, incremental
 
 
 @pytest.mark.parametrize("parallelism", [3, 1, 2])
 def test_restore_at_another_parallelism(tmp_path, checkpointed_at_2, parallelism) -> None:
-    world, checkpoint_id, expected = checkpointed_at_2
+    world, checkpoint_id, expected, incremental = checkpointed_at_2
     copy = tmp_path / "world"
     shutil.copytree(world, copy)
-    executor, store = _executor(copy, parallelism, restore_from=checkpoint_id)
+    executor, store = _executor(copy, parallelism, incremental, restore_from=checkpoint_id)
     result = executor.run()
     assert result.restored_from == [checkpoint_id]
     output = list(FileSink(str(copy / "out")).read_committed())
@@ -80,4 +83,6 @@ def test_restore_at_another_parallelism(tmp_path, checkpointed_at_2, parallelism
     final = store.load(result.final_checkpoint)
     assert final.fingerprint.parallelism == parallelism
     keyed = [h for h in final.state_handles if h.step_id == "count"]
-    assert len(keyed) == parallelism
+    assert len({h.subtask for h in keyed}) == parallelism
+    if not incremental:
+        assert len(keyed) == parallelism

@@ -45,6 +45,7 @@ MINIMAL_STORED_SPEC = {
         "unaligned": {"enabled": False, "alignedTimeout": "0s"},
         "retained": 3,
         "incremental": False,
+        "localRecovery": False,
     },
     "storage": {
         "endpoint": "http://minio:9000",

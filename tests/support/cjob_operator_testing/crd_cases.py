@@ -377,11 +377,6 @@ _case(
     "spec.checkpointing.retained maximum",
     _spec(checkpointing={"retained": 1001}),
 )
-_case(
-    "incremental-checkpoints",
-    "spec.checkpointing.incremental rule[0]",
-    _spec(checkpointing={"incremental": True}),
-)
 for f in ("endpoint", "bucket", "credentialsSecret"):
     _case(f"storage-without-{f.lower()}", f"spec.storage required {f}", _spec(storage={f: DELETE}))
 _case(
@@ -707,6 +702,12 @@ _case(
     status=True,
 )
 _case(
+    "shared-bytes-negative",
+    "status.checkpoints.sharedBytes minimum",
+    _status(checkpoints={"sharedBytes": -1}),
+    status=True,
+)
+_case(
     "restart-count-negative",
     "status.restarts.count minimum",
     _status(restarts={"count": -1}),
@@ -907,7 +908,6 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'aligned-timeout-too-long': ('spec.checkpointing.unaligned.alignedTimeout: Too long: may not be more than 16 bytes', SKIPPED),
     'checkpoints-retained-zero': ('spec.checkpointing.retained: Invalid value: 0: spec.checkpointing.retained in body should be greater than or equal to 1',),
     'checkpoints-retained-above-1000': ('spec.checkpointing.retained: Invalid value: 1001: spec.checkpointing.retained in body should be less than or equal to 1000',),
-    'incremental-checkpoints': ('spec.checkpointing.incremental: Invalid value: true: incremental checkpoints are not implemented yet: remove checkpointing.incremental or set it to false (every checkpoint is full)',),
     'storage-without-endpoint': ('spec.storage.endpoint: Required value', SKIPPED),
     'storage-without-bucket': ('spec.storage.bucket: Required value', SKIPPED),
     'storage-without-credentialssecret': ('spec.storage.credentialsSecret: Required value', SKIPPED),
@@ -984,6 +984,7 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'condition-generation-negative': ('status.conditions[0].observedGeneration: Invalid value: -1: conditions[0].observedGeneration in body should be greater than or equal to 0',),
     'condition-time-not-a-time': ('status.conditions[0].lastTransitionTime: Invalid value: "yesterday": conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"', SKIPPED),
     'consecutive-failures-negative': ('status.checkpoints.consecutiveFailures: Invalid value: -1: checkpoints.consecutiveFailures in body should be greater than or equal to 0',),
+    'shared-bytes-negative': ('status.checkpoints.sharedBytes: Invalid value: -1: checkpoints.sharedBytes in body should be greater than or equal to 0',),
     'restart-count-negative': ('status.restarts.count: Invalid value: -1: restarts.count in body should be greater than or equal to 0',),
     'history-too-long': ('status.savepoints.history: Too many: 257: must have at most 256 items', SKIPPED),
     'savepoint-without-kind': ('status.savepoints.history[0].kind: Required value', SKIPPED),

@@ -86,11 +86,17 @@ def test_a_document_written_before_the_typed_definition_still_reads() -> None:
     written = read.for_storage()
     added = written["restartPolicy"]  # fields newer than that document take their defaults
     assert (added.pop("attemptsPerRecord"), added.pop("priorFailureTimestamps")) == (3, [])
+    assert written["checkpointing"].pop("localRecovery") is False
     assert written == WRITTEN_BEFORE
 
 
 def test_booleans_and_the_trigger_are_checked_not_coerced() -> None:
-    for field, bad in (("unaligned", "false"), ("incremental", 1), ("triggeredBy", "operatr")):
+    for field, bad in (
+        ("unaligned", "false"),
+        ("incremental", 1),
+        ("localRecovery", "yes"),
+        ("triggeredBy", "operatr"),
+    ):
         doc = json.loads(json.dumps(WRITTEN_BEFORE))
         doc["checkpointing"][field] = bad
         with pytest.raises(job_document.JobConfigError, match=f"checkpointing.{field}"):

@@ -42,6 +42,7 @@ def test_every_system_takes_every_place_over_the_repeats() -> None:
         "cjob_bench.extras.recovery",
         "cjob_bench.extras.startup",
         "cjob_bench.extras.backpressure",
+        "cjob_bench.extras.state_scale",
     ],
 )
 def test_the_pipeline_file_each_runner_submits_exists(module: str) -> None:

@@ -160,3 +160,34 @@ def test_a_storage_failure_stops_the_discard_and_is_reported(tmp_path: Path) -> 
     assert gone == (2,)
     assert error == "could not delete savepoint 3: OSError: disk on fire"
     assert ids(tmp_path, "savepoint") == [3]
+
+
+def test_incremental_checkpoints_report_what_they_wrote_and_the_shared_total(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: the status says full against written size, and the shared state's total."""
+
+    def shared(name: str, payload: bytes, as_of: int, delta: bool) -> md.StateHandle:
+        key = f"shared/count/{name}"
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_bytes(payload)
+        digest = hashlib.sha256(payload).hexdigest()
+        return md.StateHandle(
+            types.StepId("count"), 0, key, len(payload), digest, as_of=as_of, delta=delta
+        )
+
+    base = shared("1-base", b"b" * 1000, 1, False)
+    first = shared("2-delta", b"d" * 10, 2, True)
+    second = shared("3-delta", b"e" * 20, 3, True)
+    for cid, handles in ((2, (base, first)), (3, (base, first, second))):
+        meta = md.CheckpointMetadata(
+            types.CheckpointId(cid), types.CheckpointKind.CHECKPOINT, 100.0, 101.0, FP, handles
+        )
+        snapshots.write_metadata(tmp_path, meta)
+    found = view(tmp_path).view_sync()
+    assert found.latest_checkpoint is not None
+    assert (found.latest_checkpoint.size_bytes, found.latest_checkpoint.uploaded_bytes) == (
+        1030,
+        20,
+    )
+    assert found.shared_bytes == 1030  # each object once, however many reference it

@@ -22,7 +22,6 @@ CRD = Path(__file__).parents[3] / "crds" / "checkpointedjobs.checkpointed.dev.ya
 JOB_JSON = "job.json"
 MANIFEST = "manifest"
 DECIDE = "decide"
-REFUSED = "refused"
 
 CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "image": (
@@ -64,7 +63,8 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "checkpointing.unaligned.enabled": ((JOB_JSON, "checkpointing.unaligned"),),
     "checkpointing.unaligned.alignedTimeout": ((JOB_JSON, "checkpointing.alignedTimeoutSeconds"),),
     "checkpointing.retained": ((JOB_JSON, "checkpointing.retained"), (DECIDE, "cleanup")),
-    "checkpointing.incremental": ((REFUSED, "CEL rule and validate.py: not implemented yet"),),
+    "checkpointing.incremental": ((JOB_JSON, "checkpointing.incremental"),),
+    "checkpointing.localRecovery": ((JOB_JSON, "checkpointing.localRecovery"),),
     "storage.endpoint": ((JOB_JSON, "storage.endpoint"),),
     "storage.bucket": ((JOB_JSON, "storage.bucket"),),
     "storage.prefix": ((JOB_JSON, "storage.root"),),

@@ -255,13 +255,18 @@ def test_invalid_spark_conf_is_rejected_with_a_clear_message() -> None:
     assert "spark.kubernetes.authenticate.driver.serviceAccountName" in action.message
 
 
-def test_incremental_checkpoints_are_refused_not_ignored() -> None:
-    """Issue 10 finding 5: nothing implements incremental checkpoints yet."""
-    bad = raw_spec(checkpointing={"interval": "30s", "incremental": True})
+def test_incremental_checkpoints_are_accepted_now_that_the_runtime_takes_them() -> None:
+    """Issue 32: refused while nothing implemented them; the driver reads the flag now."""
+    spec = raw_spec(checkpointing={"interval": "30s", "incremental": True})
+    action = decide(observe(spec_raw=spec))
+    assert action.kind is not ActionKind.REJECT, action.message
+
+
+def test_local_recovery_without_incremental_checkpoints_is_refused() -> None:
+    bad = raw_spec(checkpointing={"interval": "30s", "localRecovery": True})
     action = decide(observe(spec_raw=bad))
     assert action.kind is ActionKind.REJECT and action.reason == "InvalidSpec"
-    assert action.warning  # a warning Event, and status.error carries the message
-    assert "spec.checkpointing.incremental is not implemented yet" in action.message
+    assert "spec.checkpointing.localRecovery needs incremental: true" in action.message
 
 
 def test_a_stop_carries_its_decided_retry_time_which_doubles_per_attempt() -> None:

@@ -50,7 +50,7 @@ def test_production_example_keeps_its_settings_and_defaults_the_secret_keys(
     assert (spec["parallelism"], spec["maxParallelism"]) == (8, 1024)
     assert spec["executor"]["instances"] * spec["executor"]["cores"] >= spec["parallelism"]
     assert spec["checkpointing"]["unaligned"] == {"enabled": True, "alignedTimeout": "30s"}
-    assert spec["checkpointing"]["incremental"] is False  # defaulted; true is refused
+    assert spec["checkpointing"]["incremental"] is False  # defaulted
     assert spec["upgradeMode"] == "Savepoint"
     assert spec["savepoints"] == {"interval": "6h", "retained": 4}
     assert spec["rollback"] == {"enabled": True, "timeout": "10m"}

@@ -91,7 +91,8 @@ env[*].valueFrom.fieldRef.fieldPath env[*].valueFrom.fieldRef.apiVersion
 checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPause
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
 checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout
-checkpointing.retained checkpointing.incremental storage storage.endpoint storage.bucket
+checkpointing.retained checkpointing.incremental checkpointing.localRecovery
+storage storage.endpoint storage.bucket
 storage.prefix storage.credentialsSecret storage.credentialsSecret.name
 storage.credentialsSecret.accessKeyKey storage.credentialsSecret.secretKeyKey restartPolicy
 restartPolicy.type restartPolicy.maxRestarts restartPolicy.attemptsPerRecord restartPolicy.window restartPolicy.backoff
@@ -108,10 +109,12 @@ conditions[*].message conditions[*].lastTransitionTime conditions[*].observedGen
 observedGeneration driver driver.pod driver.service driver.startTime jobState checkpoints
 checkpoints.lastCompleted checkpoints.lastCompleted.id checkpoints.lastCompleted.path
 checkpoints.lastCompleted.time checkpoints.lastCompleted.durationSeconds
-checkpoints.lastCompleted.sizeBytes checkpoints.lastCompleted.trigger checkpoints.lastFailed
+checkpoints.lastCompleted.sizeBytes checkpoints.lastCompleted.uploadedBytes
+checkpoints.lastCompleted.trigger checkpoints.lastFailed
 checkpoints.lastFailed.id checkpoints.lastFailed.reason checkpoints.lastFailed.time
 checkpoints.consecutiveFailures checkpoints.lastSavepoint checkpoints.lastSavepoint.id
-checkpoints.lastSavepoint.path checkpoints.lastSavepoint.time restarts restarts.count
+checkpoints.lastSavepoint.path checkpoints.lastSavepoint.time checkpoints.sharedBytes
+restarts restarts.count
 restarts.lastTime restarts.lastReason restarts.nextAttemptTime restarts.recent restarts.recent[*]
 lastReconciledSpec intent error
 savepoints savepoints.history savepoints.history[*] savepoints.history[*].id

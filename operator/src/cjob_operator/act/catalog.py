@@ -59,6 +59,7 @@ class Catalog:
             duration_seconds=meta.completion_time - meta.trigger_time,
             size_bytes=meta.total_size,
             trigger="store",
+            uploaded_bytes=layout.uploaded_size(meta),
         )
 
     def view_sync(self) -> StoreView:
@@ -72,11 +73,18 @@ class Catalog:
                 Unusable(r.ref.checkpoint_id, r.ref.kind, r.reason) for r in choice.rejected
             ]
         unusable.sort(key=lambda u: u.id, reverse=True)
+        shared = {
+            h.key: h.size
+            for m in inventory.completed
+            for h in m.state_handles
+            if h.key.startswith(f"{layout.SHARED_DIR}/")
+        }
         return StoreView(
             readable=True,
             latest_checkpoint=found[types.CheckpointKind.CHECKPOINT],
             latest_savepoint=found[types.CheckpointKind.SAVEPOINT],
             unusable=tuple(unusable),
+            shared_bytes=sum(shared.values()),
         )
 
     def latest_completed(self) -> CheckpointInfo | None:

@@ -53,6 +53,7 @@ def parse_completed(entry: contract.CheckpointEntryDoc | None) -> CheckpointInfo
         time=entry["completion_timestamp"],
         duration_seconds=entry["duration"],
         size_bytes=entry["size"],
+        uploaded_bytes=entry.get("uploaded_size"),
     )
 
 

@@ -111,6 +111,7 @@ def job_document(
             aligned_timeout=cp.aligned_timeout,
             retained=cp.retained,
             incremental=cp.incremental,
+            local_recovery=cp.local_recovery,
             triggered_by="driver",
         ),
         storage=jobdoc.StorageSection(

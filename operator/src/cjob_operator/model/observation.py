@@ -39,6 +39,8 @@ class CheckpointInfo:
     duration_seconds: float | None = None
     size_bytes: int | None = None
     trigger: str | None = None
+    uploaded_bytes: int | None = None
+    """Bytes written for it: ``size_bytes`` unless incremental checkpoints reused objects."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,8 @@ class StoreView:
     latest_savepoint: CheckpointInfo | None = None
     unusable: tuple[Unusable, ...] = ()
     error: str | None = None
+    shared_bytes: int | None = None
+    """Bytes of the incremental checkpoints' ``shared/`` objects the completed ones reference."""
 
     @classmethod
     def unreadable(cls, error: str) -> StoreView:

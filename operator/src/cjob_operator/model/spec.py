@@ -98,6 +98,7 @@ class CheckpointingSpec:
     aligned_timeout: float = 0.0
     retained: int = 3
     incremental: bool = False
+    local_recovery: bool = False
 
     @classmethod
     def from_storage(cls, raw: Raw) -> CheckpointingSpec:
@@ -114,6 +115,7 @@ class CheckpointingSpec:
             aligned_timeout=_dur(unaligned, "alignedTimeout", "0s", p + ".unaligned"),
             retained=int(raw.get("retained", 3)),
             incremental=bool(raw.get("incremental", False)),
+            local_recovery=bool(raw.get("localRecovery", False)),
         )
 
 

@@ -79,6 +79,7 @@ class CompletedCheckpoint:
     duration_seconds: float | None = None
     size_bytes: int | None = None
     trigger: str | None = None
+    uploaded_bytes: int | None = None
 
     def for_storage(self) -> dict[str, Any]:
         return _compact(
@@ -88,6 +89,7 @@ class CompletedCheckpoint:
                 "time": times.opt_rfc3339(self.time),
                 "durationSeconds": self.duration_seconds,
                 "sizeBytes": self.size_bytes,
+                "uploadedBytes": self.uploaded_bytes,
                 "trigger": self.trigger,
             }
         )
@@ -103,6 +105,7 @@ class CompletedCheckpoint:
             duration_seconds=_opt_float(raw.get("durationSeconds")),
             size_bytes=None if raw.get("sizeBytes") is None else int(raw["sizeBytes"]),
             trigger=raw.get("trigger"),
+            uploaded_bytes=None if raw.get("uploadedBytes") is None else int(raw["uploadedBytes"]),
         )
 
 
@@ -154,6 +157,8 @@ class CheckpointsStatus:
     last_failed: FailedCheckpoint | None = None
     consecutive_failures: int = 0
     last_savepoint: SavepointRef | None = None
+    shared_bytes: int | None = None
+    """Incremental checkpoints' shared state referenced by the completed ones (bytes)."""
 
     def for_storage(self) -> dict[str, Any]:
         return _compact(
@@ -162,6 +167,7 @@ class CheckpointsStatus:
                 "lastFailed": self.last_failed.for_storage() if self.last_failed else None,
                 "consecutiveFailures": self.consecutive_failures,
                 "lastSavepoint": self.last_savepoint.for_storage() if self.last_savepoint else None,
+                "sharedBytes": self.shared_bytes,
             }
         )
 
@@ -172,6 +178,7 @@ class CheckpointsStatus:
             FailedCheckpoint.from_storage(raw.get("lastFailed")),
             int(raw.get("consecutiveFailures") or 0),
             SavepointRef.from_storage(raw.get("lastSavepoint")),
+            None if raw.get("sharedBytes") is None else int(raw["sharedBytes"]),
         )
 
 

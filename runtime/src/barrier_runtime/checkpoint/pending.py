@@ -118,6 +118,12 @@ class PendingCheckpoint:
         return sum(h.size for ack in self._acks.values() for h in ack.state_handles)
 
     @property
+    def uploaded_size(self) -> int:
+        """Bytes of state written for this checkpoint so far: with incremental checkpoints,
+        its deltas (and new bases) only; the rest of :attr:`state_size` was written before."""
+        return sum(ack.metrics.uploaded_size for ack in self._acks.values())
+
+    @property
     def alignment_duration(self) -> float:
         """The longest alignment any subtask reported, in seconds."""
         return max((a.metrics.alignment_duration for a in self._acks.values()), default=0.0)

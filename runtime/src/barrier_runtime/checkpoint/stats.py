@@ -37,6 +37,9 @@ class CheckpointStatsEntry:
     state_size: int
     alignment_duration: float
     """The longest alignment reported by any subtask."""
+    uploaded_size: int = 0
+    """Bytes written for it (less than ``state_size`` when incremental checkpoints reuse
+    objects of earlier ones)."""
     end_time: float | None = None
     """When it completed (committed) or failed; None while in progress."""
     path: str | None = None
@@ -214,6 +217,7 @@ def _entry(
         ack_times=checkpoint.ack_times,
         state_size=checkpoint.state_size,
         alignment_duration=checkpoint.alignment_duration,
+        uploaded_size=checkpoint.uploaded_size,
         end_time=end_time,
         path=path,
         failure_reason=failure_reason,

@@ -88,6 +88,7 @@ def _row(found: audit.Audited) -> dict[str, Any]:
         else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(meta.completion_time)),
         "duration_s": None if meta is None else round(meta.completion_time - meta.trigger_time, 3),
         "size_bytes": None if meta is None else meta.total_size,
+        "uploaded_bytes": None if meta is None else layout.uploaded_size(meta),
         "parallelism": None if meta is None else meta.fingerprint.parallelism,
         "status": found.status.value,
         "problems": list(found.problems),
@@ -127,18 +128,19 @@ def _list(args: argparse.Namespace) -> int:
 def _print_table(found: list[audit.Audited]) -> None:
     if not found:
         return
-    header = ("ID", "KIND", "COMPLETED", "DURATION", "SIZE", "P")
-    print("{:>6}  {:<10}  {:<20}  {:>9}  {:>10}  {:>3}  STATUS".format(*header))
+    header = ("ID", "KIND", "COMPLETED", "DURATION", "SIZE", "UPLOADED", "P")
+    print("{:>6}  {:<10}  {:<20}  {:>9}  {:>10}  {:>10}  {:>3}  STATUS".format(*header))
     for a in found:
         r = _row(a)
         if a.metadata is None:
-            completed, duration, size, p = "-", "-", "-", "-"
+            completed, duration, size, uploaded, p = "-", "-", "-", "-", "-"
         else:
             completed, duration = r["completed"], f"{r['duration_s']:.3f}s"
-            size, p = str(r["size_bytes"]), str(r["parallelism"])
+            size, uploaded = str(r["size_bytes"]), str(r["uploaded_bytes"])
+            p = str(r["parallelism"])
         print(
             f"{r['id']:>6}  {r['kind']:<10}  {completed:<20}  {duration:>9}  {size:>10}  "
-            f"{p:>3}  {a.shown}"
+            f"{uploaded:>10}  {p:>3}  {a.shown}"
         )
 
 

@@ -109,6 +109,19 @@ def add_parser(sub: Any) -> None:
         "with the checkpoint (fast under back-pressure; exactly-once only)",
     )
     opt(
+        "--incremental",
+        action="store_true",
+        help="incremental checkpoints: each uploads only the keyed state that changed since "
+        "the previous one (savepoints stay whole)",
+    )
+    opt(
+        "--local-recovery",
+        action="store_true",
+        help="with --incremental: workers keep local copies of what they upload (in "
+        "$CJOB_LOCAL_STATE_DIR, else the temporary directory) and a restart on the same host "
+        "reads them instead of the store",
+    )
+    opt(
         "--store",
         metavar="URL",
         help="checkpoint store: a directory, file:///DIR or "
@@ -221,6 +234,8 @@ def spec_from_args(
             timeout=args.checkpoint_timeout,
             mode=types.CheckpointingMode(args.mode),
             unaligned=args.unaligned,
+            incremental=args.incremental,
+            local_recovery=args.local_recovery,
         ),
         master=args.master,
         spark_conf=_conf(args.conf),
@@ -260,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
     )
     cp = spec.checkpoint
     kind = "unaligned" if cp.unaligned else "aligned"
+    if cp.incremental:
+        kind += ", incremental"
     out.say(
         f"Spark ready in {time.monotonic() - started:.1f}s; job {flow.name}: "
         f"P={spec.parallelism}, {cp.mode.value} ({kind}) checkpoints every {cp.interval:g}s "

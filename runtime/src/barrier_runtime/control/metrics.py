@@ -236,6 +236,12 @@ class JobMetrics:
                     last.state_size,
                 ),
                 base.gauge(
+                    "cjob_last_checkpoint_uploaded_bytes",
+                    "Bytes written for the latest completed checkpoint (its state size, "
+                    "unless it is incremental).",
+                    last.uploaded_size,
+                ),
+                base.gauge(
                     "cjob_last_checkpoint_alignment_seconds",
                     "Longest alignment in the latest completed checkpoint.",
                     last.alignment_duration,

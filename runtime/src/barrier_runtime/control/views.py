@@ -58,6 +58,7 @@ def entry_view(entry: stats.CheckpointStatsEntry) -> doc.CheckpointEntryDoc:
         "failure_timestamp": entry.end_time if failed else None,
         "duration": entry.duration,
         "size": entry.state_size,
+        "uploaded_size": entry.uploaded_size,
         "alignment_duration": entry.alignment_duration,
         "path": entry.path,
         "failure_reason": None if entry.failure_reason is None else entry.failure_reason.value,

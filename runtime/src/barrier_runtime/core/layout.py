@@ -134,6 +134,17 @@ class RestoreChoice:
     """Unreadable ``_metadata`` documents and candidates that failed verification."""
 
 
+def uploaded_size(metadata: md.CheckpointMetadata) -> int:
+    """Bytes written for a checkpoint: the objects in its own directory, and the incremental
+    chain objects as of it (its ``total_size`` less what it reuses of earlier ones)."""
+    own = f"{CheckpointRef.of(metadata).directory}/"
+    return sum(
+        h.size
+        for h in metadata.state_handles
+        if h.key.startswith(own) or h.as_of == metadata.checkpoint_id
+    )
+
+
 def sort_key(ref: CheckpointRef) -> tuple[int, int]:
     """Ascending by id; for the same id a checkpoint sorts after a savepoint."""
     return ref.checkpoint_id, ref.kind is types.CheckpointKind.CHECKPOINT

@@ -81,6 +81,18 @@ class StateHandle:
     key_group_start: int | None = None
     key_group_end: int | None = None
     """Inclusive end of the key-group range (keyed and channel state)."""
+    as_of: int | None = None
+    """Of an incremental checkpoint's object in ``shared/``: the checkpoint whose barrier
+    its state is as of (the newest checkpoint it holds changes of)."""
+    delta: bool = False
+    """Of an incremental checkpoint's object: it holds the changes since the previous
+    object of its chain (applied, oldest first, after the chain's base)."""
+
+    @property
+    def restore_order(self) -> tuple[bool, int]:
+        """Sorts a step's keyed handles the way a restore applies them: bases, then deltas
+        oldest first."""
+        return (self.delta, self.as_of or 0)
 
     def overlaps(self, start: int, end: int) -> bool:
         """Whether this handle's key groups intersect ``[start, end]`` (inclusive)."""
@@ -98,6 +110,8 @@ class StateHandle:
             "kind": self.kind.value,
             "key_group_start": self.key_group_start,
             "key_group_end": self.key_group_end,
+            **({} if self.as_of is None else {"as_of": self.as_of}),
+            **({"delta": True} if self.delta else {}),
         }
 
     @classmethod
@@ -111,6 +125,8 @@ class StateHandle:
             kind=HandleKind(raw.get("kind", "keyed")),
             key_group_start=_opt_int(raw.get("key_group_start")),
             key_group_end=_opt_int(raw.get("key_group_end")),
+            as_of=_opt_int(raw.get("as_of")),
+            delta=bool(raw.get("delta", False)),
         )
 
 
@@ -123,6 +139,9 @@ class AckMetrics:
     alignment_duration: float = 0.0
     state_size: int = 0
     channel_state_size: int = 0
+    uploaded_size: int = 0
+    """Bytes written for this snapshot: its state size, unless incremental checkpoints reuse
+    objects of earlier ones."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,11 @@ class CheckpointConfig:
     unaligned: bool = False
     aligned_timeout: float = 0.0
     retained: int = 3
+    incremental: bool = False
+    """Checkpoints upload only the keyed state that changed since the previous one."""
+    local_recovery: bool = False
+    """With ``incremental``: workers keep local copies of what they upload and a restore on
+    the same host reads them first (:mod:`~barrier_runtime.storage.local_copies`)."""
 
     def __post_init__(self) -> None:
         if self.interval <= 0:

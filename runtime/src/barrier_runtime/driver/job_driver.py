@@ -232,6 +232,7 @@ class JobDriver:
         while True:
             self._state = job.JobState.RUNNING if number == 0 else job.JobState.RESTARTING
             # Step 1
+            chosen_at = self.clock.now()
             restore = restore_mod.restore_point(
                 self.store,
                 number,
@@ -239,6 +240,7 @@ class JobDriver:
                 allow_fresh_start=self.allow_fresh_start,
                 decided=self.first_restore,
             )
+            self.result.restore_point_seconds.append(self.clock.now() - chosen_at)
             self.result.restored_from.append(None if restore is None else restore.checkpoint_id)
             published: dict[types.StepId, int] = (
                 {} if restore is None else dict(restore.records_published)

@@ -46,6 +46,8 @@ class JobResult:
     """When each failed attempt failed (the driver's clock)."""
     last_failure: task_failure.TaskFailure | None = None
     startup_seconds: list[float] = field(default_factory=list)  # start → all subtasks running
+    restore_point_seconds: list[float] = field(default_factory=list)
+    """Per attempt: choosing its restore point, every object of it read and verified."""
     records_published: dict[types.StepId, int] = field(default_factory=dict)
     """Per sink step: records published by the newest completed checkpoint (all attempts and
     runs: counted at commit, from the checkpoints' metadata, never from live counters)."""

@@ -13,7 +13,7 @@ turns into the driver's :class:`~.driver.SparkJobSpec`. It holds no secret value
      "checkpointing": {"intervalSeconds": 30, "timeoutSeconds": 600, "minPauseSeconds": 0,
                        "maxConcurrent": 1, "tolerableFailures": 3, "mode": "ExactlyOnce",
                        "unaligned": false, "alignedTimeoutSeconds": 0, "retained": 3,
-                       "incremental": false, "triggeredBy": "driver"},
+                       "incremental": false, "localRecovery": false, "triggeredBy": "driver"},
      "storage": {"endpoint": "http://minio:9000", "bucket": "cjob", "prefix": "cjob",
                  "root": "cjob/team-a/orders",
                  "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
@@ -172,6 +172,8 @@ def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointCo
         unaligned=raw.unaligned,
         aligned_timeout=raw.aligned_timeout,
         retained=raw.retained,
+        incremental=raw.incremental,
+        local_recovery=raw.local_recovery,
     )
 
 

@@ -28,6 +28,16 @@ A restore reads every handle whose range overlaps the subtask's own range
 and keeps only the rows in that range, which is how a checkpoint taken at
 one parallelism is restored at another.
 
+Incremental snapshots (``docs/incremental-checkpoints.md``): a state that
+tracks changes (:meth:`KeyedState.track_changes`) records in
+:attr:`KeyedState.changed` every key written or deleted since the last
+:meth:`KeyedState.delta_copy`. An operator that changes a value in place, or
+writes :attr:`KeyedState.values` directly, adds the key itself. A delta is
+a state object of the same format holding the changed keys; a deleted key
+has a null value (a tombstone), and the schema says ``cjob.state.delta``.
+Restoring a base and then its deltas, oldest first, gives the state as of
+the newest delta.
+
 >>> state = KeyedState((0, 127), 128)
 >>> state.put("a", [1]); state.put(7, 2)
 >>> copy = state.snapshot_copy("count")
@@ -36,6 +46,14 @@ one parallelism is restored at another.
 >>> fresh.restore([copy.encode()])
 >>> fresh.get("a"), fresh.get(7)
 ([1], 2)
+>>> state.track_changes()
+>>> state.put("b", 3); state.put(7, None)
+>>> delta = state.delta_copy("count")
+>>> sorted(delta.shared), delta.deleted
+(['b'], (7,))
+>>> fresh.restore([delta.encode()])
+>>> fresh.get("b"), fresh.get(7), fresh.get("a")
+(3, None, [1])
 """
 
 from __future__ import annotations
@@ -45,13 +63,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from barrier_runtime import task_failure
-from barrier_runtime.core import json_text, values
-from barrier_runtime.state import key_groups
+from barrier_runtime.core import values
+from barrier_runtime.state import key_groups, value_columns
 
 Key = str | int | bytes
 
@@ -65,10 +82,16 @@ VALUES = b"values"
 keep several, e.g. its values and its timers; objects without the mark hold values."""
 
 
-def _schema(content: bytes) -> pa.Schema:
+DELTA_KEY = b"cjob.state.delta"
+"""Marks a delta (schema metadata ``cjob.state.delta: 1``): changed keys, null for deleted."""
+
+
+def _schema(content: bytes, delta: bool = False) -> pa.Schema:
     metadata = {FORMAT_KEY: FORMAT}
     if content != VALUES:
         metadata[CONTENT_KEY] = content
+    if delta:
+        metadata[DELTA_KEY] = b"1"
     return pa.schema(
         [("key_group", pa.int32()), ("key", pa.binary()), ("value", pa.binary())],
         metadata=metadata,
@@ -137,7 +160,22 @@ class KeyedState:
         self.max_parallelism = max_parallelism
         self.content = content
         self.values: dict[Key, Any] = {}
-        """Key to value (never ``None``). Operators may read and write it directly."""
+        """Key to value (never ``None``). Operators may read and write it directly (and then
+        add the key to :attr:`changed`)."""
+        self.changed: set[Key] | None = None
+        """Keys written or deleted since the last :meth:`delta_copy`, once
+        :meth:`track_changes` was called (``None`` until then: a loop that writes
+        :attr:`values` checks it once, not per record)."""
+
+    def track_changes(self) -> None:
+        """Start recording changed keys, for :meth:`delta_copy` (incremental snapshots)."""
+        if self.changed is None:
+            self.changed = set()
+
+    def mark(self, key: Key) -> None:
+        """Note that ``key``'s value changed in place (when tracking changes)."""
+        if self.changed is not None:
+            self.changed.add(key)
 
     def get(self, key: Key) -> Any:
         return self.values.get(key)
@@ -147,6 +185,8 @@ class KeyedState:
             self.values.pop(key, None)
         else:
             self.values[key] = value
+        if self.changed is not None:
+            self.changed.add(key)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -166,10 +206,34 @@ class KeyedState:
         is encoded now; :class:`UnencodableStateError` (naming ``step_id``) if
         one cannot be.
         """
+        return self._copy(step_id, self.values, ())
+
+    def delta_copy(self, step_id: str = "?") -> StateCopy:
+        """The keys changed since the last delta (deleted ones as tombstones); forgets them.
+
+        Needs :meth:`track_changes`. Taken at the barrier, like :meth:`snapshot_copy`.
+        """
+        if self.changed is None:
+            raise RuntimeError(f"step {step_id!r}: a delta needs track_changes() first")
+        changed, self.changed = self.changed, set()
         held = self.values
+        present = {key: held[key] for key in changed if key in held}
+        deleted = tuple(key for key in changed if key not in held)
+        return self._copy(step_id, present, deleted)
+
+    def _copy(self, step_id: str, held: dict[Key, Any], deleted: tuple[Key, ...]) -> StateCopy:
+        delta = held is not self.values
         if set(map(type, held.values())) <= _SHARED:
             return StateCopy(
-                step_id, self.start, self.end, self.max_parallelism, dict(held), {}, self.content
+                step_id,
+                self.start,
+                self.end,
+                self.max_parallelism,
+                dict(held),
+                {},
+                self.content,
+                deleted,
+                delta,
             )
         shared: dict[Key, Any] = {}
         encoded: dict[Key, bytes] = {}
@@ -184,18 +248,41 @@ class KeyedState:
             else:
                 encoded[key] = _encode(step_id, key, value)
         return StateCopy(
-            step_id, self.start, self.end, self.max_parallelism, shared, encoded, self.content
+            step_id,
+            self.start,
+            self.end,
+            self.max_parallelism,
+            shared,
+            encoded,
+            self.content,
+            deleted,
+            delta,
         )
 
     def restore(self, blobs: Iterable[bytes]) -> None:
-        """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
+        """Load the rows of ``blobs`` that fall into this subtask's key-group range.
+
+        ``blobs`` in the order they were taken: a base, then its deltas, whose
+        tombstones delete. Restored keys do not count as changed.
+        """
+        held = self.values
         for blob in blobs:
             table = read_table(blob)
             groups = table.column("key_group")
             mine = pc.and_(pc.greater_equal(groups, self.start), pc.less_equal(groups, self.end))
             table = table.filter(mine)
-            keys = decode_column(table.column("key"))
-            self.values.update(zip(keys, decode_column(table.column("value")), strict=True))
+            column = table.column("value")
+            keys = value_columns.decode_column(table.column("key"))
+            if not column.null_count:
+                held.update(zip(keys, value_columns.decode_column(column), strict=True))
+                continue
+            present = pc.is_valid(column)
+            kept = iter(value_columns.decode_column(column.filter(present)))
+            for key, valid in zip(keys, present.to_pylist(), strict=True):
+                if valid:
+                    held[key] = next(kept)
+                else:
+                    held.pop(key, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +298,19 @@ class StateCopy:
     encoded: dict[Key, bytes]
     """Keys whose values were encoded at the barrier."""
     content: bytes = VALUES
+    deleted: tuple[Key, ...] = ()
+    """Keys deleted since the previous delta (a delta's tombstones)."""
+    delta: bool = False
+    """Whether this holds only the keys changed since the previous delta."""
+
+    @property
+    def rows(self) -> int:
+        return len(self.shared) + len(self.encoded) + len(self.deleted)
 
     def encode(self) -> bytes:
         """The state object's bytes (:class:`MisroutedKeyError` if a key is out of range)."""
-        keys = [*self.shared, *self.encoded]
-        key_ints = _int64s(keys)
+        keys = [*self.shared, *self.encoded, *self.deleted]
+        key_ints = value_columns.int64s(keys)
         try:
             if key_ints is not None:
                 hashes = key_groups.stable_hash_int64(key_ints)
@@ -234,15 +329,19 @@ class StateCopy:
                 f"outside its range [{self.start}, {self.end}]: records were routed to the "
                 "wrong subtask"
             )
-        key_column = encode_column(keys, key_ints)
-        shared_values = encode_column(list(self.shared.values()))
+        key_column = value_columns.encode_column(keys, key_ints)
+        shared_values = value_columns.encode_column(list(self.shared.values()))
         value_column = pa.concat_arrays(
-            [shared_values, pa.array(list(self.encoded.values()), type=pa.binary())]
+            [
+                shared_values,
+                pa.array(list(self.encoded.values()), type=pa.binary()),
+                pa.nulls(len(self.deleted), type=pa.binary()),
+            ]
         )
         # Key groups are < 32768 (the largest max_parallelism): a stable int16 sort is a
         # radix sort, several times faster than sorting int64.
         order = pa.array(np.argsort(groups.astype(np.int16), kind="stable"))
-        schema = _schema(self.content)
+        schema = _schema(self.content, self.delta)
         table = pa.table(
             {
                 "key_group": pa.array(groups.astype(np.int32)).take(order),
@@ -255,79 +354,6 @@ class StateCopy:
         with pa.ipc.new_stream(sink, schema, options=IPC_OPTIONS) as writer:
             writer.write_table(table)
         return bytes(sink.getvalue().to_pybytes())
-
-
-def _int64s(items: list[Any]) -> npt.NDArray[np.int64] | None:
-    """``items`` as an int64 array when every item is an ``int`` (not a ``bool``) that fits."""
-    if not items or set(map(type, items)) != {int}:
-        return None
-    try:
-        return np.fromiter(items, dtype=np.int64, count=len(items))
-    except OverflowError:
-        return None
-
-
-def encode_column(items: list[Any], ints: npt.NDArray[np.int64] | None = None) -> pa.Array:
-    """The value-codec bytes of every item (all of them encodable), as a binary array.
-
-    All-``int`` items in 64 bits take Arrow's decimal formatting, which is the
-    codec's encoding of an ``int``, and all-``str`` items that JSON writes as they are
-    (printable ASCII without ``"`` or ``\\``) are quoted by Arrow. ``ints``: the
-    items as int64, when the caller already converted them (saves a second pass).
-
-    >>> ints = [0, -7, 2**63 - 1, -(2**63)]
-    >>> encode_column(ints).to_pylist() == [values.encode(i) for i in ints]
-    True
-    >>> encode_column(["k1", "a b"]).to_pylist()
-    [b'"k1"', b'"a b"']
-    """
-    if ints is None:
-        ints = _int64s(items)
-    column: pa.Array | None = None
-    if ints is not None:
-        column = pa.array(ints, type=pa.int64())
-    elif set(map(type, items)) == {str}:
-        column = pa.array(items, type=pa.string())
-    text = None if column is None else json_text.column_text(column)
-    if text is not None:
-        return pc.cast(text, pa.binary())
-    encode = values.encode
-    return pa.array([encode(v) for v in items], type=pa.binary())
-
-
-def decode_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """The values of a column of value-codec bytes (``values.decode`` of each).
-
-    A column of canonical decimal integers (as :func:`encode_column` writes
-    them) is parsed by Arrow in one pass; anything else is decoded one by one.
-
-    >>> decode_column(encode_column([3, -12, 0]))
-    [3, -12, 0]
-    >>> decode_column(encode_column(["k1", "a b"]))
-    ['k1', 'a b']
-    >>> decode_column(pa.array([b"[1]", b"2"]))  # not all ints: decoded one by one
-    [[1], 2]
-    """
-    text = _as_text(column) if len(column) and not column.null_count else None
-    if text is not None:
-        if pc.all(pc.match_substring_regex(text, json_text.QUOTED_PLAIN_STRING)).as_py():
-            return list(pc.utf8_slice_codeunits(text, 1, -1).to_pylist())
-        try:
-            ints = pc.cast(text, pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-        else:
-            if pc.all(pc.equal(pc.cast(ints, pa.string()), text)).as_py():
-                return list(ints.to_pylist())
-    decode = values.decode
-    return [decode(b) for b in column.to_pylist()]
-
-
-def _as_text(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array | None:
-    try:
-        return column.cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # not UTF-8: not a column the fast paths read
 
 
 def _flat_dict(value: dict[Any, Any]) -> bool:

@@ -31,6 +31,12 @@ about fivefold, which is what a checkpoint costs the most for: every byte is
 hashed twice by the client and stored by the S3 server. Arrow decompresses on
 read, so restores read both compressed and older uncompressed snapshots.
 
+For incremental checkpoints (:meth:`KeyedSums.track_changes`) every update
+keeps the batch's distinct keys; :meth:`KeyedSums.delta_copy` copies the
+sums of those keys only. Keys are never deleted, so a delta needs no
+tombstones: a restore applies its objects in order and the last row of a
+key wins.
+
 >>> import numpy as np
 >>> state = KeyedSums((0, 127), 128)
 >>> state.running_sums(np.array([7, 9, 7]), np.array([1, 10, 2])).tolist()
@@ -47,6 +53,14 @@ read, so restores read both compressed and older uncompressed snapshots.
 >>> later.restore([copy.encode()])
 >>> later.get(7)
 8
+>>> state.track_changes()
+>>> _ = state.running_sums(np.array([9]), np.array([1]))
+>>> delta = state.delta_copy()
+>>> delta.keys.tolist(), delta.values.tolist(), delta.delta
+([9], [16], True)
+>>> later.restore([delta.encode()])
+>>> sorted(later.items())
+[(7, 8), (9, 16)]
 """
 
 from __future__ import annotations
@@ -89,6 +103,8 @@ class KeyedSums:
         self.max_parallelism = max_parallelism
         self._keys: KeyArray = np.empty(0, dtype=np.int64)
         self._values: Int64Array = np.empty(0, dtype=np.int64)
+        self._changed: list[KeyArray] | None = None
+        """The distinct keys of every update since the last delta, once tracking."""
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -120,7 +136,10 @@ class KeyedSums:
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=is_start[1:])
         starts = np.flatnonzero(is_start)
         # Step 3
-        slots = self._slots(sorted_keys[starts])
+        distinct = sorted_keys[starts]
+        slots = self._slots(distinct)
+        if self._changed is not None:
+            self._changed.append(distinct)
         # Step 4
         offsets = self._values[slots] - (cumulative[starts] - sorted_values[starts])
         group = np.cumsum(is_start) - 1
@@ -176,12 +195,37 @@ class KeyedSums:
         """Serialise every key's sum as Arrow IPC bytes (copy and encode in one go)."""
         return self.snapshot_copy().encode()
 
-    def snapshot_copy(self) -> SumsSnapshot:
+    def snapshot_copy(self, step_id: str = "?") -> SumsSnapshot:
         """The synchronous half of a snapshot: a copy that later updates do not touch."""
-        return SumsSnapshot(self._keys.copy(), self._values.copy(), self.max_parallelism)
+        return SumsSnapshot(
+            self._keys.copy(), self._values.copy(), self.max_parallelism, self.start, self.end
+        )
+
+    def track_changes(self) -> None:
+        """Start keeping the keys each update touches, for :meth:`delta_copy`."""
+        if self._changed is None:
+            self._changed = []
+
+    def delta_copy(self, step_id: str = "?") -> SumsSnapshot:
+        """The sums of the keys updated since the last delta (then forgets them)."""
+        if self._changed is None:
+            raise RuntimeError(f"step {step_id!r}: a delta needs track_changes() first")
+        parts, self._changed = self._changed, []
+        stored = self._keys
+        if not parts:
+            keys: KeyArray = stored[:0].copy()
+        else:
+            if stored.dtype == object:
+                parts = [p if p.dtype == object else _as_objects(p) for p in parts]
+            keys = np.unique(np.concatenate(parts))
+        sums = self._values[np.searchsorted(stored, keys)] if len(keys) else self._values[:0]
+        return SumsSnapshot(
+            keys, sums.copy(), self.max_parallelism, self.start, self.end, delta=True
+        )
 
     def restore(self, blobs: Iterable[bytes]) -> None:
-        """Load the rows of ``blobs`` that fall into this subtask's key-group range."""
+        """Load the rows of ``blobs`` that fall into this subtask's key-group range (in the
+        order they were taken: where a key appears twice, the later row wins)."""
         key_parts: list[KeyArray] = [self._keys]
         value_parts: list[Int64Array] = [self._values]
         for blob in blobs:
@@ -200,9 +244,11 @@ class KeyedSums:
         if any(p.dtype == object for p in key_parts):
             key_parts = [p if p.dtype == object else _as_objects(p) for p in key_parts]
         keys = np.concatenate(key_parts)
-        order = _argsort(keys)
-        self._keys = keys[order]
-        self._values = np.concatenate(value_parts).astype(np.int64)[order]
+        order = _argsort(keys)  # stable: a key's rows stay in the order they were read
+        keys, sums = keys[order], np.concatenate(value_parts).astype(np.int64)[order]
+        last = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[1:], keys[:-1], out=last[:-1])
+        self._keys, self._values = keys[last], sums[last]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +258,15 @@ class SumsSnapshot:
     keys: KeyArray
     values: Int64Array
     max_parallelism: int
+    start: int = 0
+    end: int = 0
+    """The key-group range of the state it was copied from (inclusive)."""
+    delta: bool = False
+    """Whether it holds only the keys updated since the previous delta."""
+
+    @property
+    def rows(self) -> int:
+        return len(self.keys)
 
     def encode(self) -> bytes:
         """The Arrow IPC stream of the copy (one record batch, ZSTD-compressed buffers)."""
@@ -222,6 +277,8 @@ class SumsSnapshot:
         else:
             schema = _SUM_SCHEMAS["object"]
             keys = pa.array([values.encode(k) for k in self.keys], type=pa.binary())
+        if self.delta:
+            schema = schema.with_metadata({**_FORMAT, keyed.DELTA_KEY: b"1"})
         batch = pa.record_batch(
             [pa.array(groups), keys, pa.array(self.values, type=pa.int64())], schema=schema
         )

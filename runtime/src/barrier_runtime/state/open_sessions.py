@@ -1,4 +1,4 @@
-"""The open sessions of one subtask, kept so that a batch costs what it touches.
+r"""The open sessions of one subtask, kept so that a batch costs what it touches.
 
 Rows live in NumPy arrays with spare capacity (``start``, ``end``, ``count``,
 ``fired`` and the value columns' partials, see
@@ -9,6 +9,11 @@ capacity), so the arrays are not rebuilt per batch; once dead rows outnumber
 live ones, or the chunks pile up, the table is compacted in one pass. Finding
 a batch's keys among the open sessions is one ``is_in`` probe of the key
 chunks against a hash of the batch's keys.
+
+For incremental snapshots (:meth:`OpenSessions.track_changes`) the table
+keeps the keys of every row it kills, appends or :meth:`~OpenSessions.touch`\ es;
+:meth:`OpenSessions.take_changed` hands them over: a delta holds every live
+session of those keys, and a key left with none.
 
 >>> table = OpenSessions(session_windows.empty([], {}))
 >>> at = table.append(pa.array(["a", "b"]), {"start": np.array([0, 5]),
@@ -44,6 +49,8 @@ class OpenSessions:
         self._live = 0
         self._chunks: list[pa.Array] = []
         self.key_type: pa.DataType | None = None
+        self._changed: list[pa.Array] | None = None
+        """Keys whose sessions changed since :meth:`take_changed` (when tracking)."""
 
     def __len__(self) -> int:
         """The live sessions."""
@@ -82,8 +89,28 @@ class OpenSessions:
 
     def kill(self, rows: npt.NDArray[np.intp]) -> None:
         """Mark ``rows`` (live ones) dead."""
+        self.touch(rows)
         self._alive[rows] = False
         self._live -= len(rows)
+
+    def touch(self, rows: npt.NDArray[np.intp]) -> None:
+        """Note that the sessions of ``rows`` changed (when tracking changes)."""
+        if self._changed is not None and len(rows):
+            self._changed.append(self.keys().take(pa.array(rows)).combine_chunks())
+
+    def track_changes(self) -> None:
+        """Start keeping the keys whose sessions change, for :meth:`take_changed`."""
+        if self._changed is None:
+            self._changed = []
+
+    def take_changed(self) -> pa.Array | None:
+        """The distinct keys whose sessions changed since the last call (``None``: none)."""
+        if self._changed is None:
+            raise RuntimeError("the sessions do not track changes: call track_changes() first")
+        changed, self._changed = self._changed, []
+        if not changed or self.key_type is None:
+            return None
+        return pc.unique(pa.concat_arrays([c.cast(self.key_type) for c in changed]))
 
     def append(self, keys: pa.Array, rows: Mapping[str, Values]) -> npt.NDArray[np.intp]:
         """Add live sessions; their positions."""
@@ -100,6 +127,8 @@ class OpenSessions:
         self._chunks.append(keys)
         self._size += n
         self._live += n
+        if self._changed is not None:
+            self._changed.append(keys)
         if len(self._chunks) > _MAX_CHUNKS:
             self._chunks = [pa.concat_arrays(self._chunks)] if self._size else []
         return at
@@ -139,7 +168,55 @@ class OpenSessions:
 
     def widen(self, column: str, dtype: np.dtype[Any]) -> None:
         """Hold ``dtype`` values of ``column`` from now on (integer sessions meeting floats)."""
+        if self._arrays[f"{column}:sum"].dtype != dtype:
+            self.touch(np.flatnonzero(self.alive_rows()))  # every session's values change type
         session_windows.widen(self._arrays, column, dtype)
 
     def dtype(self, name: str) -> np.dtype[Any]:
         return self._arrays[name].dtype
+
+
+class SessionsState:
+    """Open sessions as a keyed state that snapshots copy, whole or as a delta (see
+    :func:`~barrier_runtime.task.operators.base.add_keyed_state`)."""
+
+    def __init__(
+        self, table: OpenSessions, key_group_range: tuple[int, int], max_parallelism: int
+    ) -> None:
+        self.table = table
+        self.start, self.end = key_group_range
+        self.max_parallelism = max_parallelism
+
+    def track_changes(self) -> None:
+        self.table.track_changes()
+
+    def snapshot_copy(self, step_id: str = "?") -> session_windows.SessionsCopy:
+        keys, arrays = self.table.live_copy()
+        return session_windows.SessionsCopy(
+            keys, arrays, self.max_parallelism, self.start, self.end
+        )
+
+    def delta_copy(self, step_id: str = "?") -> session_windows.SessionsCopy:
+        """The live sessions of the keys changed since the last delta, and those keys
+        left with none."""
+        table = self.table
+        changed = table.take_changed()
+        rows = np.zeros(0, np.intp)
+        if changed is not None and len(table):
+            hit = np.asarray(pc.is_in(table.keys(), value_set=changed).to_numpy(), dtype=bool)
+            rows = np.flatnonzero(hit & table.alive_rows())
+        live_keys = table.keys().take(pa.array(rows)).combine_chunks() if len(rows) else None
+        deleted = None
+        if changed is not None:
+            alive = pc.is_in(changed, value_set=changed[:0] if live_keys is None else live_keys)
+            deleted = changed.filter(pc.invert(alive))
+        arrays = {name: table.column(name)[rows] for name in table.names()}
+        return session_windows.SessionsCopy(
+            live_keys,
+            arrays,
+            self.max_parallelism,
+            self.start,
+            self.end,
+            delta=True,
+            deleted=deleted,
+        )

@@ -25,7 +25,10 @@ Snapshots
     :meth:`SessionsCopy.encode` writes the sessions as one Arrow table in the
     keyed-state format (content mark ``session-slots``): key group, key (value
     codec), then every array; a restore at any parallelism takes the rows of
-    its key groups (:func:`decode`).
+    its key groups (:func:`decode`). The delta of an incremental checkpoint
+    holds every live session of the keys whose sessions changed, and a row
+    with ``deleted`` set for each such key left without one; restoring it
+    replaces all sessions of those keys.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from barrier_runtime.state import key_groups, keyed, window_panes
+from barrier_runtime.state import key_groups, keyed, value_columns, window_panes
 
 CONTENT = b"session-slots"
 Values = npt.NDArray[Any]
@@ -161,19 +164,34 @@ class SessionsCopy:
     keys: pa.Array | None
     columns: Columns
     max_parallelism: int
+    start: int = 0
+    end: int = 0
+    """The key-group range of the subtask it was copied on (inclusive)."""
+    delta: bool = False
+    """Whether it holds only the keys whose sessions changed since the previous delta."""
+    deleted: pa.Array | None = None
+    """A delta's keys left without a session."""
+
+    @property
+    def rows(self) -> int:
+        return sum(0 if k is None else len(k) for k in (self.keys, self.deleted))
 
     def encode(self) -> bytes:
         target = schema(self.columns)
-        if self.keys is None or not len(self.keys):
+        keys, columns = self.keys, dict(self.columns)
+        if self.delta:
+            target = target.append(pa.field(DELETED, pa.bool_())).with_metadata(
+                {**(target.metadata or {}), keyed.DELTA_KEY: b"1"}
+            )
+            keys, columns = _with_deleted(keys, columns, self.deleted)
+        if keys is None or not len(keys):
             table = target.empty_table()
         else:
             data: dict[str, Any] = {
-                "key_group": key_groups.key_groups_of(self.keys, self.max_parallelism).astype(
-                    np.int32
-                ),
-                "key": keyed.encode_column(self.keys.to_pylist()),
+                "key_group": key_groups.key_groups_of(keys, self.max_parallelism).astype(np.int32),
+                "key": value_columns.encode_column(keys.to_pylist()),
             }
-            data.update(self.columns)
+            data.update(columns)
             table = pa.table(data, schema=target).sort_by("key_group")
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, target, options=keyed.IPC_OPTIONS) as writer:
@@ -181,23 +199,57 @@ class SessionsCopy:
         return bytes(sink.getvalue().to_pybytes())
 
 
-def decode(
-    blobs: Iterable[bytes], key_group_range: tuple[int, int]
-) -> list[tuple[list[Any], Columns]]:
-    """Per blob, the keys and arrays of its rows in ``key_group_range`` (blobs with none
-    are skipped)."""
+def _with_deleted(
+    keys: pa.Array | None, columns: Columns, deleted: pa.Array | None
+) -> tuple[pa.Array | None, Columns]:
+    """The rows of a delta: its sessions (``deleted`` false), then a row per deleted key."""
+    live = 0 if keys is None else len(keys)
+    gone = 0 if deleted is None else len(deleted)
+    out = {name: np.concatenate([v, np.zeros(gone, v.dtype)]) for name, v in columns.items()}
+    out[DELETED] = np.concatenate([np.zeros(live, bool), np.ones(gone, bool)])
+    parts = [k for k in (keys, deleted) if k is not None and len(k)]
+    if len(parts) == 2 and parts[1].type != parts[0].type:
+        parts[1] = parts[1].cast(parts[0].type)
+    return (pa.concat_arrays(parts) if parts else keys), out
+
+
+DELETED = "deleted"
+"""A delta's column: the row only says its key has no session left."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Restored:
+    """The rows of one snapshot object in a key-group range."""
+
+    keys: list[Any]
+    columns: Columns
+    delta: bool = False
+    """Its keys' sessions replace all sessions of those keys (else they are added)."""
+    deleted: list[Any] = dataclasses.field(default_factory=list)
+    """Keys whose sessions are all gone (a delta's)."""
+
+
+def decode(blobs: Iterable[bytes], key_group_range: tuple[int, int]) -> list[Restored]:
+    """Per blob, in order, its rows in ``key_group_range`` (blobs with none are skipped)."""
     lo, hi = key_group_range
     out = []
     for blob in blobs:
         table = keyed.read_table(blob)
+        delta = (table.schema.metadata or {}).get(keyed.DELTA_KEY) == b"1"
         groups = table.column("key_group").to_numpy()
         table = table.take(pa.array(np.flatnonzero((groups >= lo) & (groups <= hi))))
         if not table.num_rows:
             continue
+        deleted: list[Any] = []
+        if delta:
+            gone = table.column(DELETED)
+            deleted = value_columns.decode_column(table.filter(gone).column("key"))
+            table = table.filter(pc.invert(gone)).drop_columns([DELETED])
         arrays = {
             name: np.asarray(table.column(name).to_numpy())
             for name in table.schema.names
             if name not in ("key_group", "key")
         }
-        out.append((keyed.decode_column(table.column("key")), arrays))
+        keys = value_columns.decode_column(table.column("key")) if table.num_rows else []
+        out.append(Restored(keys, arrays, delta, deleted))
     return out

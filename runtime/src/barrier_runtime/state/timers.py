@@ -86,7 +86,7 @@ class TimerService:
         held = self._held.values.get(key, ())
         if entry in held:
             return
-        self._held.values[key] = (*held, entry)
+        self._held.put(key, (*held, entry))
         heapq.heappush(self._heaps[domain], (int(time), type(key).__name__, key, entry[2]))
 
     def delete(self, domain: Domain, key: Any, time: int, namespace: Namespace = ()) -> None:
@@ -118,6 +118,11 @@ class TimerService:
                 self.delete(domain, key, time, namespace)
                 fired.append(Timer(time, key, namespace))
         return fired
+
+    @property
+    def state(self) -> keyed.KeyedState:
+        """The timers in their stored form (what snapshots copy)."""
+        return self._held
 
     def snapshot_copy(self, step_id: str) -> keyed.StateCopy:
         """The timers as of now, to encode on the upload thread (see ``KeyedState``)."""

@@ -14,15 +14,10 @@ Sums, minimums and maximums keep the type of their value column: int64 for
 integer columns (exact, like the per-record window's sum), float64 otherwise.
 An empty minimum or maximum (only nulls seen) is told by a count of 0.
 
-Snapshots
-    :func:`encode` writes the panes as one Arrow table in the keyed-state
-    format (content mark ``window-slots``): key group, key (value codec),
-    window start, count, fired, and ``<column>:count``, ``:sum``, ``:min``,
-    ``:max`` per value column. It splits by key group, so a restore at any
-    parallelism takes the rows of its key groups (:func:`decode`). Tables
-    written before several aggregates (one value column, unnamed: ``count``,
-    ``sum``, ``min``, ``max``, ``fired``; float64 sums before int64) are read
-    into the step's one column.
+Snapshots and their deltas are made and read by
+:mod:`~barrier_runtime.state.pane_snapshots`. Once :meth:`Panes.track_changes`
+is called, every pane marks the rows a merge or a firing changed, and the panes
+remember the window starts they dropped, for the next delta.
 
 >>> panes = Panes({"v": np.dtype(np.int64)})
 >>> pane = panes.pane(0)
@@ -41,7 +36,7 @@ array([1])
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -49,12 +44,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from barrier_runtime.state import key_groups, keyed
-
 Ints = npt.NDArray[np.int64]
 Values = npt.NDArray[Any]
 CONTENT = b"window-slots"
 AGGREGATES = ("count", "sum", "min", "max")
+DROPPED_KEY = b"cjob.panes.dropped"
+"""A delta's schema metadata: the window starts its subtask dropped (JSON list)."""
+RANGE_KEY = b"cjob.state.range"
+"""A delta's schema metadata: the key-group range of its subtask (``lo,hi``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -125,16 +122,45 @@ class ColumnAggregates:
 class Pane:
     """The keys of one window start and their aggregates; see the module essay."""
 
-    __slots__ = ("count", "fired", "keys", "values")
+    __slots__ = ("count", "dirty", "fired", "keys", "values")
 
-    def __init__(self, dtypes: Mapping[str, np.dtype[Any]]) -> None:
+    def __init__(self, dtypes: Mapping[str, np.dtype[Any]], *, tracking: bool = False) -> None:
         self.keys: pa.Array | None = None
         self.count: Ints = np.zeros(0, np.int64)
         self.fired: Ints = np.zeros(0, np.int64)
         self.values = {column: ColumnAggregates(dtype) for column, dtype in dtypes.items()}
+        self.dirty: npt.NDArray[np.bool_] | None = np.zeros(0, bool) if tracking else None
+        """Rows changed since the last delta (when tracking changes)."""
 
     def __len__(self) -> int:
         return len(self.count)
+
+    def mark(self, rows: npt.NDArray[Any] | slice) -> None:
+        """Note that ``rows`` changed (when tracking)."""
+        dirty = self.dirty
+        if dirty is None:
+            return
+        if len(dirty) < len(self):
+            dirty = self.dirty = np.concatenate([dirty, np.zeros(len(self) - len(dirty), bool)])
+        dirty[rows] = True
+
+    def fire(self, at: Ints) -> Ints:
+        """Count one more emission of the rows ``at``; how many there were before."""
+        before = self.fired[at].copy()
+        self.fired[at] += 1
+        self.mark(at)
+        return before
+
+    def keep(self, rows: npt.NDArray[np.bool_]) -> None:
+        """Keep only the rows where ``rows`` is true (a restore removing a dropped window)."""
+        self.count, self.fired = self.count[rows], self.fired[rows]
+        if self.keys is not None:
+            self.keys = self.keys.filter(pa.array(rows))
+        for aggregates in self.values.values():
+            for name in AGGREGATES:
+                setattr(aggregates, name, getattr(aggregates, name)[rows])
+        if self.dirty is not None:
+            self.dirty = self.dirty[: len(rows)][rows]
 
     def merge(self, keys: pa.Array, partials: Partials) -> Ints:
         """Add each distinct key's partials; the position of every key in the pane."""
@@ -162,7 +188,18 @@ class Pane:
             self.fired = np.concatenate([self.fired, np.zeros(len(new), np.int64)])
             for column, aggregates in self.values.items():
                 aggregates.append(new, partials.values.get(column))
+        self.mark(where)
         return where
+
+    def replace(self, keys: pa.Array, partials: Partials, fired: Ints) -> None:
+        """Put each key's aggregates and firings in place of the pane's (a delta's rows)."""
+        where = self.merge(keys, Partials(np.zeros(len(keys), np.int64), {}))
+        self.count[where] = partials.count
+        self.fired[where] = fired
+        for column, given in partials.values.items():
+            aggregates = self.values[column]
+            for name in AGGREGATES:
+                getattr(aggregates, name)[where] = getattr(given, name)
 
     def key_order(self) -> Ints:
         """Positions in key order (the order a window's results are emitted in)."""
@@ -174,9 +211,19 @@ class Pane:
 class Panes:
     """The live panes of one subtask by window start; ``dtypes``: per value column."""
 
-    def __init__(self, dtypes: Mapping[str, np.dtype[Any]]) -> None:
+    def __init__(
+        self,
+        dtypes: Mapping[str, np.dtype[Any]],
+        key_group_range: tuple[int, int] = (0, 0),
+        max_parallelism: int = 1,
+    ) -> None:
+        """``key_group_range`` and ``max_parallelism``: the subtask's (for snapshots)."""
         self.dtypes = dict(dtypes)
+        self.start, self.end = key_group_range
+        self.max_parallelism = max_parallelism
         self._by_start: dict[int, Pane] = {}
+        self._dropped: list[int] | None = None
+        """Window starts dropped since the last delta (when tracking changes)."""
 
     def __contains__(self, start: int) -> bool:
         return start in self._by_start
@@ -194,11 +241,27 @@ class Panes:
         """The pane of ``start``, created empty if it is new."""
         pane = self._by_start.get(start)
         if pane is None:
-            self._by_start[start] = pane = Pane(self.dtypes)
+            tracking = self._dropped is not None
+            self._by_start[start] = pane = Pane(self.dtypes, tracking=tracking)
         return pane
 
     def drop(self, start: int) -> None:
-        self._by_start.pop(start, None)
+        if self._by_start.pop(start, None) is not None and self._dropped is not None:
+            self._dropped.append(start)
+
+    def track_changes(self) -> None:
+        """Start marking changed rows and dropped panes, for :meth:`delta_copy`."""
+        if self._dropped is None:
+            self._dropped = []
+            for pane in self._by_start.values():
+                pane.dirty = np.zeros(len(pane), bool)
+
+    def take_dropped(self) -> tuple[int, ...]:
+        """The window starts dropped since the last call (then forgets them)."""
+        if self._dropped is None:
+            raise RuntimeError("the panes do not track changes: call track_changes() first")
+        dropped, self._dropped = tuple(self._dropped), []
+        return dropped
 
     def widen(self, column: str, dtype: np.dtype[Any]) -> None:
         """Hold ``dtype`` values of ``column`` from now on (integer panes meeting floats)."""
@@ -206,6 +269,7 @@ class Panes:
             return
         for pane in self._by_start.values():
             pane.values[column].widen(dtype)
+            pane.mark(slice(None))  # every row's values changed type
         self.dtypes[column] = dtype
 
 
@@ -222,153 +286,3 @@ def identities(dtype: np.dtype[Any]) -> tuple[Any, Any]:
         return -np.inf, np.inf
     info = np.iinfo(dtype)
     return info.min, info.max
-
-
-# -- snapshots --------------------------------------------------------------------------
-
-
-def schema(dtypes: Mapping[str, np.dtype[Any]]) -> pa.Schema:
-    fields = [
-        ("key_group", pa.int32()),
-        ("key", pa.binary()),
-        ("start", pa.int64()),
-        ("count", pa.int64()),
-        ("fired", pa.int64()),
-    ]
-    for column in sorted(dtypes):
-        value = pa.from_numpy_dtype(dtypes[column])
-        fields.append((f"{column}:count", pa.int64()))
-        fields += [(f"{column}:{name}", value) for name in ("sum", "min", "max")]
-    return pa.schema(fields, metadata={keyed.FORMAT_KEY: keyed.FORMAT, keyed.CONTENT_KEY: CONTENT})
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PanesCopy:
-    """The live panes as of a barrier (arrays copied); encoded later, on the upload thread."""
-
-    dtypes: Mapping[str, np.dtype[Any]]
-    max_parallelism: int
-    parts: tuple[tuple[int, pa.Array, dict[str, Values]], ...]
-
-    @staticmethod
-    def of(panes: Panes, max_parallelism: int) -> PanesCopy:
-        parts = []
-        for start, pane in panes.items():
-            if pane.keys is None or not len(pane):
-                continue
-            arrays = {"count": pane.count.copy(), "fired": pane.fired.copy()}
-            for column, aggregates in pane.values.items():
-                for name in AGGREGATES:
-                    arrays[f"{column}:{name}"] = getattr(aggregates, name).copy()
-            parts.append((start, pane.keys, arrays))  # Arrow arrays are immutable
-        return PanesCopy(dict(panes.dtypes), max_parallelism, tuple(parts))
-
-    def encode(self) -> bytes:
-        target = schema(self.dtypes)
-        tables = [self._table(start, keys, arrays, target) for start, keys, arrays in self.parts]
-        table = pa.concat_tables(tables) if tables else target.empty_table()
-        table = table.sort_by("key_group")
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, target, options=keyed.IPC_OPTIONS) as writer:
-            writer.write_table(table)
-        return bytes(sink.getvalue().to_pybytes())
-
-    def _table(
-        self, start: int, keys: pa.Array, arrays: dict[str, Values], target: pa.Schema
-    ) -> pa.Table:
-        columns: dict[str, Any] = {
-            "key_group": key_groups.key_groups_of(keys, self.max_parallelism).astype(np.int32),
-            "key": keyed.encode_column(keys.to_pylist()),
-            "start": np.full(len(keys), start, np.int64),
-        }
-        columns.update(arrays)
-        return pa.table(columns, schema=target)
-
-
-def _value_field(table: pa.Table, column: str, name: str, legacy: str | None) -> str | None:
-    """The table's field of ``column``'s aggregate ``name`` (an old table: its unnamed one)."""
-    if f"{column}:{name}" in table.schema.names:
-        return f"{column}:{name}"
-    if column == legacy and name in table.schema.names and "sum" in table.schema.names:
-        return name
-    return None
-
-
-def snapshot_dtypes(
-    blobs: Iterable[bytes], columns: Iterable[str], legacy: str | None
-) -> dict[str, np.dtype[Any]]:
-    """Per value column, the sums' dtype in snapshot blobs: float64 if any holds floats."""
-    dtypes: dict[str, np.dtype[Any]] = {column: np.dtype(np.int64) for column in columns}
-    for blob in blobs:
-        table = keyed.read_table(blob)
-        if not table.num_rows:
-            continue
-        for column in dtypes:
-            name = _value_field(table, column, "sum", legacy)
-            if name is not None and pa.types.is_floating(table.schema.field(name).type):
-                dtypes[column] = np.dtype(np.float64)
-    return dtypes
-
-
-def decode(
-    blobs: Iterable[bytes],
-    key_group_range: tuple[int, int],
-    panes: Panes,
-    legacy: str | None = None,
-) -> None:
-    """Load the rows of ``key_group_range`` from snapshot blobs into ``panes``.
-
-    ``legacy``: the value column a table written before several aggregates holds.
-    """
-    lo, hi = key_group_range
-    for blob in blobs:
-        table = keyed.read_table(blob)
-        groups = table.column("key_group").to_numpy()
-        table = table.take(pa.array(np.flatnonzero((groups >= lo) & (groups <= hi))))
-        if not table.num_rows:
-            continue
-        keys = pa.array(keyed.decode_column(table.column("key")))
-        starts = table.column("start").to_numpy()
-        counts = table.column("count").to_numpy()
-        fired = table.column("fired").to_numpy()
-        values = {c: _column_partials(table, c, dtype, legacy) for c, dtype in panes.dtypes.items()}
-        for start in np.unique(starts).tolist():
-            rows = np.flatnonzero(starts == start)
-            partials = Partials(
-                counts[rows], {c: v.take(rows) for c, v in values.items() if v is not None}
-            )
-            where = panes.pane(int(start)).merge(keys.take(pa.array(rows)), partials)
-            panes.pane(int(start)).fired[where] = fired[rows]
-
-
-def _column_partials(
-    table: pa.Table, column: str, dtype: np.dtype[Any], legacy: str | None
-) -> ValuePartials | None:
-    names = {name: _value_field(table, column, name, legacy) for name in AGGREGATES}
-    if any(name is None for name in names.values()):
-        return None
-    lowest, highest = identities(dtype)
-
-    def read(name: str) -> Values:
-        field = names[name]
-        assert field is not None
-        return np.asarray(table.column(field).to_numpy())
-
-    return ValuePartials(
-        np.asarray(read("count"), np.int64),
-        _as(read("sum"), dtype, 0),
-        _as(read("min"), dtype, highest),
-        _as(read("max"), dtype, lowest),
-    )
-
-
-def _as(values: Values, dtype: np.dtype[Any], empty: Any) -> Values:
-    """``values`` as ``dtype``; a non-finite float (an old table's empty min or max): ``empty``."""
-    if values.dtype == dtype:
-        return values
-    if values.dtype.kind == "f" and dtype.kind != "f":
-        finite = np.isfinite(values)
-        out = np.where(finite, values, 0).astype(dtype)
-        out[~finite] = empty
-        return out
-    return values.astype(dtype)

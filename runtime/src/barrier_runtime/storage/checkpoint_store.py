@@ -35,6 +35,7 @@ thread-safe as its object store.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -126,14 +127,22 @@ class CheckpointStore(deleting.Deleting):
         handle_kind: md.HandleKind,
         key_group_start: int | None = None,
         key_group_end: int | None = None,
+        as_of: int | None = None,
+        delta: bool = False,
     ) -> md.StateHandle:
-        """Upload an immutable, content-addressed object under ``shared/`` (incremental state)."""
+        """Upload an immutable, content-addressed object under ``shared/`` (incremental state).
+
+        With ``as_of`` (the checkpoint whose state it holds), its name starts with that id
+        and the subtask: ``shared/{step}/{as_of:010d}-{subtask}-{sha256}``.
+        """
         digest = hashlib.sha256(data).hexdigest()
-        key = f"{layout.SHARED_DIR}/{object_store.validate_key(step_id)}/{digest}"
+        name = digest if as_of is None else f"{as_of:010d}-{subtask}-{digest}"
+        key = f"{layout.SHARED_DIR}/{object_store.validate_key(step_id)}/{name}"
         self._store.put_if_absent(self._abs(key), data)
-        return integrity.make_handle(
+        handle = integrity.make_handle(
             key, data, step_id, subtask, handle_kind, key_group_start, key_group_end
         )
+        return dataclasses.replace(handle, as_of=as_of, delta=delta)
 
     def read_state(self, handle: md.StateHandle) -> bytes:
         """The object's bytes, checked against the handle (:class:`CorruptCheckpointError`)."""

@@ -26,6 +26,7 @@ class Deleting:
     _store: object_store.ObjectStore
     _memory: scan_memory.ScanMemory
     _abs: Callable[[str], str]
+    _rel: Callable[[str], str]
     _reference: Callable[[int | str], layout.Reference]
     scan: Callable[[], layout.Inventory]
     describe: Callable[[], str]
@@ -66,7 +67,36 @@ class Deleting:
         self._execute(plan, inventory)
         for top in (*layout.KIND_DIRS, layout.SHARED_DIR):
             self._store.delete_incomplete(self._abs(f"{top}/"))
+        self._discard_unreferenced_shared(inventory)
         return plan.discarded
+
+    def _discard_unreferenced_shared(self, inventory: layout.Inventory) -> None:
+        """Delete the ``shared/`` objects no completed checkpoint or savepoint references.
+
+        Incremental chains live as long as the attempt that writes them: once it is gone,
+        a delta of a checkpoint that never completed, or a background base no checkpoint
+        switched to, can never be referenced. Left alone while a ``_metadata`` cannot be
+        read: what it references is unknown.
+        """
+        if inventory.rejected:
+            log.warning(
+                "not deleting unreferenced shared objects in %s: %d checkpoint(s) cannot be "
+                "read, and they may reference them",
+                self.describe(),
+                len(inventory.rejected),
+            )
+            return
+        referenced = {h.key for m in inventory.completed for h in m.state_handles}
+        found = self._store.list(self._abs(f"{layout.SHARED_DIR}/"))
+        orphans = [key for key in map(self._rel, found) if key not in referenced]
+        if not orphans:
+            return
+        self._store.delete_many([self._abs(key) for key in orphans])
+        log.info(
+            "deleted %d shared object(s) no checkpoint references from %s",
+            len(orphans),
+            self.describe(),
+        )
 
     def deletion_targets(self, path_or_id: int | str) -> tuple[layout.CheckpointRef, ...]:
         """The directories :meth:`delete_checkpoint` would delete (torn ones included)."""

@@ -13,10 +13,16 @@ Rules, in order of importance:
    objects, so a half-deleted checkpoint is never mistaken for a valid one;
 5. checkpoints whose metadata cannot be read are left alone for a human.
 
-Known limit: a ``shared/`` object that only discarded checkpoints reference is
-deleted even if an in-progress incremental checkpoint decided to reuse it; an
-incremental uploader must therefore re-upload (``put``) what it reuses from
-checkpoints that may be discarded, or hold retention back.
+Incremental checkpoints (``docs/incremental-checkpoints.md``) reuse ``shared/``
+objects of earlier checkpoints of the same chain. A checkpoint in progress only
+references objects that the newest completed checkpoint references too, or that
+no completed checkpoint references yet (its own, and those of checkpoints that
+did not complete): completing a newer checkpoint aborts the older pending ones,
+so the newest completed one is never older than what a pending one builds on,
+and retention always keeps it. Shared objects that no completed checkpoint
+references are deleted by the driver's clean-up once no writer is left
+(``discard_unfinished``), and the commit refuses a checkpoint whose reused
+objects are gone.
 """
 
 from __future__ import annotations

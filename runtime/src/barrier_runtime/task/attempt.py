@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from barrier_runtime.api import sources
-from barrier_runtime.core import faults, metadata, types
+from barrier_runtime.core import faults, layout, metadata, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.graph import plan as plan_mod
-from barrier_runtime.storage import checkpoint_store
+from barrier_runtime.storage import checkpoint_store, local_copies
 from barrier_runtime.storage import errors as storage_errors
 from barrier_runtime.task import channel as channel_mod
-from barrier_runtime.task import operators, snapshots
+from barrier_runtime.task import operators, snapshots, state_chains
 from barrier_runtime.task import output as output_mod
 from barrier_runtime.task import subtask as subtask_mod
 
@@ -81,6 +81,14 @@ class AttemptContext:
             max_workers=4, thread_name_prefix=f"upload-a{attempt}"
         )
         self._channel_state_cache: list[snapshots.InFlight] | None = None
+        self.local_copies = (
+            local_copies.LocalCopies(local_copies.default_root(store.job_path))
+            if config.incremental and config.local_recovery
+            else None
+        )
+        """Task-local recovery's copies of shared objects on this host (when on)."""
+        self.read_locally = 0
+        """Objects a restore read from :attr:`local_copies` instead of the store."""
         self.signals: list[channel_mod.Signal] = []
         self._worker_sources: dict[tuple[int, int], sources.Source] = {}
 
@@ -191,6 +199,38 @@ class AttemptContext:
             key_group_end=blob.key_group_end,
         )
 
+    def write_shared(
+        self, task: metadata.TaskKey, link: state_chains.Link, step_id: types.StepId
+    ) -> metadata.StateHandle:
+        """Write one object of an incremental chain under ``shared/`` (on an upload thread)."""
+        data = link.encode()
+        handle = self.store.write_shared(
+            data,
+            step_id=step_id,
+            subtask=task.subtask,
+            handle_kind=metadata.HandleKind.KEYED,
+            key_group_start=link.start,
+            key_group_end=link.end,
+            as_of=link.as_of,
+            delta=link.delta,
+        )
+        if self.local_copies is not None:
+            self.local_copies.keep(handle.key, data)
+        return handle
+
+    def prune_local_copies(self, task: metadata.TaskKey, bases: dict[types.StepId, int]) -> None:
+        """Drop ``task``'s local copies older than each step's base in ``bases`` (a completed
+        checkpoint's), on the upload pool."""
+        copies = self.local_copies
+        if copies is None or not bases:
+            return
+
+        def prune() -> None:
+            for step_id, before in bases.items():
+                copies.prune(step_id=step_id, subtask=task.subtask, before=before)
+
+        self._uploads.submit(prune)
+
     def write_channel_state(
         self, barrier: types.Barrier, task: metadata.TaskKey, entries: list[snapshots.InFlight]
     ) -> metadata.StateHandle:
@@ -209,7 +249,19 @@ class AttemptContext:
     # -- restore ---------------------------------------------------------------------------
 
     def read_state(self, handle: metadata.StateHandle) -> bytes:
-        return self.store.read_state(handle)
+        """A state object's bytes: a verified local copy if there is one (task-local
+        recovery), else the store's (then kept locally too)."""
+        copies = self.local_copies
+        if copies is None or not handle.key.startswith(f"{layout.SHARED_DIR}/"):
+            return self.store.read_state(handle)
+        data = copies.read(handle)
+        if data is not None:
+            with self._lock:
+                self.read_locally += 1
+            return data
+        data = self.store.read_state(handle)
+        copies.keep(handle.key, data)
+        return data
 
     def channel_state(self, meta: metadata.CheckpointMetadata) -> list[snapshots.InFlight]:
         with self._lock:

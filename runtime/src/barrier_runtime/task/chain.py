@@ -264,13 +264,16 @@ class OperatorChain:
         lo, hi = self._kg_range
         for op in self.ops.values():
             if isinstance(op, operators.StatefulOperator):
-                handles = [
-                    h
-                    for h in meta.state_handles
-                    if h.step_id == op.step_id
-                    and h.kind is metadata.HandleKind.KEYED
-                    and h.overlaps(lo, hi)
-                ]
+                handles = sorted(
+                    (
+                        h
+                        for h in meta.state_handles
+                        if h.step_id == op.step_id
+                        and h.kind is metadata.HandleKind.KEYED
+                        and h.overlaps(lo, hi)
+                    ),
+                    key=lambda h: h.restore_order,  # bases, then deltas oldest first
+                )
                 op.restore(self._ctx.read_state(h) for h in handles)
         return self._replay_channel_state(meta)
 

@@ -11,7 +11,11 @@ Life of snapshot *n* (numbered steps, marked ``# Step N`` below)
        state into a :class:`~barrier_runtime.task.operators.SnapshotBuilder`.
     2. (task thread) the barrier is forwarded downstream — with priority if
        unaligned, keeping the output it overtook as output channel state.
-    3. (upload pool) the state blobs are written (fault point UPLOAD).
+    3. (upload pool) the state blobs are written (fault point UPLOAD); with
+       incremental checkpoints, the keyed states' new links go to ``shared/``
+       and the handles are those of each whole chain
+       (:mod:`~barrier_runtime.task.state_chains`), whose background bases
+       are uploaded after the snapshot, on their own.
     4. (task thread, unaligned with open inputs) the gate captures input
        channel state until every input delivered *n*, then hands it over
        (:meth:`channel_state_complete`); the channel state is uploaded
@@ -37,6 +41,8 @@ Threading
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +51,9 @@ from typing import Protocol
 from barrier_runtime.channels import messages
 from barrier_runtime.core import faults, metadata, types
 from barrier_runtime.task import input_gate as gate_mod
-from barrier_runtime.task import operators, snapshots
+from barrier_runtime.task import operators, snapshots, state_chains
+
+log = logging.getLogger(__name__)
 
 
 class ChainSnapshot(Protocol):
@@ -74,6 +82,9 @@ class CheckpointServices(Protocol):
     @property
     def faults(self) -> faults.FaultInjector: ...
 
+    @property
+    def config(self) -> types.CheckpointConfig: ...
+
     def acknowledge(self, ack: metadata.TaskAcknowledgement) -> None: ...
 
     def decline(
@@ -92,6 +103,13 @@ class CheckpointServices(Protocol):
         self, barrier: types.Barrier, task: metadata.TaskKey, entries: list[snapshots.InFlight]
     ) -> metadata.StateHandle: ...
 
+    def write_shared(
+        self, task: metadata.TaskKey, link: state_chains.Link, step_id: types.StepId
+    ) -> metadata.StateHandle: ...
+
+    def prune_local_copies(self, task: metadata.TaskKey, bases: dict[types.StepId, int]) -> None:
+        """Task-local recovery: drop local copies older than each step's base."""
+
 
 @dataclasses.dataclass
 class _Snapshot:
@@ -107,6 +125,8 @@ class _Snapshot:
     output_state: list[snapshots.InFlight] = dataclasses.field(default_factory=list)
     input_state: list[snapshots.InFlight] = dataclasses.field(default_factory=list)
     _handles: list[metadata.StateHandle] = dataclasses.field(default_factory=list)
+    uploaded_size: int = 0
+    """Bytes this snapshot wrote (with incremental checkpoints, less than the state's size)."""
     _uploads_left: int = 1
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     _acked: bool = False
@@ -140,6 +160,7 @@ class _Snapshot:
                 alignment_duration=self.alignment_duration,
                 state_size=sum(h.size for h in self._handles if h.kind is not channel),
                 channel_state_size=sum(h.size for h in self._handles if h.kind is channel),
+                uploaded_size=self.uploaded_size,
             ),
         )
 
@@ -158,6 +179,10 @@ class SubtaskCheckpointing:
         self._services = services
         self._chain = chain
         self._output = output
+        self._chains = state_chains.StateChains() if services.config.incremental else None
+        """Keyed states' chains, when checkpoints are incremental (savepoints never are)."""
+        self._bases: dict[types.CheckpointId, dict[types.StepId, int]] = {}
+        """Per incremental snapshot not yet completed: each step's oldest base."""
         self._last_snapshot = 0
         self._direct_pending: types.Barrier | None = None
         self._awaiting: dict[types.CheckpointId, _Snapshot] = {}
@@ -214,6 +239,12 @@ class SubtaskCheckpointing:
         for cid in list(self._awaiting):
             if cid == checkpoint_id or (and_older and cid < checkpoint_id):
                 del self._awaiting[cid]
+        bases = self._bases.pop(checkpoint_id, None)
+        if and_older:
+            for cid in [c for c in self._bases if c < checkpoint_id]:
+                del self._bases[cid]
+            if bases:  # completed: nothing older than its bases is read again
+                self._services.prune_local_copies(self._key, bases)
 
     # -- the snapshot ------------------------------------------------------------------------
 
@@ -228,8 +259,17 @@ class SubtaskCheckpointing:
         started = time.monotonic()
         n = barrier.checkpoint_id
         self._fault(faults.FaultPoint.SNAPSHOT, n)  # Step 1
-        builder = operators.SnapshotBuilder(n, self._key.subtask)
+        incremental = barrier.kind is types.CheckpointKind.CHECKPOINT
+        builder = operators.SnapshotBuilder(
+            n, self._key.subtask, chains=self._chains if incremental else None
+        )
         self._chain.snapshot_into(builder)
+        if builder.chained:
+            bases: dict[types.StepId, int] = {}
+            for chained in builder.chained:
+                base = int(chained.references[0].as_of)
+                bases[chained.step_id] = min(base, bases.get(chained.step_id, base))
+            self._bases[n] = bases
         snap = _Snapshot(
             barrier, self._key, builder, started, alignment_duration, self._services.acknowledge
         )
@@ -247,14 +287,53 @@ class SubtaskCheckpointing:
             snap.add_upload()
             self._upload_channel_state(snap)
         self._services.submit_upload(self._key, n, lambda: self._upload_state(snap))  # Step 3
+        for chained in builder.chained:
+            if chained.background is not None:
+                upload = functools.partial(self._upload_base, chained.background, chained.step_id)
+                self._services.submit_upload(self._key, n, upload)
 
     def _upload_state(self, snap: _Snapshot) -> None:
-        """On the upload pool."""
+        """On the upload pool. If it fails, the links it was to write are broken."""
+        try:
+            self._write_state(snap)
+        except BaseException:
+            for chained in snap.builder.chained:
+                for link in chained.uploads:
+                    if not link.settled:
+                        link.failed()
+            raise
+
+    def _write_state(self, snap: _Snapshot) -> None:
         self._fault(faults.FaultPoint.UPLOAD, snap.barrier.checkpoint_id)
         handles = [
             self._services.write_blob(snap.barrier, self._key, blob) for blob in snap.builder.blobs
         ]
+        written = sum(h.size for h in handles)
+        for chained in snap.builder.chained:
+            for link in chained.uploads:
+                written += self._upload_link(link, chained.step_id).size
+        snap.uploaded_size = written
+        handles += [link.handle() for c in snap.builder.chained for link in c.references]
         snap.upload_done(handles)  # Step 5
+
+    def _upload_link(self, link: state_chains.Link, step_id: types.StepId) -> metadata.StateHandle:
+        """Write one object of a chain and settle it (a failure breaks the chain)."""
+        try:
+            handle = self._services.write_shared(self._key, link, step_id)
+        except BaseException:
+            link.failed()
+            raise
+        link.succeeded(handle)
+        return handle
+
+    def _upload_base(self, link: state_chains.Link, step_id: types.StepId) -> None:
+        """A background base: its failure fails no checkpoint (the chain keeps its old base)."""
+        try:
+            self._upload_link(link, step_id)
+        except Exception as exc:
+            log.warning(
+                "%s could not upload a new base of %s (tried later): %s", self._key, step_id, exc
+            )
 
     def _upload_channel_state(self, snap: _Snapshot) -> None:
         entries = [*snap.input_state, *snap.output_state]

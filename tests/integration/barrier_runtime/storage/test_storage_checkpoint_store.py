@@ -319,3 +319,28 @@ def test_load_rejects_a_path_of_another_job(checkpoints: Store, make_checkpoint:
     make_checkpoint(1, kind=SP)
     with pytest.raises(errors.CheckpointNotFoundError, match="another job"):
         checkpoints.load("s3://bucket/default/other-job/savepoints/sp-0000000001")
+
+
+def test_the_drivers_clean_up_deletes_shared_objects_no_checkpoint_references(
+    checkpoints: Store, make_checkpoint: Make
+) -> None:
+    """Once an attempt is gone its chains are too: a delta of a checkpoint that never
+    completed can never be referenced (issue 32). Not while a ``_metadata`` is unreadable."""
+
+    def shared(data: bytes, as_of: int) -> metadata.StateHandle:
+        return checkpoints.write_shared(
+            data, step_id="count", subtask=0, handle_kind=metadata.HandleKind.KEYED, as_of=as_of
+        )
+
+    base, orphan = shared(b"a base", 1), shared(b"a delta of checkpoint 2", 2)
+    assert base.key.startswith("shared/count/0000000001-0-") and base.as_of == 1
+    make_checkpoint(1, extra=[base])
+    make_checkpoint(3, commit=False)
+    checkpoints.object_store.put(f"{JOB}/checkpoints/chk-0000000003/_metadata", b"{not json")
+    checkpoints.discard_unfinished()
+    present = set(checkpoints.object_store.list(f"{JOB}/shared/"))
+    assert present == {f"{JOB}/{base.key}", f"{JOB}/{orphan.key}"}  # checkpoint 3 may use it
+    checkpoints.delete_checkpoint(3)
+    checkpoints.discard_unfinished()
+    assert set(checkpoints.object_store.list(f"{JOB}/shared/")) == {f"{JOB}/{base.key}"}
+    assert checkpoints.verify(1) == []

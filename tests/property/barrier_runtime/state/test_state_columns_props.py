@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime.core import values
-from barrier_runtime.state import keyed
+from barrier_runtime.state import value_columns
 
 TRICKY = st.sampled_from(['"', "\\", "\n", "\x7f", "é", "😀", "12", "-0", '"a"', "null", " "])
 PRINTABLE = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=6)
@@ -28,13 +28,13 @@ COLUMNS = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(COLUMNS)
 def test_encode_column_gives_the_codec_bytes_of_every_item(items: list[object]) -> None:
-    column = keyed.encode_column(items)
+    column = value_columns.encode_column(items)
     assert column.to_pylist() == [values.encode(v) for v in items]
 
 
 @settings(max_examples=400, deadline=None)
 @given(COLUMNS)
 def test_decode_column_gives_back_every_item(items: list[object]) -> None:
-    decoded = keyed.decode_column(keyed.encode_column(items))
+    decoded = value_columns.decode_column(value_columns.encode_column(items))
     assert decoded == items
     assert [type(v) for v in decoded] == [type(v) for v in items]  # "12" stays a str, 12 an int

@@ -31,15 +31,24 @@ def test_the_status_column(cjob, tmp_path) -> None:
     result = cjob("checkpoints", "list", "--store", str(root), "--job", JOB)
     assert result.code == 1, result.err
     header, *rows = result.out.splitlines()
-    assert header.split() == ["ID", "KIND", "COMPLETED", "DURATION", "SIZE", "P", "STATUS"]
-    status = {int(r.split()[0]): r.split(None, 6)[6] for r in rows}
+    assert header.split() == [
+        "ID",
+        "KIND",
+        "COMPLETED",
+        "DURATION",
+        "SIZE",
+        "UPLOADED",
+        "P",
+        "STATUS",
+    ]
+    status = {int(r.split()[0]): r.split(None, 7)[7] for r in rows}
     assert status[1] == "ok"
     assert status[2].startswith(
         "corrupt: state object checkpoints/chk-0000000002/count/0.arrow has sha256"
     )
     assert status[3].startswith("corrupt: ") and "_metadata" not in rows[2].split()[2]
     assert status[4] == "incomplete"
-    assert rows[3].split()[1:6] == ["checkpoint", "-", "-", "-", "-"]
+    assert rows[3].split()[1:7] == ["checkpoint", "-", "-", "-", "-", "-"]
     assert result.err.strip() == (
         "cjob: 2 of 3 completed checkpoints are corrupt: a restore skips them (cjob checkpoints "
         f"verify --store … --job {JOB} ID shows every problem)"
@@ -57,7 +66,7 @@ def test_the_status_in_json(cjob, tmp_path) -> None:
         3: "corrupt",
         4: "incomplete",
     }
-    assert rows[1]["problems"] == [] and rows[1]["size_bytes"] == 5
+    assert rows[1]["problems"] == [] and rows[1]["size_bytes"] == rows[1]["uploaded_bytes"] == 5
     assert "has sha256" in rows[2]["problems"][0]
     assert rows[4]["completed"] is None
 

@@ -105,6 +105,7 @@ def test_an_existing_job_without_completed_checkpoints_says_so_and_exits_1(cjob,
         "-",
         "-",
         "-",
+        "-",
         "incomplete",
     ]
     assert (

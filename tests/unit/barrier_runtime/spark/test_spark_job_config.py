@@ -135,6 +135,15 @@ def test_reset_after_and_allow_fresh_start_reach_the_driver() -> None:
     assert default.restart.reset_after == 600 and default.allow_fresh_start is False
 
 
+def test_incremental_checkpoints_reach_the_driver_from_the_crd() -> None:
+    """Issue 32: ``spec.checkpointing.incremental`` went to job.json, and nothing read it."""
+    checkpointing = {"interval": "1s", "incremental": True, "localRecovery": True}
+    spec = job_config.to_spec(_doc(checkpointing=checkpointing), environ=ENV)
+    assert spec.checkpoint.incremental is True and spec.checkpoint.local_recovery is True
+    default = job_config.to_spec(_doc(), environ=ENV).checkpoint
+    assert default.incremental is False and default.local_recovery is False
+
+
 def test_allow_fresh_start_must_be_a_boolean() -> None:
     doc = _doc()
     doc["allowFreshStart"] = "yes"

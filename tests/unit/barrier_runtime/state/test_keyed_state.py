@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from barrier_runtime.core import values
 from barrier_runtime.state import key_groups
-from barrier_runtime.state.keyed import KeyedState, MisroutedKeyError, decode_column, read_table
+from barrier_runtime.state.keyed import KeyedState, MisroutedKeyError, read_table
+from barrier_runtime.state.value_columns import decode_column
 
 
 def test_hash_is_stable_across_processes() -> None:

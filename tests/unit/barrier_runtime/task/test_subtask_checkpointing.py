@@ -27,6 +27,7 @@ class Services:
     def __init__(self) -> None:
         self.attempt = 0
         self.faults = faults.FaultInjector()
+        self.config = types.CheckpointConfig()
         self.acks: list[metadata.TaskAcknowledgement] = []
         self.declines: list[tuple[types.CheckpointId, types.FailureReason]] = []
         self.queued: list[Callable[[], None]] = []

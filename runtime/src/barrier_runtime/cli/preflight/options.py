@@ -189,6 +189,12 @@ def run_options(args: argparse.Namespace) -> None:
         unaligned=args.unaligned,
         names=_RUN_CHECKPOINT_NAMES,
     )
+    if args.local_recovery and not args.incremental:
+        raise fail(
+            "--local-recovery needs --incremental (it keeps local copies of the incremental "
+            "checkpoints' shared objects)",
+            "add --incremental, or drop --local-recovery",
+        )
     at_least("--max-restarts", args.max_restarts, 0, why="0 fails the job at the first failure")
     positive("--restart-window", args.restart_window, why="seconds in which --max-restarts count")
     at_least("--restart-backoff", args.restart_backoff, 0, why="seconds before the first restart")

@@ -29,9 +29,8 @@ from barrier_runtime.task.operators.base import (
     SnapshotBuilder,
     StateBlob,
     StatefulOperator,
+    add_keyed_state,
     key_fn_of,
-    keyed_blob,
-    keyed_state_blob,
 )
 
 __all__ = [
@@ -42,12 +41,11 @@ __all__ = [
     "SnapshotBuilder",
     "StateBlob",
     "StatefulOperator",
+    "add_keyed_state",
     "base",
     "join",
     "key_fn_of",
     "keyed",
-    "keyed_blob",
-    "keyed_state_blob",
     "keyed_sum",
     "process",
     "registry",

@@ -27,7 +27,7 @@ from barrier_runtime import task_failure
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import event_time, steps
 from barrier_runtime.core import metadata, types
-from barrier_runtime.state import keyed
+from barrier_runtime.task import state_chains
 
 Emit = Callable[[batch_mod.Batch], None]
 CommitHook = Callable[[types.CheckpointId], None]
@@ -62,6 +62,10 @@ class SnapshotBuilder:
     sink_transactions: dict[types.StepId, tuple[Any, ...]] = field(default_factory=dict)
     sink_records: dict[types.StepId, int] = field(default_factory=dict)
     """Per sink step: records written since the attempt started (published with the checkpoint)."""
+    chains: state_chains.StateChains | None = None
+    """The subtask's chains, when this snapshot is an incremental checkpoint."""
+    chained: list[state_chains.ChainSnapshot] = field(default_factory=list)
+    """Keyed states snapshotted into their chains (instead of :attr:`blobs`)."""
 
 
 class Operator(abc.ABC):
@@ -119,31 +123,31 @@ class StatefulOperator(Operator):
         """Load the state rows of ``blobs`` that fall into this subtask's key-group range."""
 
 
-def keyed_blob(
-    step_id: types.StepId,
+def add_keyed_state(
     builder: SnapshotBuilder,
-    data: bytes | Callable[[], bytes],
-    start: int,
-    end: int,
-) -> StateBlob:
-    """The blob of one subtask's keyed state for key groups ``[start, end]``."""
-    return StateBlob(
-        relpath=f"{step_id}/{builder.subtask}.arrow",
-        payload=data,
-        step_id=step_id,
-        kind=metadata.HandleKind.KEYED,
-        key_group_start=start,
-        key_group_end=end,
-    )
-
-
-def keyed_state_blob(
-    step_id: types.StepId, builder: SnapshotBuilder, state: keyed.KeyedState
-) -> StateBlob:
-    """The blob of a :class:`~keyed.KeyedState`: copied now (mutable values encoded at
-    once), serialised on the upload thread."""
+    step_id: types.StepId,
+    state: state_chains.TrackedState,
+    suffix: str = "",
+) -> None:
+    """Snapshot a keyed state (e.g. :class:`~barrier_runtime.state.keyed.KeyedState`): copied
+    now, serialised on the upload thread; whole into the checkpoint's directory, or into its
+    chain when the checkpoint is incremental. ``suffix`` tells a step's states apart."""
+    relpath = f"{step_id}/{builder.subtask}{suffix}.arrow"
+    if builder.chains is not None:
+        chained = builder.chains.snapshot(builder.checkpoint_id, state, step_id, relpath)
+        builder.chained.append(chained)
+        return
     copy = state.snapshot_copy(step_id)
-    return keyed_blob(step_id, builder, copy.encode, state.start, state.end)
+    builder.blobs.append(
+        StateBlob(
+            relpath,
+            copy.encode,
+            step_id,
+            metadata.HandleKind.KEYED,
+            state.start,
+            state.end,
+        )
+    )
 
 
 def key_fn_of(inp: steps.Input) -> steps.KeyFn:

@@ -71,6 +71,7 @@ class IntervalJoinOperator(base.StatefulOperator):
                     out.append(self._join(key, *pair))
             sides[side].setdefault(ts, []).append(record)
             self.state.values[key] = sides
+            self.state.mark(key)
             self._timers.register(EVENT, key, self._cleanup_time(side, ts), (side, ts))
         if out:
             self.emit(batch_mod.Batch.from_rows(out))
@@ -105,9 +106,10 @@ class IntervalJoinOperator(base.StatefulOperator):
             sides[side].pop(ts, None)
             if not sides[LEFT] and not sides[RIGHT]:
                 del self.state.values[timer.key]
+            self.state.mark(timer.key)
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
+        base.add_keyed_state(builder, self.step_id, self.state)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)

@@ -80,7 +80,8 @@ class KeyedOperator(base.StatefulOperator):
     ) -> list[batch_mod.Record]:
         """``fn`` on every record with its key's state, in one loop with local bindings."""
         held = self.state.values
-        get = held.get
+        get, changed = held.get, self.state.changed
+        mark = None if changed is None else changed.add
         out: list[batch_mod.Record] = []
         extend = out.extend
         for given, record in zip(keys, rows, strict=True):
@@ -98,6 +99,8 @@ class KeyedOperator(base.StatefulOperator):
                 held.pop(key, None)
             else:
                 held[key] = new
+            if mark is not None:
+                mark(key)
             extend(emitted)
         return out
 
@@ -108,7 +111,8 @@ class KeyedOperator(base.StatefulOperator):
         connect = self._connect
         assert connect is not None
         held = self.state.values
-        get = held.get
+        get, changed = held.get, self.state.changed
+        mark = None if changed is None else changed.add
         out: list[batch_mod.Record] = []
         for given, record in zip(keys, rows, strict=True):
             key = given
@@ -125,6 +129,8 @@ class KeyedOperator(base.StatefulOperator):
                 held.pop(key, None)
             else:
                 held[key] = new
+            if mark is not None:
+                mark(key)
             out.extend(emitted)
         return out
 
@@ -135,7 +141,7 @@ class KeyedOperator(base.StatefulOperator):
         self._reject(record, exc)
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
+        base.add_keyed_state(builder, self.step_id, self.state)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)

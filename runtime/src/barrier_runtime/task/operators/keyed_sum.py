@@ -93,10 +93,7 @@ class KeyedSumOperator(base.StatefulOperator):
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
         # Copy now (cheap); encode and compress on the upload thread.
-        encode = self.state.snapshot_copy().encode
-        builder.blobs.append(
-            base.keyed_blob(self.step_id, builder, encode, self.state.start, self.state.end)
-        )
+        base.add_keyed_state(builder, self.step_id, self.state)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)

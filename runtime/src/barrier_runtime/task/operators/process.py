@@ -132,21 +132,8 @@ class ProcessOperator(base.StatefulOperator):
             self.emit(batch_mod.Batch.from_rows(out))
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        start, end = self.state.start, self.state.end
-        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
-        pending = self.timers.snapshot_copy(self.step_id)
-        timer_blob = base.keyed_blob(self.step_id, builder, pending.encode, start, end)
-        relpath = f"{self.step_id}/{builder.subtask}.timers.arrow"
-        builder.blobs.append(
-            base.StateBlob(
-                relpath,
-                timer_blob.payload,
-                timer_blob.step_id,
-                timer_blob.kind,
-                timer_blob.key_group_start,
-                timer_blob.key_group_end,
-            )
-        )
+        base.add_keyed_state(builder, self.step_id, self.state)
+        base.add_keyed_state(builder, self.step_id, self.timers.state, ".timers")
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         values: list[bytes] = []

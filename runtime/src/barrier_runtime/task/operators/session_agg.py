@@ -190,23 +190,32 @@ class SessionAggOperator(base.StatefulOperator):
         fired = table.column("fired")
         fields["update"] = fired[at].copy()
         fired[at] += 1
+        table.touch(at)
         return batch_mod.Batch.from_arrow(pa.record_batch(fields))
 
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        keys, arrays = self._open.live_copy()
-        copy = sessions_mod.SessionsCopy(keys, arrays, self._max_parallelism)
-        lo, hi = self._range
-        builder.blobs.append(base.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
+        state = open_sessions.SessionsState(self._open, self._range, self._max_parallelism)
+        base.add_keyed_state(builder, self.step_id, state)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
-        for keys, arrays in sessions_mod.decode(blobs, self._range):
+        """Load whole objects and deltas in order: a delta's sessions replace every session
+        of their keys, and its deleted keys lose theirs."""
+        table = self._open
+        for part in sessions_mod.decode(blobs, self._range):
+            if part.delta:
+                replaced = part.keys + part.deleted
+                if replaced and len(table):
+                    table.kill(table.find(_key_array(replaced, table.key_type)))
+            if not part.keys:
+                continue
             for column in self._step.columns:
-                dtype = arrays[f"{column}:sum"].dtype
+                dtype = part.columns[f"{column}:sum"].dtype
                 if dtype.kind == "f":
-                    self._open.widen(column, dtype)
-            self._open.append(pa.array(keys), arrays)
+                    table.widen(column, dtype)
+            table.append(_key_array(part.keys, table.key_type), part.columns)
+        table.compact(force=True)
         self._lowest_end = self._lowest_open_end()
 
     def watermark_restored(self, watermark: int) -> None:
@@ -229,3 +238,9 @@ def _result(
         mean = table.column(f"{aggregate.column}:sum")[at] / np.maximum(count, 1)
         return pa.array(mean, mask=count == 0)
     return pa.array(table.column(f"{aggregate.column}:{aggregate.how}")[at], mask=count == 0)
+
+
+def _key_array(keys: list[Any], key_type: pa.DataType | None) -> pa.Array:
+    """Restored keys as an Arrow array of the table's key type (once it has one)."""
+    array = pa.array(keys)
+    return array if key_type is None or array.type == key_type else array.cast(key_type)

@@ -108,6 +108,7 @@ class WindowOperator(base.StatefulOperator):
         contents = self._fold(contents, record)
         held[(window.start, window.end)] = [contents, firings]
         self.state.values[key] = held
+        self.state.mark(key)
         reached = window.max_timestamp <= self.watermark
         self._arm(key, window, fire=not reached)
         if reached:  # late but allowed: an update, now (its fire timer has gone off)
@@ -148,6 +149,7 @@ class WindowOperator(base.StatefulOperator):
             return []
         contents, firings = slot
         slot[1] = firings + 1
+        self.state.mark(key)
         step = self._step
         base = {step.key_field: key, "window_start": window.start, "window_end": window.end}
         try:
@@ -167,6 +169,7 @@ class WindowOperator(base.StatefulOperator):
         held.pop((window.start, window.end), None)
         if not held:
             del self.state.values[key]
+        self.state.mark(key)
 
     def _arm(self, key: Any, window: windows.Window, *, fire: bool) -> None:
         """Set the window's purge timer and, with ``fire``, its fire timer."""
@@ -205,7 +208,7 @@ class WindowOperator(base.StatefulOperator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
-        builder.blobs.append(base.keyed_state_blob(self.step_id, builder, self.state))
+        base.add_keyed_state(builder, self.step_id, self.state)
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         self.state.restore(blobs)

@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from barrier_runtime.api import batch as batch_mod
 from barrier_runtime.api import steps, watermarks, windows
-from barrier_runtime.state import window_panes
+from barrier_runtime.state import pane_snapshots, window_panes
 from barrier_runtime.task.operators import base, registry, session_agg
 
 
@@ -117,10 +117,13 @@ class WindowAggOperator(base.StatefulOperator):
             if start + self._size - 1 <= self.watermark:  # late but allowed: updates, now
                 self.emit(self._results(start, pane, where))
 
+    def _new_panes(self, dtypes: dict[str, np.dtype[Any]]) -> window_panes.Panes:
+        return window_panes.Panes(dtypes, self._range, self._max_parallelism)
+
     def _panes_for(self, value_types: dict[str, pa.DataType]) -> window_panes.Panes:
         dtypes = {c: window_panes.value_dtype(t) for c, t in value_types.items()}
         if self._panes is None:
-            self._panes = window_panes.Panes(dtypes)
+            self._panes = self._new_panes(dtypes)
         else:
             for column, dtype in dtypes.items():
                 if dtype.kind == "f":
@@ -182,8 +185,7 @@ class WindowAggOperator(base.StatefulOperator):
         fields["window_end"] = starts + self._size
         for aggregate in self._step.aggregates:
             fields[aggregate.name] = _result(aggregate, pane, at)
-        fields["update"] = pane.fired[at].copy()
-        pane.fired[at] += 1
+        fields["update"] = pane.fire(at)
         return batch_mod.Batch.from_arrow(pa.record_batch(fields))
 
     # -- checkpoints --------------------------------------------------------------------
@@ -191,21 +193,18 @@ class WindowAggOperator(base.StatefulOperator):
     def snapshot(self, builder: base.SnapshotBuilder) -> None:
         # The barrier's part: copy the panes' arrays; the key groups, the Arrow table
         # and its bytes are made on the upload thread.
-        panes = self._panes or window_panes.Panes(
-            {c: np.dtype(np.int64) for c in self._step.columns}
-        )
-        copy = window_panes.PanesCopy.of(panes, self._max_parallelism)
-        lo, hi = self._range
-        builder.blobs.append(base.keyed_blob(self.step_id, builder, copy.encode, lo, hi))
+        if self._panes is None:  # kept: an incremental chain tracks this object's changes
+            self._panes = self._new_panes({c: np.dtype(np.int64) for c in self._step.columns})
+        base.add_keyed_state(builder, self.step_id, pane_snapshots.PanesState(self._panes))
 
     def restore(self, blobs: Iterable[bytes]) -> None:
         blobs = list(blobs)
         legacy = self._step.legacy_column
         if self._panes is None:
-            dtypes = window_panes.snapshot_dtypes(blobs, self._step.columns, legacy)
-            self._panes = window_panes.Panes(dtypes)
+            dtypes = pane_snapshots.snapshot_dtypes(blobs, self._step.columns, legacy)
+            self._panes = self._new_panes(dtypes)
         before = {start for start, _ in self._panes.items()}
-        window_panes.decode(blobs, self._range, self._panes, legacy)
+        pane_snapshots.decode(blobs, self._range, self._panes, legacy)
         for start, _ in self._panes.items():
             if start not in before:
                 heapq.heappush(self._to_fire, start)
