@@ -28,13 +28,18 @@ NO_CHECKPOINTS = 1e9
 
 
 def checkpoints(
-    interval: float | None, *, unaligned: bool = False, timeout: float = 120.0
+    interval: float | None,
+    *,
+    unaligned: bool = False,
+    timeout: float = 120.0,
+    incremental: bool = False,
 ) -> CheckpointConfig:
     """Checkpoints every ``interval`` seconds (``None``: none but the end-of-input one)."""
     return CheckpointConfig(
         interval=NO_CHECKPOINTS if interval is None else interval,
         timeout=timeout,
         unaligned=unaligned,
+        incremental=incremental,
     )
 
 

@@ -39,6 +39,7 @@ def run(
     parallelism: int,
     interval: float,
     batch_size: int,
+    incremental: bool = False,
 ) -> dict[str, Any]:
     name = f"w5-{uuid.uuid4().hex[:8]}"
     output, reads = work / f"out-{name}", work / f"reads-{name}"
@@ -51,7 +52,7 @@ def run(
         s3=s3,
         prefix=f"w5/{name}",
         parallelism=parallelism,
-        checkpoint=ours.checkpoints(interval),
+        checkpoint=ours.checkpoints(interval, incremental=incremental),
         restart=ours.no_restarts(Backoff(initial=0.2, max=1.0)),
     )
     load_before = machine.loadavg()
@@ -76,11 +77,15 @@ def run(
     durations = [e.duration for e in history if e.duration is not None]
     return {
         "system": "ours",
+        "incremental": incremental,
         "wall_seconds": round(wall, 3),
         "events_per_second": round(dataset.events / wall),
         "attempts": result.attempts,
         "periodic_checkpoints_completed": periodic,
         "checkpoint_seconds_median": round(float(np.median(durations)), 4) if durations else None,
+        "checkpoint_seconds": [round(d, 4) for d in durations],
+        "checkpoint_state_bytes": [e.state_size for e in history if e.duration is not None],
+        "checkpoint_uploaded_bytes": [e.uploaded_size for e in history if e.duration is not None],
         "window_results": len(got.counts),
         "latency_ms": latency.quantiles_ms(lat[closed]),
         "latency_ms_all_windows": latency.quantiles_ms(lat),

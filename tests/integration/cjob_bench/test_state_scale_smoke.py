@@ -1,7 +1,7 @@
 """``python -m cjob_bench run state-scale`` end to end at a tiny size (issue 32).
 
 Real local Spark (P = 2), the embedded S3 server, full and incremental checkpoints and a
-restore of each: the benchmark runs, finds steady checkpoints in both modes, and an
+restore of each, and the W5 window job both ways: the benchmark runs, finds steady checkpoints in both modes, and an
 incremental checkpoint writes less than it references. Never how fast anything is.
 """
 
@@ -23,6 +23,7 @@ def test_state_scale_reports_full_and_incremental_checkpoints_and_restores(
     saved = tmp_path / "state-scale.json"
     args = ["run", "state-scale", "--keys", "20000", "--rate", "2000", "--seconds", "6"]
     args += ["--interval", "0.5", "--repeats", "1", "--output", str(saved)]
+    args += ["--window-events", "3000000", "--window-keys", "5000"]
     done = run_bench(args)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(saved.read_text())
@@ -37,3 +38,7 @@ def test_state_scale_reports_full_and_incremental_checkpoints_and_restores(
     assert full["uploaded_bytes"]["median"] == full["state_bytes"]["median"]
     assert incremental["uploaded_bytes"]["median"] < incremental["state_bytes"]["median"] / 3
     assert doc["full_over_incremental"]["uploaded_bytes"] > 3
+    window = doc["window_job"]
+    assert window["all_windows_exact"], window["runs"]
+    assert [r["incremental"] for r in window["runs"]["incremental"]] == [True]
+    assert [r["incremental"] for r in window["runs"]["full"]] == [False]
