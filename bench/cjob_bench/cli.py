@@ -142,6 +142,11 @@ ENTRIES: tuple[Entry, ...] = (
         "cjob_bench.extras.state_scale",
         "incremental vs full checkpoints of 10 M keys, 1 % updated per second",
     ),
+    Entry(
+        "state-backends",
+        "cjob_bench.extras.state_backends",
+        "on-disk stores (RocksDB, LMDB, SQLite) on one worker's share of state-scale",
+    ),
 )
 
 
