@@ -1,7 +1,7 @@
 """Incremental checkpoints in process (issue 32): retention, and a corrupt shared object.
 
-After many checkpoints the store holds exactly what the retained checkpoints
-reference; a damaged delta makes the checkpoints that reference it unusable, and the
+After many checkpoints the store holds exactly what the retained checkpoints and
+a savepoint reference; a damaged delta makes the checkpoints that reference it unusable, and the
 restore falls back to an older one.
 
 The running count (P = 2) checkpoints every 50 ms with ``retained = 3``: its chains take
@@ -13,8 +13,10 @@ the job has ended.
 from __future__ import annotations
 
 import pathlib
+import threading
 
 import pytest
+import waiting
 
 from barrier_runtime.core import layout, types
 from barrier_runtime.core.types import CheckpointConfig
@@ -37,16 +39,28 @@ SHAPE = {"keys": 300, "events_per_key": 300, "partitions": 4, "batch_size": 100}
 
 
 def _run(tmp_path: pathlib.Path, crashes: list[Crash]) -> tuple[CheckpointStore, TestingSink, int]:
+    """The job, with a savepoint taken once 20 checkpoints have completed."""
     sink = TestingSink()
     store = CheckpointStore(open_object_store(str(tmp_path / "cp")), JOB)
-    result = LocalExecutor(
+    executor = LocalExecutor(
         running_count_flow(sink, rate_per_partition=2_000, **SHAPE),
         parallelism=2,
         store=store,
         config=CheckpointConfig(interval=0.05, retained=3, incremental=True),
         fault_injector=FaultInjector(crashes),
         max_restarts=5,
-    ).run()
+    )
+
+    def savepoint() -> None:
+        waiting.wait_until(
+            lambda: executor.checkpoint_stats().counts.completed >= 20, 60, "20 checkpoints"
+        )
+        executor.trigger_checkpoint(types.CheckpointKind.SAVEPOINT)
+
+    side = threading.Thread(target=savepoint, daemon=True)
+    side.start()
+    result = executor.run()
+    side.join(5)
     return store, sink, len(result.completed_checkpoints)
 
 
@@ -55,14 +69,20 @@ def _stored(tmp_path: pathlib.Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
-def test_the_store_holds_exactly_what_the_retained_checkpoints_reference(tmp_path) -> None:
+def test_the_store_holds_exactly_what_retained_checkpoints_and_savepoints_reference(
+    tmp_path,
+) -> None:
     store, sink, completed = _run(tmp_path, [Crash(FaultPoint.PROCESSING, after_records=30_000)])
     assert completed >= 50, completed
     expected = list(expected_output(SHAPE["keys"], SHAPE["events_per_key"]))
     report = check_exactly_once(expected, sink.output)
     assert (report.lost, report.duplicated, report.out_of_order) == (0, 0, 0)
-    retained = store.list_completed()
-    assert [m.kind for m in retained] == [types.CheckpointKind.CHECKPOINT] * 3
+    kept = store.list_completed()
+    savepoints = [m for m in kept if m.kind is types.CheckpointKind.SAVEPOINT]
+    retained = [m for m in kept if m.kind is types.CheckpointKind.CHECKPOINT]
+    assert len(savepoints) == 1 and len(retained) == 3, kept
+    (sp,) = savepoints
+    assert sp.state_handles and not any(h.key.startswith("shared/") for h in sp.state_handles)
     handles = [h for m in retained for h in m.state_handles]
     assert any(h.delta for h in handles), "the checkpoints are incremental"
     assert any(
@@ -70,8 +90,9 @@ def test_the_store_holds_exactly_what_the_retained_checkpoints_reference(tmp_pat
         for m in retained
         for h in m.state_handles
     ), "a base outlives the checkpoint that wrote it"
-    referenced = {h.key for h in handles}
-    commits = {layout.CheckpointRef.of(m).metadata_key for m in retained}
+    # the savepoint is self-contained: its objects live under its own directory
+    referenced = {h.key for h in handles} | {h.key for h in sp.state_handles}
+    commits = {layout.CheckpointRef.of(m).metadata_key for m in kept}
     assert _stored(tmp_path) - {id_mark.NAME} == referenced | commits
 
 
