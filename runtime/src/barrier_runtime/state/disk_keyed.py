@@ -74,6 +74,11 @@ class DiskKeyedState(keyed.KeyedState):
         self.values = self.spilled  # type: ignore[assignment]
         self._copies = 0
 
+    def mark(self, key: keyed.Key) -> None:
+        """``key``'s value changed in place: the cache writes it back, a delta takes it."""
+        self.spilled.touch(key)
+        super().mark(key)
+
     def close(self) -> None:
         """Close the store and remove its files (a restart restores from a checkpoint)."""
         self.spilled.close()

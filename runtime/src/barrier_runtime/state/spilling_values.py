@@ -177,6 +177,11 @@ class SpillingValues(MutableMapping[Key, Any]):
 
     # -- the cache and the store ----------------------------------------------------
 
+    def touch(self, key: Key) -> None:
+        """``key``'s cached value was changed in place: write it back like a written one."""
+        if self._cache.get(key, _ABSENT) is not _ABSENT:
+            self._dirty.add(key)
+
     def flush(self) -> None:
         """Write every dirty entry (and every deletion) to RocksDB; they stay cached."""
         if self._dirty:
