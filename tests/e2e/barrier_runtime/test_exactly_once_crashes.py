@@ -22,6 +22,7 @@ does catch duplicates.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import pathlib
@@ -41,6 +42,7 @@ from barrier_runtime.core.types import (
 from barrier_runtime.demo import expected_output, running_count_flow
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
+from barrier_runtime.state import disk_keyed
 from barrier_runtime.storage import local_copies
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -333,6 +335,8 @@ def test_exactly_once_under_crashes(
     if case.host == "spark":  # the workers' environment is the Spark session's
         local = request.getfixturevalue("spark_local_state")
     monkeypatch.setenv(local_copies.ROOT_ENV, str(local))
+    # full copies in many small objects (in this process; Spark's workers keep the default)
+    monkeypatch.setattr(disk_keyed, "PART_BYTES", 1024)
     output, result = host(case, tmp_path)
     report = check_exactly_once(failure_free(case.job), output)
     fired = [f for f in result.failures if "injected crash: " in f]
@@ -352,6 +356,14 @@ def test_exactly_once_under_crashes(
     states = local / job / "state"
     if case.disk:  # the attempts kept their state in RocksDB here, and each removed its own
         assert states.is_dir() and not any(states.iterdir()), list(states.iterdir())
+    if case.disk and case.host != "spark":  # a full copy went up in several objects
+        whole = collections.Counter(
+            (m.checkpoint_id, h.subtask)
+            for m in retained
+            for h in m.state_handles
+            if h.step_id == "count" and not h.delta
+        )
+        assert max(whole.values()) > 1, whole
     elif case.host != "spark":  # (Spark's cases share a directory)
         assert not states.exists()
     if case.incremental:  # the counts' state came back through bases and deltas in shared/

@@ -52,6 +52,9 @@ from barrier_runtime.state import keyed, spilling_values
 
 CHUNK_ROWS = 65_536
 """Rows per record batch of a streamed state object."""
+PART_BYTES = 16 << 20
+"""About how large one object of a full copy is (its encoding is held in memory while it
+uploads, and a restore reads one at a time)."""
 
 
 class DiskKeyedState(keyed.KeyedState):
@@ -166,11 +169,27 @@ class RangeCopy:
     delta: bool = False
 
     def __post_init__(self) -> None:
-        # the checkpoint goes with the copy: once uploaded, or once dropped unused
+        # the checkpoint goes with the copy (and its parts): once uploaded, or dropped unused
         weakref.finalize(self, shutil.rmtree, self.checkpoint, True)
+
+    def split_objects(self) -> list[RangePart]:
+        """The copy as objects of about :data:`PART_BYTES` each: ranges of its key groups
+        (keys hash evenly over key groups, so equal ranges hold about equal shares)."""
+        stored = sum(p.stat().st_size for p in self.checkpoint.glob("*.sst"))
+        groups = self.end - self.start + 1
+        count = max(1, min(groups, -(-stored // PART_BYTES)))
+        bounds = [self.start + groups * i // count for i in range(count + 1)]
+        return [
+            RangePart(self, lo, hi - 1, self.rows * (hi - lo) // groups)
+            for lo, hi in zip(bounds, bounds[1:], strict=False)
+        ]
 
     def encode(self) -> bytes:
         """The state object's bytes: every stored entry, in key order (so by key group)."""
+        return self.encode_range(self.start, self.end)
+
+    def encode_range(self, start: int, end: int) -> bytes:
+        """The entries of key groups ``start`` to ``end`` as one state object."""
         options = rocksdict.Options(raw_mode=True)
         copy: Any = rocksdict.Rdict(
             str(self.checkpoint), options, access_type=rocksdict.AccessType.read_only()
@@ -181,17 +200,35 @@ class RangeCopy:
             groups: list[int] = []
             keys: list[bytes] = []
             data: list[bytes] = []
-            for stored, value in copy.items():
+            prefix_end = (end + 1).to_bytes(2, "big")
+            for stored, value in copy.items(from_key=start.to_bytes(2, "big")):
+                if stored >= prefix_end:
+                    break
                 groups.append(int.from_bytes(stored[:2], "big"))
                 keys.append(stored[2:])
                 data.append(value)
                 if len(keys) == CHUNK_ROWS:
                     writer.write_batch(_batch(schema, groups, keys, data))
                     groups, keys, data = [], [], []
-            if keys or self.rows == 0:
+            if keys or writer.stats.num_record_batches == 0:  # an empty object has one batch
                 writer.write_batch(_batch(schema, groups, keys, data))
         copy.close()
         return bytes(sink.getvalue().to_pybytes())
+
+
+@dataclass(frozen=True, slots=True)
+class RangePart:
+    """One object of a :class:`RangeCopy`: its key groups ``start`` to ``end``."""
+
+    whole: RangeCopy
+    start: int
+    end: int
+    rows: int
+    """An estimate (the policy that retakes bases only weighs it)."""
+    delta: bool = False
+
+    def encode(self) -> bytes:
+        return self.whole.encode_range(self.start, self.end)
 
 
 def _batch(schema: pa.Schema, groups: list[int], keys: list[bytes], data: list[bytes]) -> Any:

@@ -288,8 +288,8 @@ class SubtaskCheckpointing:
             self._upload_channel_state(snap)
         self._services.submit_upload(self._key, n, lambda: self._upload_state(snap))  # Step 3
         for chained in builder.chained:
-            if chained.background is not None:
-                upload = functools.partial(self._upload_base, chained.background, chained.step_id)
+            for link in chained.background:
+                upload = functools.partial(self._upload_base, link, chained.step_id)
                 self._services.submit_upload(self._key, n, upload)
 
     def _upload_state(self, snap: _Snapshot) -> None:

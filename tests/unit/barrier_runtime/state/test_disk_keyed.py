@@ -8,6 +8,7 @@ key-group range (rescaling) and in both directions between the backends.
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import tempfile
 from typing import Any
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime.core import values
-from barrier_runtime.state import key_groups
+from barrier_runtime.state import disk_keyed, key_groups
 from barrier_runtime.state.disk_keyed import DiskKeyedState
 from barrier_runtime.state.keyed import KeyedState, UnencodableStateError, read_table
 from barrier_runtime.state.spilling_values import SpillingValues
@@ -142,3 +143,27 @@ def test_an_unencodable_value_fails_the_snapshot_naming_the_step(tmp_path: pathl
     disk.put("k", object())
     with pytest.raises(UnencodableStateError, match="step 'count'"):
         disk.snapshot_copy("count")
+
+
+def test_a_large_copy_uploads_in_parts_that_restore_it_whole(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(disk_keyed, "PART_BYTES", 4096)
+    disk = _disk(str(tmp_path / "a"), memory=1 << 20)
+    for i in range(5_000):
+        disk.put(i, f"value {i}")
+    copy = disk.snapshot_copy("s")
+    parts = copy.split_objects()
+    assert len(parts) > 4
+    assert parts[0].start == 0 and parts[-1].end == MP - 1
+    assert all(a.end + 1 == b.start for a, b in itertools.pairwise(parts))
+    assert sum(p.rows for p in parts) <= 5_000
+    blobs = [part.encode() for part in parts]
+    assert all(
+        part.start <= g <= part.end
+        for part, blob in zip(parts, blobs, strict=True)
+        for g in read_table(blob).column("key_group").to_pylist()
+    )
+    whole = _disk(str(tmp_path / "b"), memory=1 << 20)
+    whole.restore(blobs)
+    assert dict(whole.items()) == {i: f"value {i}" for i in range(5_000)}
