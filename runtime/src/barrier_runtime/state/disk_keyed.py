@@ -36,6 +36,7 @@ restore into the other, at any parallelism, whole or as chains of deltas:
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import shutil
 import weakref
@@ -93,7 +94,15 @@ class DiskKeyedState(keyed.KeyedState):
         where = self.spilled.path.with_name(f"{self.spilled.path.name}.copy-{self._copies}")
         shutil.rmtree(where, ignore_errors=True)  # left by an earlier attempt
         rocksdict.Checkpoint(self.spilled.db).create_checkpoint(str(where))
-        return RangeCopy(step_id, self.start, self.end, self.content, where, len(self.spilled))
+        return RangeCopy(
+            step_id,
+            self.start,
+            self.end,
+            self.content,
+            where,
+            len(self.spilled),
+            self.spilled.memory,
+        )
 
     def delta_copy(self, step_id: str = "?") -> keyed.Copy:
         if self.changed is None:
@@ -166,6 +175,8 @@ class RangeCopy:
     """A RocksDB checkpoint (hard links to the store's immutable files) taken at the barrier,
     removed when this copy is garbage (uploaded, or dropped)."""
     rows: int
+    memory: spilling_values.StoreMemory
+    """Whose block cache reading the checkpoint uses (the subtask's budget)."""
     delta: bool = False
 
     def __post_init__(self) -> None:
@@ -181,7 +192,7 @@ class RangeCopy:
         bounds = [self.start + groups * i // count for i in range(count + 1)]
         return [
             RangePart(self, lo, hi - 1, self.rows * (hi - lo) // groups)
-            for lo, hi in zip(bounds, bounds[1:], strict=False)
+            for lo, hi in itertools.pairwise(bounds)
         ]
 
     def encode(self) -> bytes:
@@ -190,10 +201,13 @@ class RangeCopy:
 
     def encode_range(self, start: int, end: int) -> bytes:
         """The entries of key groups ``start`` to ``end`` as one state object."""
-        options = rocksdict.Options(raw_mode=True)
         copy: Any = rocksdict.Rdict(
-            str(self.checkpoint), options, access_type=rocksdict.AccessType.read_only()
+            str(self.checkpoint),
+            self.memory.options(),
+            access_type=rocksdict.AccessType.read_only(),
         )
+        scan = rocksdict.ReadOptions()
+        scan.fill_cache(False)  # type: ignore[call-arg]  # (its stub lacks the flag) a scan once through: it would only push the live state out
         schema = keyed.state_schema(self.content)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer:
@@ -201,7 +215,7 @@ class RangeCopy:
             keys: list[bytes] = []
             data: list[bytes] = []
             prefix_end = (end + 1).to_bytes(2, "big")
-            for stored, value in copy.items(from_key=start.to_bytes(2, "big")):
+            for stored, value in copy.items(from_key=start.to_bytes(2, "big"), read_opt=scan):
                 if stored >= prefix_end:
                     break
                 groups.append(int.from_bytes(stored[:2], "big"))

@@ -106,8 +106,8 @@ class SpillingValues(MutableMapping[Key, Any]):
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.max_parallelism = max_parallelism
-        memory = store_memory if store_memory is not None else StoreMemory(16 << 20)
-        self.db: Any = rocksdict.Rdict(str(path), memory.options())
+        self.memory = store_memory if store_memory is not None else StoreMemory(16 << 20)
+        self.db: Any = rocksdict.Rdict(str(path), self.memory.options())
         self._cache_bytes = cache_bytes
         self._max_entries = max(cache_bytes // (MIN_ENTRY_BYTES * 4), 16)
         self._cache: dict[Key, Any] = {}

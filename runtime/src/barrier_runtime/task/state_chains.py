@@ -41,8 +41,8 @@ Threading
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from barrier_runtime.core import metadata, types
