@@ -35,16 +35,31 @@ Times are epoch seconds (floats), durations seconds, sizes bytes.
 >>> parse_triggered({"api_version": 2, "id": 3})
 Traceback (most recent call last):
 ...
-barrier_runtime.control_document.ControlDocumentError: POST /v1/checkpoints answered control \
+barrier_runtime.control_fields.ControlDocumentError: POST /v1/checkpoints answered control \
 API version 2, newer than this reader's 1: upgrade the operator or the cjob CLI
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
+from barrier_runtime.control_fields import (
+    Check,
+    ControlDocumentError,
+    boolean,
+    integer,
+    json_object,
+    json_type,
+    list_of,
+    number,
+    one_of,
+    optional_field,
+    string,
+)
+
+__all__ = ["ControlDocumentError"]  # defined beside the field checks, raised by both
 API_VERSION = 1
 STATUSES = ("in-progress", "completed", "failed")
 """The statuses of a checkpoint or savepoint (``checkpoint.stats.CheckpointStatus``)."""
@@ -53,10 +68,6 @@ TOKEN_HEADER = "Authorization"
 """The request header with ``Bearer <token>``."""
 DEFAULT_PORT = 8080
 """The control API's port in a driver pod (the operator's Service and probes use it)."""
-
-
-class ControlDocumentError(ValueError):
-    """A control API body is not what this version of the contract says; the message names why."""
 
 
 class JobDoc(TypedDict):
@@ -196,160 +207,74 @@ def from_json(raw: bytes, where: str) -> object:
         raise ControlDocumentError(f"{where} answered a body that is not JSON: {exc}") from None
 
 
-# -- field checks: each returns the value or raises naming `where.key` ----------------------
-
-_Check = Callable[[object, str], object]
-
-
-def _int(value: object, name: str) -> object:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ControlDocumentError(f"`{name}` must be an integer, got {json.dumps(value)}")
-    return value
-
-
-def _num(value: object, name: str) -> object:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ControlDocumentError(f"`{name}` must be a number, got {json.dumps(value)}")
-    return float(value)
-
-
-def _str(value: object, name: str) -> object:
-    if not isinstance(value, str):
-        raise ControlDocumentError(f"`{name}` must be a string, got {json.dumps(value)}")
-    return value
-
-
-def _bool(value: object, name: str) -> object:
-    if not isinstance(value, bool):
-        raise ControlDocumentError(f"`{name}` must be true or false, got {json.dumps(value)}")
-    return value
-
-
-def _one_of(*names: str) -> _Check:
-    def check(value: object, name: str) -> object:
-        if value not in names:
-            allowed = ", ".join(json.dumps(n) for n in names)
-            raise ControlDocumentError(
-                f"`{name}` must be one of {allowed}, got {json.dumps(value)}"
-            )
-        return value
-
-    return check
-
-
-def _optional(check: _Check) -> _Check:
-    def optional(value: object, name: str) -> object:
-        return None if value is None else check(value, name)
-
-    return optional
-
-
-def _list(check: _Check) -> _Check:
-    def each(value: object, name: str) -> object:
-        if not isinstance(value, list):
-            raise ControlDocumentError(f"`{name}` must be an array, got {json.dumps(value)}")
-        return [check(item, f"{name}[{i}]") for i, item in enumerate(value)]
-
-    return each
-
-
-def _object(
-    fields: Mapping[str, _Check],
-    versioned: bool = False,
-    optional: Mapping[str, _Check] | None = None,
-) -> _Check:
-    """``fields`` must all be there; ``optional`` ones are checked when they are."""
-
-    def read(value: object, name: str) -> object:
-        if not isinstance(value, dict):
-            raise ControlDocumentError(f"`{name}` must be a JSON object, got {_json_type(value)}")
-        out: dict[str, object] = {"api_version": value["api_version"]} if versioned else {}
-        for key, check in fields.items():
-            if key not in value:
-                raise ControlDocumentError(f"`{name}.{key}` is missing")
-            out[key] = check(value[key], f"{name}.{key}")
-        for key, check in (optional or {}).items():
-            if key in value:
-                out[key] = check(value[key], f"{name}.{key}")
-        return out
-
-    return read
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    return "null" if value is None else json.dumps(value)
-
-
-_ENTRY: dict[str, _Check] = {
-    "id": _int,
-    "status": _one_of(*STATUSES),
-    "kind": _one_of(*KINDS),
-    "trigger_timestamp": _num,
-    "latest_ack_timestamp": _optional(_num),
-    "completion_timestamp": _optional(_num),
-    "failure_timestamp": _optional(_num),
-    "duration": _optional(_num),
-    "size": _int,
-    "alignment_duration": _num,
-    "path": _optional(_str),
-    "failure_reason": _optional(_str),
-    "failure_message": _optional(_str),
-    "acknowledged": _int,
-    "tasks": _int,
+_ENTRY: dict[str, Check] = {
+    "id": integer,
+    "status": one_of(*STATUSES),
+    "kind": one_of(*KINDS),
+    "trigger_timestamp": number,
+    "latest_ack_timestamp": optional_field(number),
+    "completion_timestamp": optional_field(number),
+    "failure_timestamp": optional_field(number),
+    "duration": optional_field(number),
+    "size": integer,
+    "alignment_duration": number,
+    "path": optional_field(string),
+    "failure_reason": optional_field(string),
+    "failure_message": optional_field(string),
+    "acknowledged": integer,
+    "tasks": integer,
 }
-_ENTRY_OPTIONAL: dict[str, _Check] = {"uploaded_size": _int}
-_ENTRY_IN_LIST = _object(_ENTRY, optional=_ENTRY_OPTIONAL)
-_JOB: dict[str, _Check] = {
-    "name": _str,
-    "state": _str,
-    "attempt": _int,
-    "restarts": _int,
-    "parallelism": _int,
-    "max_parallelism": _int,
-    "start_time": _str,
-    "start_timestamp": _num,
-    "ready": _bool,
-    "restored_from": _optional(_int),
-    "failure": _optional(_str),
-    "failure_detail": _optional(_str),
-    "failure_timestamps": _list(_num),
-    "startup_seconds": _optional(_num),
-    "storage": _optional(_str),
+_ENTRY_OPTIONAL: dict[str, Check] = {"uploaded_size": integer}
+_ENTRY_IN_LIST = json_object(_ENTRY, optional=_ENTRY_OPTIONAL)
+_JOB: dict[str, Check] = {
+    "name": string,
+    "state": string,
+    "attempt": integer,
+    "restarts": integer,
+    "parallelism": integer,
+    "max_parallelism": integer,
+    "start_time": string,
+    "start_timestamp": number,
+    "ready": boolean,
+    "restored_from": optional_field(integer),
+    "failure": optional_field(string),
+    "failure_detail": optional_field(string),
+    "failure_timestamps": list_of(number),
+    "startup_seconds": optional_field(number),
+    "storage": optional_field(string),
 }
-_CHECKPOINTS: dict[str, _Check] = {
-    "counts": _object({k: _int for k in CountsDoc.__annotations__}),
-    "latest": _object({k: _optional(_ENTRY_IN_LIST) for k in LatestDoc.__annotations__}),
-    "history": _list(_ENTRY_IN_LIST),
-    "consecutive_failures": _int,
-    "next_id": _optional(_int),
-    "last_rejection": _optional(
-        _object({"kind": _str, "reason": _str, "message": _str, "timestamp": _num})
+_CHECKPOINTS: dict[str, Check] = {
+    "counts": json_object({k: integer for k in CountsDoc.__annotations__}),
+    "latest": json_object({k: optional_field(_ENTRY_IN_LIST) for k in LatestDoc.__annotations__}),
+    "history": list_of(_ENTRY_IN_LIST),
+    "consecutive_failures": integer,
+    "next_id": optional_field(integer),
+    "last_rejection": optional_field(
+        json_object({"kind": string, "reason": string, "message": string, "timestamp": number})
     ),
 }
-_TRIGGERED: dict[str, _Check] = {
-    "id": _int,
-    "kind": _one_of(*KINDS),
-    "status": _one_of(*STATUSES),
-    "message": _str,
+_TRIGGERED: dict[str, Check] = {
+    "id": integer,
+    "kind": one_of(*KINDS),
+    "status": one_of(*STATUSES),
+    "message": string,
 }
-_STOPPED: dict[str, _Check] = {
-    "id": _int,
-    "kind": _one_of(*KINDS),
-    "status": _one_of(*STATUSES),
-    "path": _str,
+_STOPPED: dict[str, Check] = {
+    "id": integer,
+    "kind": one_of(*KINDS),
+    "status": one_of(*STATUSES),
+    "path": string,
 }
 
 
 def _versioned(
     doc: object,
     where: str,
-    fields: Mapping[str, _Check],
-    optional: Mapping[str, _Check] | None = None,
+    fields: Mapping[str, Check],
+    optional: Mapping[str, Check] | None = None,
 ) -> dict[str, Any]:
     if not isinstance(doc, dict):
-        raise ControlDocumentError(f"{where} answered {_json_type(doc)}, not a JSON object")
+        raise ControlDocumentError(f"{where} answered {json_type(doc)}, not a JSON object")
     version = doc.get("api_version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ControlDocumentError(
@@ -361,7 +286,9 @@ def _versioned(
             f"{API_VERSION}: upgrade the operator or the cjob CLI"
         )
     try:
-        return cast(dict[str, Any], _object(fields, versioned=True, optional=optional)(doc, "body"))
+        return cast(
+            dict[str, Any], json_object(fields, versioned=True, optional=optional)(doc, "body")
+        )
     except ControlDocumentError as exc:
         raise ControlDocumentError(
             f"{where} answered a body this reader cannot use: {exc}"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import waiting
 import yaml
-from cjob_operator_testing import crd_cases
+from cjob_operator_testing import crd_cases, envtest
 from cjob_operator_testing.crd_cases import NAMESPACE
 from cjob_operator_testing.crd_server import ROOT, Plane, kubectl, refused_causes, stored
 
@@ -236,11 +236,10 @@ def test_unchanged_values_a_tightened_crd_refuses_are_ratcheted(server: Plane) -
         "metadata": {"name": "w", "namespace": NAMESPACE},
         "spec": {"size": 8, "label": "12345678", "note": "a"},
     }
+    applied = kubectl(server, "apply", "-f", "-", stdin=_widget_crd(10))
+    assert applied.returncode == 0, applied.stderr
+    envtest.wait_established(server, "widgets.crdtest.checkpointed.dev")
     for step in (
-        kubectl(server, "apply", "-f", "-", stdin=_widget_crd(10)),
-        kubectl(
-            server, "wait", "--for=condition=Established", "crd/widgets.crdtest.checkpointed.dev"
-        ),
         kubectl(server, "apply", "-f", "-", stdin=widget),
         kubectl(server, "apply", "-f", "-", stdin=_widget_crd(4)),
     ):

@@ -60,6 +60,19 @@ def kubectl(
 # -- what a harness installs: the CRD, namespaces, the chart's RBAC, a ServiceAccount's token
 
 
+def wait_established(
+    plane: control_plane_mod.ControlPlane, crd: str, timeout: float = 60.0
+) -> None:
+    """Wait until CRD ``crd`` is Established. Polled, not ``kubectl wait``: right after an
+    apply the CRD may have no conditions yet, and ``kubectl wait`` then fails at once
+    ("accessor error: <nil>") instead of waiting."""
+    query = 'jsonpath={.status.conditions[?(@.type=="Established")].status}'
+    deadline = time.monotonic() + timeout
+    while kubectl(plane, "get", f"crd/{crd}", "-o", query).stdout != "True":
+        assert time.monotonic() < deadline, f"crd/{crd} never Established"
+        time.sleep(0.2)
+
+
 def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> None:
     """Apply ``crd`` as the admin; return once its resource is served."""
     done = kubectl(
@@ -68,8 +81,7 @@ def install_crd(plane: control_plane_mod.ControlPlane, crd: dict[str, Any]) -> N
     if done.returncode != 0:
         raise RuntimeError(f"the API server refused the CRD: {done.stderr}")
     name = crd["metadata"]["name"]
-    waited = kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    assert waited.returncode == 0, waited.stderr
+    wait_established(plane, name)
     # Established is not yet served: the first requests may get 429 "storage is
     # (re)initializing" until the resource's storage is ready
     resource = f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"

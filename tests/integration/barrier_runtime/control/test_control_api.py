@@ -44,6 +44,7 @@ ENTRY_KEYS = {
     "failure_timestamp",
     "duration",
     "size",
+    "uploaded_size",
     "alignment_duration",
     "path",
     "failure_reason",
