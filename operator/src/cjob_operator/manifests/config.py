@@ -112,6 +112,8 @@ def job_document(
             retained=cp.retained,
             incremental=cp.incremental,
             local_recovery=cp.local_recovery,
+            state_backend=cp.state_backend.value,
+            state_memory=cp.state_memory,
             triggered_by="driver",
         ),
         storage=jobdoc.StorageSection(
