@@ -14,10 +14,12 @@ The method, fixed before measuring:
   entry counted as its value and 16 bytes of key and overhead); the state's real size is
   reported: the last checkpoint's state size over P;
 * every worker's RSS (``VmRSS``) is sampled every 0.25 s from the driver;
-* the *allowance* is measured, not assumed: the same job with a hundredth of the keys
-  (its state fits in the cache), same budget, same sampling; its workers' peak RSS is
-  what a worker takes besides its state (the interpreter, Arrow, Spark's Python worker,
-  channels, upload buffers);
+* the *allowance* is measured, not assumed: the same job with the same records, their
+  keys taken modulo a hundredth of the key count (so its state fits in the cache), same
+  budget, same sampling; its workers' peak RSS is what a worker takes besides its state
+  (the interpreter, Arrow, Spark's Python worker, batches in flight, upload buffers);
+* both load in batches of 2,000 records, as the update phase sends them (the default
+  load batch of 20,000 holds more in flight than the budget);
 * the goal: every worker's peak RSS at most the budget plus that allowance.
 
 Prints one JSON document.
@@ -44,6 +46,7 @@ PIPELINE = str(pathlib.Path(__file__).with_name("state_scale_pipeline.py"))
 P = 2
 MiB = 1 << 20
 ENTRY_OVERHEAD = 16
+LOAD_BATCH = 2_000
 log = harness.logger("state-memory")
 
 
@@ -58,10 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run_once(a: argparse.Namespace, spark: Any, s3: Any, keys: int, label: str) -> dict[str, Any]:
+def run_once(
+    a: argparse.Namespace, spark: Any, s3: Any, keys: int, distinct: int, label: str
+) -> dict[str, Any]:
     prefix = f"state-memory/{label}-{int(time.time() * 1000)}"
     args = ["--keys", str(keys), "--value-bytes", str(a.value_bytes)]
     args += ["--rate", str(a.rate), "--seconds", str(a.seconds), "--partitions", str(P)]
+    args += ["--distinct", str(distinct), "--load-batch", str(LOAD_BATCH)]
     backend = types.StateBackend(types.StateBackendKind.DISK, a.budget_mib * MiB)
     spec = ours.job_spec(
         PIPELINE,
@@ -103,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     with harness.spark_and_s3(
         f"local[{P}]", app_name="state-memory", parallelism=P, bucket=ours.BUCKET
     ) as (spark, s3):
-        small = run_once(a, spark, s3, max(keys // 100, 1000), "allowance")
-        large = run_once(a, spark, s3, keys, "large")
+        small = run_once(a, spark, s3, keys, max(keys // 100, 1000), "allowance")
+        large = run_once(a, spark, s3, keys, 0, "large")
     allowance = max(small["peak_rss_mib"].values(), default=0.0)
     peak = max(large["peak_rss_mib"].values(), default=0.0)
     state = large["state_bytes_per_worker"] or 0

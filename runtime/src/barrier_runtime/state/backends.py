@@ -6,8 +6,8 @@ An operator asks its subtask's :class:`KeyedStates` for its state
 * :class:`InMemory`: a :class:`~barrier_runtime.state.keyed.KeyedState` (a ``dict``).
 * :class:`OnDisk`: a :class:`~barrier_runtime.state.disk_keyed.DiskKeyedState` per
   state, each an embedded RocksDB under the subtask's local directory, all within one
-  memory budget: half of it for RocksDB (one block cache that also pays for the
-  memtables), half for the decoded values cached in front of the stores, split equally
+  memory budget: three eighths for RocksDB (one block cache that also pays for the
+  memtables), three eighths for the decoded values cached in front of the stores, split equally
   between them. The directory is this attempt's own; an earlier attempt's directories
   on this host are removed (a restart restores from a checkpoint, never from them).
 """
@@ -56,9 +56,11 @@ class OnDisk:
 
     def __init__(self, root: pathlib.Path, memory_bytes: int) -> None:
         self.root = root
-        self._values_budget = memory_bytes // 2
+        self._values_budget = memory_bytes * 3 // 8
+        self._part_bytes = disk_keyed.part_bytes(memory_bytes)
         self._memory: spilling_values.StoreMemory | None = None
-        self._store_budget = memory_bytes - self._values_budget
+        self._store_budget = memory_bytes * 3 // 8
+        """The last quarter: a copy's object being encoded and uploaded."""
         self.states: list[disk_keyed.DiskKeyedState] = []
 
     def create(
@@ -76,7 +78,7 @@ class OnDisk:
         path = self.root / _safe(name)
         shutil.rmtree(path, ignore_errors=True)
         state = disk_keyed.DiskKeyedState(
-            key_group_range, max_parallelism, path, share, content, self._memory
+            key_group_range, max_parallelism, path, share, content, self._memory, self._part_bytes
         )
         self.states.append(state)
         return state

@@ -51,11 +51,24 @@ import rocksdict
 from barrier_runtime.core import values as codec
 from barrier_runtime.state import keyed, spilling_values
 
-CHUNK_ROWS = 65_536
+CHUNK_ROWS = 16_384
 """Rows per record batch of a streamed state object."""
 PART_BYTES = 16 << 20
-"""About how large one object of a full copy is (its encoding is held in memory while it
+"""At most how large one object of a full copy is (its encoding is held in memory while it
 uploads, and a restore reads one at a time)."""
+ENCODING_FACTOR = 5
+"""Memory an object takes while it is encoded, against its size (the rows as Python bytes,
+the Arrow arrays, the IPC stream, the upload's copy)."""
+
+
+def part_bytes(memory_bytes: int) -> int:
+    """The object size a state budget of ``memory_bytes`` affords: its last quarter holds one
+    object being encoded (at most :data:`PART_BYTES`).
+
+    >>> part_bytes(256 << 20) >> 20, part_bytes(16 << 20) >> 10
+    (12, 819)
+    """
+    return max(64 << 10, min(PART_BYTES, memory_bytes // 4 // ENCODING_FACTOR))
 
 
 class DiskKeyedState(keyed.KeyedState):
@@ -69,8 +82,11 @@ class DiskKeyedState(keyed.KeyedState):
         cache_bytes: int,
         content: bytes = keyed.VALUES,
         store_memory: spilling_values.StoreMemory | None = None,
+        part_bytes: int = PART_BYTES,
     ) -> None:
-        """``cache_bytes``: the memory of its decoded values; RocksDB's is ``store_memory``."""
+        """``cache_bytes``: the memory of its decoded values; RocksDB's is ``store_memory``;
+        a full copy uploads as objects of about ``part_bytes``."""
+        self.part_bytes = part_bytes
         super().__init__(key_group_range, max_parallelism, content)
         self.spilled = spilling_values.SpillingValues(
             path, max_parallelism, cache_bytes=cache_bytes, store_memory=store_memory
@@ -102,6 +118,7 @@ class DiskKeyedState(keyed.KeyedState):
             where,
             len(self.spilled),
             self.spilled.memory,
+            min(self.part_bytes, PART_BYTES),
         )
 
     def delta_copy(self, step_id: str = "?") -> keyed.Copy:
@@ -177,6 +194,7 @@ class RangeCopy:
     rows: int
     memory: spilling_values.StoreMemory
     """Whose block cache reading the checkpoint uses (the subtask's budget)."""
+    part_bytes: int = PART_BYTES
     delta: bool = False
 
     def __post_init__(self) -> None:
@@ -184,11 +202,11 @@ class RangeCopy:
         weakref.finalize(self, shutil.rmtree, self.checkpoint, True)
 
     def split_objects(self) -> list[RangePart]:
-        """The copy as objects of about :data:`PART_BYTES` each: ranges of its key groups
+        """The copy as objects of about :attr:`part_bytes` each: ranges of its key groups
         (keys hash evenly over key groups, so equal ranges hold about equal shares)."""
         stored = sum(p.stat().st_size for p in self.checkpoint.glob("*.sst"))
         groups = self.end - self.start + 1
-        count = max(1, min(groups, -(-stored // PART_BYTES)))
+        count = max(1, min(groups, -(-stored // self.part_bytes)))
         bounds = [self.start + groups * i // count for i in range(count + 1)]
         return [
             RangePart(self, lo, hi - 1, self.rows * (hi - lo) // groups)
