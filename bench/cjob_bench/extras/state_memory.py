@@ -36,7 +36,7 @@ from typing import Any
 
 from barrier_runtime.core import types
 from barrier_runtime.driver.restart import Backoff
-from barrier_runtime.spark import driver
+from barrier_runtime.spark import driver, session
 from cjob_bench.harness import machine
 from cjob_bench.harness import runs as harness
 from cjob_bench.peers import ours
@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     budget = a.budget_mib * MiB
     keys = int(a.times * budget * P / (a.value_bytes + ENTRY_OVERHEAD))
     with harness.spark_and_s3(
-        f"local[{P}]", app_name="state-memory", parallelism=P, bucket=ours.BUCKET
+        f"local[{P}]",
+        app_name="state-memory",
+        parallelism=P,
+        bucket=ours.BUCKET,
+        conf=session.state_backend_conf(types.StateBackend(types.StateBackendKind.DISK)),
     ) as (spark, s3):
         small = run_once(a, spark, s3, keys, max(keys // 100, 1000), "allowance")
         large = run_once(a, spark, s3, keys, 0, "large")

@@ -42,7 +42,7 @@ from barrier_runtime.core.types import (
 from barrier_runtime.demo import expected_output, running_count_flow
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
-from barrier_runtime.state import disk_keyed
+from barrier_runtime.state import disk_copies
 from barrier_runtime.storage import local_copies
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
@@ -336,7 +336,7 @@ def test_exactly_once_under_crashes(
         local = request.getfixturevalue("spark_local_state")
     monkeypatch.setenv(local_copies.ROOT_ENV, str(local))
     # full copies in many small objects (in this process; Spark's workers keep the default)
-    monkeypatch.setattr(disk_keyed, "PART_BYTES", 1024)
+    monkeypatch.setattr(disk_copies, "PART_BYTES", 1024)
     output, result = host(case, tmp_path)
     report = check_exactly_once(failure_free(case.job), output)
     fired = [f for f in result.failures if "injected crash: " in f]

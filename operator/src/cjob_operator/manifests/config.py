@@ -85,7 +85,10 @@ def spark_conf(
         "spark.dynamicAllocation.enabled": "false",
         "spark.ui.port": str(objects.UI_PORT),
     }
-    return {**dict(spec.spark_conf), **managed}
+    # the state backend's executor settings, which the user's sparkConf may override
+    backend = types.StateBackend(cp.state_backend, cp.state_memory).executor_env()
+    env = {f"spark.executorEnv.{k}": v for k, v in backend.items()}
+    return {**env, **dict(spec.spark_conf), **managed}
 
 
 def job_document(

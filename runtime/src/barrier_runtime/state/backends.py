@@ -20,7 +20,7 @@ import shutil
 from typing import Protocol
 
 from barrier_runtime.core import types
-from barrier_runtime.state import disk_keyed, keyed, spilling_values
+from barrier_runtime.state import disk_copies, disk_keyed, keyed, spilling_values
 
 
 class KeyedStates(Protocol):
@@ -57,7 +57,7 @@ class OnDisk:
     def __init__(self, root: pathlib.Path, memory_bytes: int) -> None:
         self.root = root
         self._values_budget = memory_bytes * 3 // 8
-        self._part_bytes = disk_keyed.part_bytes(memory_bytes)
+        self._part_bytes = disk_copies.part_bytes(memory_bytes)
         self._memory: spilling_values.StoreMemory | None = None
         self._store_budget = memory_bytes * 3 // 8
         """The last quarter: a copy's object being encoded and uploaded."""

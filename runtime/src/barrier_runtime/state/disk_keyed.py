@@ -36,39 +36,16 @@ restore into the other, at any parallelism, whole or as chains of deltas:
 
 from __future__ import annotations
 
-import itertools
 import pathlib
 import shutil
-import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import rocksdict
 
 from barrier_runtime.core import values as codec
-from barrier_runtime.state import keyed, spilling_values
-
-CHUNK_ROWS = 16_384
-"""Rows per record batch of a streamed state object."""
-PART_BYTES = 16 << 20
-"""At most how large one object of a full copy is (its encoding is held in memory while it
-uploads, and a restore reads one at a time)."""
-ENCODING_FACTOR = 5
-"""Memory an object takes while it is encoded, against its size (the rows as Python bytes,
-the Arrow arrays, the IPC stream, the upload's copy)."""
-
-
-def part_bytes(memory_bytes: int) -> int:
-    """The object size a state budget of ``memory_bytes`` affords: its last quarter holds one
-    object being encoded (at most :data:`PART_BYTES`).
-
-    >>> part_bytes(256 << 20) >> 20, part_bytes(16 << 20) >> 10
-    (12, 819)
-    """
-    return max(64 << 10, min(PART_BYTES, memory_bytes // 4 // ENCODING_FACTOR))
+from barrier_runtime.state import disk_copies, keyed, spilling_values
 
 
 class DiskKeyedState(keyed.KeyedState):
@@ -82,7 +59,7 @@ class DiskKeyedState(keyed.KeyedState):
         cache_bytes: int,
         content: bytes = keyed.VALUES,
         store_memory: spilling_values.StoreMemory | None = None,
-        part_bytes: int = PART_BYTES,
+        part_bytes: int = disk_copies.PART_BYTES,
     ) -> None:
         """``cache_bytes``: the memory of its decoded values; RocksDB's is ``store_memory``;
         a full copy uploads as objects of about ``part_bytes``."""
@@ -104,13 +81,10 @@ class DiskKeyedState(keyed.KeyedState):
         self.spilled.close()
         shutil.rmtree(self.spilled.path, ignore_errors=True)
 
-    def snapshot_copy(self, step_id: str = "?") -> RangeCopy:
+    def snapshot_copy(self, step_id: str = "?") -> disk_copies.RangeCopy:
         self._flush(step_id)
-        self._copies += 1
-        where = self.spilled.path.with_name(f"{self.spilled.path.name}.copy-{self._copies}")
-        shutil.rmtree(where, ignore_errors=True)  # left by an earlier attempt
-        rocksdict.Checkpoint(self.spilled.db).create_checkpoint(str(where))
-        return RangeCopy(
+        where = self._checkpoint()
+        return disk_copies.RangeCopy(
             step_id,
             self.start,
             self.end,
@@ -118,7 +92,7 @@ class DiskKeyedState(keyed.KeyedState):
             where,
             len(self.spilled),
             self.spilled.memory,
-            min(self.part_bytes, PART_BYTES),
+            min(self.part_bytes, disk_copies.PART_BYTES),
         )
 
     def delta_copy(self, step_id: str = "?") -> keyed.Copy:
@@ -127,6 +101,20 @@ class DiskKeyedState(keyed.KeyedState):
         self._flush(step_id)
         changed, self.changed = list(self.changed), set()
         mp, db = self.max_parallelism, self.spilled.db
+        part = min(self.part_bytes, disk_copies.PART_BYTES)
+        if len(changed) * disk_copies.DELTA_ENTRY_BYTES > part:  # read later, in objects
+            keys = sorted(spilling_values.storage_key(key, mp) for key in changed)
+            return disk_copies.DeltaCopy(
+                step_id,
+                self.start,
+                self.end,
+                self.content,
+                self._checkpoint(),
+                keys,
+                self.spilled.memory,
+                part,
+                len(keys),
+            )
         stored: list[bytes | None] = (
             db[[spilling_values.storage_key(key, mp) for key in changed]] if changed else []
         )
@@ -153,7 +141,7 @@ class DiskKeyedState(keyed.KeyedState):
             groups = table.column("key_group")
             mine = pc.and_(pc.greater_equal(groups, self.start), pc.less_equal(groups, self.end))
             table = table.filter(mine)
-            for chunk in table.to_batches(CHUNK_ROWS):
+            for chunk in table.to_batches(disk_copies.CHUNK_ROWS):
                 batch = rocksdict.WriteBatch(raw_mode=True)
                 rows = zip(
                     chunk.column(0).to_pylist(),
@@ -171,6 +159,14 @@ class DiskKeyedState(keyed.KeyedState):
         # Rdict is not iterable by itself: its keys() is the iterator
         self.spilled.restored(sum(1 for _ in db.keys()))  # noqa: SIM118
 
+    def _checkpoint(self) -> pathlib.Path:
+        """A RocksDB checkpoint of the store now (memtable flushed, files hard-linked)."""
+        self._copies += 1
+        where = self.spilled.path.with_name(f"{self.spilled.path.name}.copy-{self._copies}")
+        shutil.rmtree(where, ignore_errors=True)  # left by an earlier attempt
+        rocksdict.Checkpoint(self.spilled.db).create_checkpoint(str(where))
+        return where
+
     def _flush(self, step_id: str) -> None:
         try:
             self.spilled.flush()
@@ -178,97 +174,3 @@ class DiskKeyedState(keyed.KeyedState):
             raise keyed.UnencodableStateError(
                 f"step {step_id!r} cannot snapshot its state: {exc}"
             ) from exc
-
-
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class RangeCopy:
-    """A disk state as of a barrier: a RocksDB snapshot, streamed into a state object later."""
-
-    step_id: str
-    start: int
-    end: int
-    content: bytes
-    checkpoint: pathlib.Path
-    """A RocksDB checkpoint (hard links to the store's immutable files) taken at the barrier,
-    removed when this copy is garbage (uploaded, or dropped)."""
-    rows: int
-    memory: spilling_values.StoreMemory
-    """Whose block cache reading the checkpoint uses (the subtask's budget)."""
-    part_bytes: int = PART_BYTES
-    delta: bool = False
-
-    def __post_init__(self) -> None:
-        # the checkpoint goes with the copy (and its parts): once uploaded, or dropped unused
-        weakref.finalize(self, shutil.rmtree, self.checkpoint, True)
-
-    def split_objects(self) -> list[RangePart]:
-        """The copy as objects of about :attr:`part_bytes` each: ranges of its key groups
-        (keys hash evenly over key groups, so equal ranges hold about equal shares)."""
-        stored = sum(p.stat().st_size for p in self.checkpoint.glob("*.sst"))
-        groups = self.end - self.start + 1
-        count = max(1, min(groups, -(-stored // self.part_bytes)))
-        bounds = [self.start + groups * i // count for i in range(count + 1)]
-        return [
-            RangePart(self, lo, hi - 1, self.rows * (hi - lo) // groups)
-            for lo, hi in itertools.pairwise(bounds)
-        ]
-
-    def encode(self) -> bytes:
-        """The state object's bytes: every stored entry, in key order (so by key group)."""
-        return self.encode_range(self.start, self.end)
-
-    def encode_range(self, start: int, end: int) -> bytes:
-        """The entries of key groups ``start`` to ``end`` as one state object."""
-        copy: Any = rocksdict.Rdict(
-            str(self.checkpoint),
-            self.memory.options(),
-            access_type=rocksdict.AccessType.read_only(),
-        )
-        scan = rocksdict.ReadOptions()
-        scan.fill_cache(False)  # type: ignore[call-arg]  # (its stub lacks the flag) a scan once through: it would only push the live state out
-        schema = keyed.state_schema(self.content)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer:
-            groups: list[int] = []
-            keys: list[bytes] = []
-            data: list[bytes] = []
-            prefix_end = (end + 1).to_bytes(2, "big")
-            for stored, value in copy.items(from_key=start.to_bytes(2, "big"), read_opt=scan):
-                if stored >= prefix_end:
-                    break
-                groups.append(int.from_bytes(stored[:2], "big"))
-                keys.append(stored[2:])
-                data.append(value)
-                if len(keys) == CHUNK_ROWS:
-                    writer.write_batch(_batch(schema, groups, keys, data))
-                    groups, keys, data = [], [], []
-            if keys or writer.stats.num_record_batches == 0:  # an empty object has one batch
-                writer.write_batch(_batch(schema, groups, keys, data))
-        copy.close()
-        return bytes(sink.getvalue().to_pybytes())
-
-
-@dataclass(frozen=True, slots=True)
-class RangePart:
-    """One object of a :class:`RangeCopy`: its key groups ``start`` to ``end``."""
-
-    whole: RangeCopy
-    start: int
-    end: int
-    rows: int
-    """An estimate (the policy that retakes bases only weighs it)."""
-    delta: bool = False
-
-    def encode(self) -> bytes:
-        return self.whole.encode_range(self.start, self.end)
-
-
-def _batch(schema: pa.Schema, groups: list[int], keys: list[bytes], data: list[bytes]) -> Any:
-    return pa.record_batch(
-        [
-            pa.array(groups, type=pa.int32()),
-            pa.array(keys, type=pa.binary()),
-            pa.array(data, type=pa.binary()),
-        ],
-        schema=schema,
-    )

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrier_runtime.core import values
-from barrier_runtime.state import disk_keyed, key_groups
+from barrier_runtime.state import disk_copies, key_groups
 from barrier_runtime.state.disk_keyed import DiskKeyedState
 from barrier_runtime.state.keyed import KeyedState, UnencodableStateError, read_table
 from barrier_runtime.state.spilling_values import SpillingValues
@@ -148,7 +148,7 @@ def test_an_unencodable_value_fails_the_snapshot_naming_the_step(tmp_path: pathl
 def test_a_large_copy_uploads_in_parts_that_restore_it_whole(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(disk_keyed, "PART_BYTES", 4096)
+    monkeypatch.setattr(disk_copies, "PART_BYTES", 4096)
     disk = _disk(str(tmp_path / "a"), memory=1 << 20)
     for i in range(5_000):
         disk.put(i, f"value {i}")
@@ -167,3 +167,35 @@ def test_a_large_copy_uploads_in_parts_that_restore_it_whole(
     whole = _disk(str(tmp_path / "b"), memory=1 << 20)
     whole.restore(blobs)
     assert dict(whole.items()) == {i: f"value {i}" for i in range(5_000)}
+
+
+def test_a_large_delta_is_read_later_in_objects_that_restore_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More changed keys than an object holds: the barrier keeps their stored keys and a
+    RocksDB checkpoint; the upload reads them in runs of key groups, tombstones included."""
+    monkeypatch.setattr(disk_copies, "PART_BYTES", 20_000)
+    disk = _disk(str(tmp_path / "a"), memory=1 << 20)
+    for i in range(3_000):
+        disk.put(i, f"v{i}")
+    base = [part.encode() for part in disk.snapshot_copy("s").split_objects()]
+    disk.track_changes()
+    for i in range(0, 3_000, 3):
+        disk.put(i, None if i % 2 else f"new {i}")
+    copy = disk.delta_copy("s")
+    assert isinstance(copy, disk_copies.DeltaCopy) and copy.rows == 1_000
+    for i in range(0, 3_000, 3):
+        disk.put(i, "after the barrier")
+    parts = copy.split_objects()
+    assert len(parts) > 3 and sum(p.rows for p in parts) == 1_000
+    assert parts[0].start == 0 and parts[-1].end == MP - 1
+    assert all(a.end + 1 == b.start for a, b in itertools.pairwise(parts))
+    again = _disk(str(tmp_path / "b"), memory=1 << 20)
+    again.restore([*base, *(part.encode() for part in parts)])
+    expected = {i: f"v{i}" for i in range(3_000)}
+    for i in range(0, 3_000, 3):
+        if i % 2:
+            del expected[i]
+        else:
+            expected[i] = f"new {i}"
+    assert dict(again.items()) == expected
