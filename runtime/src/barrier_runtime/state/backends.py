@@ -7,8 +7,8 @@ An operator asks its subtask's :class:`KeyedStates` for its state
 * :class:`OnDisk`: a :class:`~barrier_runtime.state.disk_keyed.DiskKeyedState` per
   state, each an embedded RocksDB under the subtask's local directory, all within one
   memory budget: three eighths for RocksDB (one block cache that also pays for the
-  memtables), three eighths for the decoded values cached in front of the stores, split equally
-  between them. The directory is this attempt's own; an earlier attempt's directories
+  memtables), three eighths for the decoded values cached in front of the stores (split
+  equally between them), a quarter for one checkpoint object being encoded. The directory is this attempt's own; an earlier attempt's directories
   on this host are removed (a restart restores from a checkpoint, never from them).
 """
 
