@@ -8,8 +8,9 @@ An operator asks its subtask's :class:`KeyedStates` for its state
   state, each an embedded RocksDB under the subtask's local directory, all within one
   memory budget: three eighths for RocksDB (one block cache that also pays for the
   memtables), three eighths for the decoded values cached in front of the stores (split
-  equally between them), a quarter for one checkpoint object being encoded. The directory is this attempt's own; an earlier attempt's directories
-  on this host are removed (a restart restores from a checkpoint, never from them).
+  equally between them), a quarter for one checkpoint object being encoded. The
+  directory is this attempt's own; an earlier attempt's directories on this host are
+  removed (a restart restores from a checkpoint, never from them).
 """
 
 from __future__ import annotations

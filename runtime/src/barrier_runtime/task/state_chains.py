@@ -16,6 +16,10 @@ Life of a chain (:class:`StateChain`, on the task thread)
        parallelism), or a broken link — uploads a base, which starts the chain;
        from then on the state tracks its changed keys.
     2. Every later snapshot uploads a delta and references base + deltas.
+       A single delta that is itself as large as :class:`MaterializationPolicy` allows
+       all deltas to grow (a burst of changes, or the keys a load added while the
+       first base uploaded) would cost as much as a base and then call for one: the
+       snapshot uploads a base instead and starts a new chain.
     3. When :class:`MaterializationPolicy` says the deltas have grown (in rows
        against the base, or in number), the snapshot also takes a full copy and
        uploads it in the background as the next base, without holding back
@@ -131,6 +135,10 @@ class MaterializationPolicy:
     def due(self, deltas: int, delta_rows: int, base_rows: int) -> bool:
         if deltas >= self.max_deltas:
             return True
+        return self.oversized(delta_rows, base_rows)
+
+    def oversized(self, delta_rows: int, base_rows: int) -> bool:
+        """Whether deltas of ``delta_rows`` rows are as costly as a new base."""
         return delta_rows >= self.min_rows and delta_rows >= self.max_delta_ratio * base_rows
 
 
@@ -239,11 +247,17 @@ class StateChain:
                 self._base = base = ready
                 self._deltas = [d for d in self._deltas if d.as_of > ready[0].as_of]
         # Step 2
-        delta = self._link(checkpoint_id, state.delta_copy(step_id))
+        delta_copy = state.delta_copy(step_id)
+        base_rows = sum(link.rows for link in base)
+        if not self._next_base and self._policy.oversized(delta_copy.rows, base_rows):
+            # Step 2a: as large as a base, so uploaded as one (a new chain)
+            copy = state.snapshot_copy(step_id)
+            self._base, self._deltas = self._links(checkpoint_id, copy), []
+            return ChainSnapshot(step_id, relpath, self._base, self._base)
+        delta = self._link(checkpoint_id, delta_copy)
         self._deltas.append(delta)
         background: tuple[Link, ...] = ()
         rows = sum(d.rows for d in self._deltas)
-        base_rows = sum(link.rows for link in base)
         if not self._next_base and self._policy.due(len(self._deltas), rows, base_rows):
             # Step 3, first half
             background = self._next_base = self._links(checkpoint_id, state.snapshot_copy(step_id))

@@ -89,6 +89,35 @@ def test_random_changes_restore_exactly_through_deltas_and_new_bases() -> None:
     assert len(bases) > 3  # it materialised again and again
 
 
+def test_a_delta_as_large_as_the_base_is_uploaded_as_a_new_base() -> None:
+    """A burst of changes (e.g. keys loaded while the first base uploaded) becomes a base:
+    not a delta as costly as one that would then call for a base as well."""
+    state = keyed.KeyedState((0, MAXP - 1), MAXP)
+    for k in range(100):
+        state.put(k, k)
+    policy = state_chains.MaterializationPolicy(max_delta_ratio=1.0, min_rows=10)
+    chain = state_chains.StateChain(policy)
+    snapshot(chain, 1, state)
+    for k in range(100, 199):  # 99 new keys: a delta just under the base's 100 rows
+        state.put(k, k)
+    near = snapshot(chain, 2, state)
+    assert [(link.delta, link.rows) for link in near.uploads] == [(True, 99)]
+    assert not near.background
+    for k in range(199, 600):  # 401 new keys: more than the base's 100 rows
+        state.put(k, k)
+    burst = snapshot(chain, 3, state)
+    assert [(link.delta, link.rows, link.as_of) for link in burst.uploads] == [(False, 600, 3)]
+    assert burst.references == burst.uploads and not burst.background
+    assert restored(burst) == {k: k for k in range(600)}
+    state.put(0, "changed")
+    after = snapshot(chain, 4, state)  # the new chain goes on with deltas of what changed
+    assert [(link.as_of, link.delta, link.rows) for link in after.references] == [
+        (3, False, 600),
+        (4, True, 1),
+    ]
+    assert restored(after) == {k: k for k in range(600)} | {0: "changed"}
+
+
 def test_a_background_base_does_not_hold_its_checkpoint_back_and_is_used_once_uploaded() -> None:
     state = keyed.KeyedState((0, MAXP - 1), MAXP)
     state.put("a", 1)
