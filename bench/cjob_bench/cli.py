@@ -143,6 +143,11 @@ ENTRIES: tuple[Entry, ...] = (
         "incremental vs full checkpoints of 10 M keys, 1 % updated per second",
     ),
     Entry(
+        "state-memory",
+        "cjob_bench.extras.state_memory",
+        "the on-disk backend with state 4x its memory budget: every worker's peak RSS",
+    ),
+    Entry(
         "state-backends",
         "cjob_bench.extras.state_backends",
         "on-disk stores (RocksDB, LMDB, SQLite) on one worker's share of state-scale",

@@ -122,7 +122,7 @@ def run_once(
     log(
         f"{label}: {'incremental' if incremental else 'full'} checkpoints{', crash' if crash else ''}"
     )
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     result = driver.SparkDriver(spec, session=spark).run()
     wall = time.monotonic() - started
     store = checkpoint_store.CheckpointStore(
@@ -144,6 +144,7 @@ def run_once(
         "checkpoints": len(completed),
         "steady_checkpoints": len(steady),
         "steady": _summary(steady),
+        "series": _series(completed, steady, started_wall),
     }
     log(f"{label}: {json.dumps(out['steady'])} startup {out['startup_seconds']}")
     return out
@@ -156,6 +157,24 @@ def _loaded(meta: md.CheckpointMetadata, a: argparse.Namespace) -> bool:
     return bool(positions) and all(
         int(positions.get(name, 0)) > share for name, share in shares.items()
     )
+
+
+def _series(
+    completed: list[md.CheckpointMetadata], steady: list[md.CheckpointMetadata], started: float
+) -> list[dict[str, Any]]:
+    """Every completed checkpoint in order (for reading, not for the goals): its trigger time
+    since the run started, its duration, its bytes written, whether it counts as steady."""
+    steady_ids = {m.checkpoint_id for m in steady}
+    return [
+        {
+            "id": int(m.checkpoint_id),
+            "at_s": round(m.trigger_time - started, 1),
+            "duration_s": round(m.completion_time - m.trigger_time, 3),
+            "uploaded_bytes": layout.uploaded_size(m),
+            "steady": m.checkpoint_id in steady_ids,
+        }
+        for m in sorted(completed, key=lambda m: m.checkpoint_id)
+    ]
 
 
 def _summary(checkpoints: list[md.CheckpointMetadata]) -> dict[str, Any]:

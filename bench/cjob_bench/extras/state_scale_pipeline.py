@@ -45,10 +45,21 @@ class KeyUpdates(sources.Source):
     """Every key once, then ``rate`` updates per second for ``seconds`` (see the module)."""
 
     def __init__(
-        self, *, keys: int, value_bytes: int, rate: float, seconds: float, partitions: int
+        self,
+        *,
+        keys: int,
+        value_bytes: int,
+        rate: float,
+        seconds: float,
+        partitions: int,
+        distinct: int = 0,
+        load_batch: int = LOAD_BATCH,
     ) -> None:
+        """``distinct``: when positive, every key is taken modulo it (the same records over
+        fewer keys: a control for what memory the records take beside the state)."""
         self.keys, self.value_bytes = keys, value_bytes
         self.rate, self.seconds, self.num_partitions = rate, seconds, partitions
+        self.distinct, self.load_batch = distinct, load_batch
 
     def partitions(self) -> Sequence[str]:
         return [f"updates-{p}" for p in range(self.num_partitions)]
@@ -72,7 +83,7 @@ class _Partition(sources.SourcePartition):
     def next_batch(self) -> pa.RecordBatch | list[Record] | None:
         start, owned = self._next, self._owned
         if start < owned:
-            keys = np.arange(start, min(start + LOAD_BATCH, owned), dtype=np.int64)
+            keys = np.arange(start, min(start + self._s.load_batch, owned), dtype=np.int64)
             keys = keys * self._s.num_partitions + self._p
         else:
             count = self._due(start - owned)
@@ -83,7 +94,10 @@ class _Partition(sources.SourcePartition):
             j = np.arange(start - owned, start - owned + count, dtype=np.int64)
             keys = (j * _SPREAD + self._p) % self._s.keys
         self._next = start + len(keys)
-        return pa.record_batch({"key": keys, "value": self._values(keys, start)})
+        values = self._values(keys, start)
+        if self._s.distinct > 0:
+            keys = keys % self._s.distinct
+        return pa.record_batch({"key": keys, "value": values})
 
     def _due(self, done: int) -> int | None:
         """Updates to emit now (paced from this attempt's first update), ``None`` at the end."""
@@ -117,6 +131,8 @@ def build_flow(args: Sequence[str]) -> Dataflow:
     parser.add_argument("--rate", type=float, default=100_000.0, help="updates per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="of updates")
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--distinct", type=int, default=0, help="keys modulo this (0: off)")
+    parser.add_argument("--load-batch", type=int, default=LOAD_BATCH)
     ns = parser.parse_args(list(args))
     flow = Dataflow("state-scale", max_parallelism=128)
     source = KeyUpdates(
@@ -125,6 +141,8 @@ def build_flow(args: Sequence[str]) -> Dataflow:
         rate=ns.rate,
         seconds=ns.seconds,
         partitions=ns.partitions,
+        distinct=ns.distinct,
+        load_batch=ns.load_batch,
     )
     flow.source("updates", source).key_by("by-key", "key").stateful_map("latest", keep_latest).sink(
         "out", DiscardSink()

@@ -82,13 +82,17 @@ DRIVER_PYTHON = (0.25, 256)
 """The driver: the coordinator and control API in Python, a quarter of the heap, >= 256 MiB."""
 
 
-def memory_budget(quantity: str, python: tuple[float, int]) -> MemoryBudget:
-    """The budget of a pod whose JVM heap is ``quantity``.
+def memory_budget(quantity: str, python: tuple[float, int], state_mib: int = 0) -> MemoryBudget:
+    """The budget of a pod whose JVM heap is ``quantity``; ``state_mib`` is added for the
+    Python processes' keyed state when it lives on disk (its memory budget, per slice).
 
     >>> b = memory_budget("2Gi", EXECUTOR_PYTHON)
     >>> (b.heap, b.overhead, b.python, b.pod, b.spark_overhead)
     (2048, 384, 1024, 3456, '1408m')
+    >>> memory_budget("2Gi", EXECUTOR_PYTHON, state_mib=512).python
+    1536
     """
     heap = max(1, memory_bytes(quantity) // 1024**2)
     fraction, minimum = python
-    return MemoryBudget(heap, max(384, int(heap * 0.1)), max(minimum, int(heap * fraction)))
+    python_mib = max(minimum, int(heap * fraction)) + state_mib
+    return MemoryBudget(heap, max(384, int(heap * 0.1)), python_mib)

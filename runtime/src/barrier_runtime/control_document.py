@@ -93,7 +93,7 @@ class JobDoc(TypedDict):
     failure_timestamps: list[float]
     """When each failed attempt of this driver failed."""
     startup_seconds: float | None
-    """The latest attempt that got running: its start to every subtask running."""
+    """The latest attempt that got running: its start to every subtask restored and running."""
     storage: str | None
 
 

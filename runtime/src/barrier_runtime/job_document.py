@@ -34,6 +34,7 @@ ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
 TOKEN_ENV = "CJOB_CONTROL_TOKEN"
 DEFAULT_GRACE_PERIOD = 60.0
+STATE_BACKENDS = ("memory", "disk")
 TRIGGERS = ("driver", "operator")
 
 _T = TypeVar("_T")
@@ -143,6 +144,10 @@ class CheckpointingSection:
     retained: int = 3
     incremental: bool = False
     local_recovery: bool = False
+    state_backend: str = "memory"
+    """``memory`` or ``disk`` (:class:`~barrier_runtime.core.types.StateBackendKind`)."""
+    state_memory: int = 256 << 20
+    """Bytes one slice's keyed state may use with the ``disk`` backend."""
     triggered_by: str = "driver"
     """``operator``: something else triggers every checkpoint (no periodic ones)."""
 
@@ -152,6 +157,11 @@ class CheckpointingSection:
         if mode not in _MODE_NAMES:
             raise JobConfigError(
                 f"`checkpointing.mode` {mode!r} is not ExactlyOnce or AtLeastOnce: {FIX}"
+            )
+        backend = str(raw.get("stateBackend", "memory"))
+        if backend not in STATE_BACKENDS:
+            raise JobConfigError(
+                f"`checkpointing.stateBackend` {backend!r} is not memory or disk: {FIX}"
             )
         trigger = str(raw.get("triggeredBy") or "driver")
         if trigger not in TRIGGERS:
@@ -174,6 +184,8 @@ class CheckpointingSection:
             retained=number("retained", int, 3),
             incremental=flag(raw, "incremental", "checkpointing"),
             local_recovery=flag(raw, "localRecovery", "checkpointing"),
+            state_backend=backend,
+            state_memory=number("stateMemoryBytes", int, 256 << 20),
             triggered_by=trigger,
         )
 
@@ -190,6 +202,8 @@ class CheckpointingSection:
             "retained": self.retained,
             "incremental": self.incremental,
             "localRecovery": self.local_recovery,
+            "stateBackend": self.state_backend,
+            "stateMemoryBytes": self.state_memory,
             "triggeredBy": self.triggered_by,
         }
 

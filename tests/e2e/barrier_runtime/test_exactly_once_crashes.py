@@ -22,6 +22,7 @@ does catch duplicates.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import pathlib
@@ -32,10 +33,17 @@ import pytest
 from barrier_runtime_testing import spark as spark_testing
 
 from barrier_runtime.connectors.files import FileSink
-from barrier_runtime.core.types import CheckpointConfig, CheckpointingMode
+from barrier_runtime.core.types import (
+    CheckpointConfig,
+    CheckpointingMode,
+    StateBackend,
+    StateBackendKind,
+)
 from barrier_runtime.demo import expected_output, running_count_flow
 from barrier_runtime.driver.restart import Backoff
 from barrier_runtime.spark import config, driver, pipeline
+from barrier_runtime.state import disk_copies
+from barrier_runtime.storage import local_copies
 from barrier_runtime.storage.checkpoint_store import CheckpointStore
 from barrier_runtime.storage.object_store import open_object_store
 from barrier_runtime.testing import (
@@ -91,6 +99,8 @@ class Case:
     plan: tuple[Crash, ...]
     unaligned: bool = False
     incremental: bool = False
+    disk: bool = False
+    """Keyed state in the on-disk backend (RocksDB) instead of memory."""
     min_fired: int = 0
     """Crashes that must fire (attempt filters can leave a late one nothing to hit)."""
     min_checkpoints: int = 1
@@ -100,7 +110,20 @@ class Case:
     @property
     def id(self) -> str:
         kind = "unaligned" if self.unaligned else "aligned"
-        return f"{self.host}-{kind}{'-incremental' if self.incremental else ''}"
+        return (
+            f"{self.host}-{kind}{'-incremental' if self.incremental else ''}"
+            f"{'-disk' if self.disk else ''}"
+        )
+
+    def checkpoints(self, interval: float, **more: Any) -> CheckpointConfig:
+        backend = StateBackend(StateBackendKind.DISK if self.disk else StateBackendKind.MEMORY)
+        return CheckpointConfig(
+            interval=interval,
+            unaligned=self.unaligned,
+            incremental=self.incremental,
+            state_backend=backend,
+            **more,
+        )
 
 
 LARGE = Job(keys=500, events_per_key=400, partitions=6, batch_size=200, rate_per_partition=8000)
@@ -144,6 +167,28 @@ CASES = [
     ),
     *(
         Case(
+            "local",
+            LARGE,
+            EVERYWHERE,
+            unaligned,
+            incremental,
+            disk=True,
+            min_fired=10,
+            min_checkpoints=8,
+        )
+        for incremental, unaligned in ((False, False), (True, True))
+    ),
+    Case(
+        "threads",
+        SMALL,
+        INSIDE_WORKERS,
+        incremental=True,
+        disk=True,
+        min_fired=5,
+        every_restart_restores=True,
+    ),
+    *(
+        Case(
             "threads",
             SMALL,
             INSIDE_WORKERS,
@@ -165,6 +210,19 @@ CASES = [
         marks=pytest.mark.slow,
         id="spark-aligned-incremental",
     ),
+    pytest.param(
+        Case(
+            "spark",
+            SMALL,
+            ON_SPARK,
+            incremental=True,
+            disk=True,
+            min_fired=3,
+            every_restart_restores=True,
+        ),
+        marks=pytest.mark.slow,
+        id="spark-aligned-incremental-disk",
+    ),
 ]
 
 Outcome = tuple[list[dict[str, Any]], Any]
@@ -180,9 +238,7 @@ def run_local(
         running_count_flow(sink, **case.job.flow_kwargs()),
         parallelism=PARALLELISM,
         store=CheckpointStore(open_object_store(str(tmp_path / "cp")), "default/local"),
-        config=CheckpointConfig(
-            interval=0.1, mode=mode, unaligned=case.unaligned, incremental=case.incremental
-        ),
+        config=case.checkpoints(0.1, mode=mode),
         fault_injector=FaultInjector(list(case.plan)),
         max_restarts=20,
     ).run()
@@ -196,9 +252,7 @@ def _spark_spec(case: Case, tmp_path: pathlib.Path, interval: float) -> driver.S
         ),
         parallelism=PARALLELISM,
         store=config.StoreRef(str(tmp_path / "cp"), f"default/{case.host}"),
-        checkpoint=CheckpointConfig(
-            interval=interval, unaligned=case.unaligned, incremental=case.incremental
-        ),
+        checkpoint=case.checkpoints(interval),
         crashes=case.plan,
         restart=driver.RestartSettings(max_restarts=10, backoff=Backoff(initial=0.01, max=0.05)),
     )
@@ -218,13 +272,21 @@ def run_spark(session: Any, case: Case, tmp_path: pathlib.Path) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def spark_session() -> Iterator[Any]:
+def spark_local_state(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The workers' local state directory (given to Spark's JVM, so to its Python workers)."""
+    return tmp_path_factory.mktemp("spark-local-state")
+
+
+@pytest.fixture(scope="module")
+def spark_session(spark_local_state: pathlib.Path) -> Iterator[Any]:
     """One local[3] SparkSession for the module (Spark starts slowly)."""
     from barrier_runtime.spark import session
 
-    spark = session.build_session(
-        f"local[{PARALLELISM}]", app_name="cjob-crash-matrix", parallelism=PARALLELISM
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(local_copies.ROOT_ENV, str(spark_local_state))
+        spark = session.build_session(
+            f"local[{PARALLELISM}]", app_name="cjob-crash-matrix", parallelism=PARALLELISM
+        )
     yield spark
     spark.stop()
 
@@ -262,8 +324,19 @@ def failure_free(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Job], li
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_exactly_once_under_crashes(
-    case: Case, host: Host, failure_free: Callable[[Job], list[dict]], tmp_path: pathlib.Path
+    case: Case,
+    host: Host,
+    failure_free: Callable[[Job], list[dict]],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
+    local = tmp_path / "local"
+    if case.host == "spark":  # the workers' environment is the Spark session's
+        local = request.getfixturevalue("spark_local_state")
+    monkeypatch.setenv(local_copies.ROOT_ENV, str(local))
+    # full copies in many small objects (in this process; Spark's workers keep the default)
+    monkeypatch.setattr(disk_copies, "PART_BYTES", 1024)
     output, result = host(case, tmp_path)
     report = check_exactly_once(failure_free(case.job), output)
     fired = [f for f in result.failures if "injected crash: " in f]
@@ -280,6 +353,19 @@ def test_exactly_once_under_crashes(
     job = "default/local" if case.host == "local" else f"default/{case.host}"
     retained = CheckpointStore(open_object_store(str(tmp_path / "cp")), job).list_completed()
     deltas = [h for m in retained for h in m.state_handles if h.delta]
+    states = local / job / "state"
+    if case.disk:  # the attempts kept their state in RocksDB here, and each removed its own
+        assert states.is_dir() and not any(states.iterdir()), list(states.iterdir())
+    if case.disk and case.host != "spark":  # a full copy went up in several objects
+        whole = collections.Counter(
+            (m.checkpoint_id, h.subtask)
+            for m in retained
+            for h in m.state_handles
+            if h.step_id == "count" and not h.delta
+        )
+        assert max(whole.values()) > 1, whole
+    elif case.host != "spark":  # (Spark's cases share a directory)
+        assert not states.exists()
     if case.incremental:  # the counts' state came back through bases and deltas in shared/
         assert deltas and all(h.key.startswith("shared/count/") for h in deltas), retained
     else:

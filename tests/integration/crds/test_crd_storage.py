@@ -46,6 +46,7 @@ MINIMAL_STORED_SPEC = {
         "retained": 3,
         "incremental": False,
         "localRecovery": False,
+        "stateBackend": {"type": "Memory", "memory": "256Mi"},
     },
     "storage": {
         "endpoint": "http://minio:9000",

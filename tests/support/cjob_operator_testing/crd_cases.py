@@ -368,6 +368,26 @@ _case(
     _spec(checkpointing={"unaligned": {"alignedTimeout": "1" * 17}}),
 )
 _case(
+    "state-backend-unknown",
+    "spec.checkpointing.stateBackend.type enum",
+    _spec(checkpointing={"stateBackend": {"type": "Rocks"}}),
+)
+_case(
+    "state-memory-too-long",
+    "spec.checkpointing.stateBackend.memory maxLength",
+    _spec(checkpointing={"stateBackend": {"memory": "1" * 17}}),
+)
+_case(
+    "state-memory-spark-style",
+    "spec.checkpointing.stateBackend.memory rule[0]",
+    _spec(checkpointing={"stateBackend": {"memory": "1g"}}),
+)
+_case(
+    "state-memory-below-16mi",
+    "spec.checkpointing.stateBackend.memory rule[1]",
+    _spec(checkpointing={"stateBackend": {"type": "Disk", "memory": "8Mi"}}),
+)
+_case(
     "checkpoints-retained-zero",
     "spec.checkpointing.retained minimum",
     _spec(checkpointing={"retained": 0}),
@@ -904,6 +924,10 @@ CAUSES: dict[str, tuple[str, ...]] = {
     'max-concurrent-above-16': ('spec.checkpointing.maxConcurrent: Invalid value: 17: spec.checkpointing.maxConcurrent in body should be less than or equal to 16',),
     'tolerable-failures-negative': ('spec.checkpointing.tolerableFailures: Invalid value: -1: spec.checkpointing.tolerableFailures in body should be greater than or equal to 0',),
     'mode-unknown': ('spec.checkpointing.mode: Unsupported value: "Maybe": supported values: "ExactlyOnce", "AtLeastOnce"', SKIPPED),
+    'state-backend-unknown': ('spec.checkpointing.stateBackend.type: Unsupported value: "Rocks": supported values: "Memory", "Disk"', SKIPPED),
+    'state-memory-too-long': ('spec.checkpointing.stateBackend.memory: Too long: may not be more than 16 bytes', SKIPPED),
+    'state-memory-spark-style': ('spec.checkpointing.stateBackend.memory: Invalid value: "1g": must be a whole number of Mi or Gi, e.g. 256Mi or 1Gi',),
+    'state-memory-below-16mi': ('spec.checkpointing.stateBackend.memory: Invalid value: "8Mi": must be at least 16Mi',),
     'aligned-timeout-without-unit': ('spec.checkpointing.unaligned.alignedTimeout: Invalid value: "5": spec.checkpointing.unaligned.alignedTimeout in body should match \'^[0-9]{1,6}(ms|s|m|h)$\'',),
     'aligned-timeout-too-long': ('spec.checkpointing.unaligned.alignedTimeout: Too long: may not be more than 16 bytes', SKIPPED),
     'checkpoints-retained-zero': ('spec.checkpointing.retained: Invalid value: 0: spec.checkpointing.retained in body should be greater than or equal to 1',),

@@ -87,6 +87,8 @@ def test_a_document_written_before_the_typed_definition_still_reads() -> None:
     added = written["restartPolicy"]  # fields newer than that document take their defaults
     assert (added.pop("attemptsPerRecord"), added.pop("priorFailureTimestamps")) == (3, [])
     assert written["checkpointing"].pop("localRecovery") is False
+    assert written["checkpointing"].pop("stateBackend") == "memory"
+    assert written["checkpointing"].pop("stateMemoryBytes") == 256 << 20
     assert written == WRITTEN_BEFORE
 
 

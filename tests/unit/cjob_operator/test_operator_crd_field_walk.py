@@ -65,6 +65,11 @@ CONSUMERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "checkpointing.retained": ((JOB_JSON, "checkpointing.retained"), (DECIDE, "cleanup")),
     "checkpointing.incremental": ((JOB_JSON, "checkpointing.incremental"),),
     "checkpointing.localRecovery": ((JOB_JSON, "checkpointing.localRecovery"),),
+    "checkpointing.stateBackend.type": (
+        (JOB_JSON, "checkpointing.stateBackend"),
+        (JOB_JSON, "sparkConf.spark.executor.memoryOverhead"),
+    ),
+    "checkpointing.stateBackend.memory": ((JOB_JSON, "checkpointing.stateMemoryBytes"),),
     "storage.endpoint": ((JOB_JSON, "storage.endpoint"),),
     "storage.bucket": ((JOB_JSON, "storage.bucket"),),
     "storage.prefix": ((JOB_JSON, "storage.root"),),

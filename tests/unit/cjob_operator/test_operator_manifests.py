@@ -188,6 +188,16 @@ def test_memory_budget_leaves_room_for_python() -> None:
     assert (small.heap, small.overhead, small.python, small.pod) == (1024, 384, 512, 1920)
     big = quantities.memory_budget("16Gi", quantities.EXECUTOR_PYTHON)
     assert (big.overhead, big.python, big.pod) == (1638, 8192, 16384 + 1638 + 8192)
+    disk = make_spec(checkpointing={"stateBackend": {"type": "Disk", "memory": "300Mi"}})
+    # the state's budget per slice, and an executor runs one slice per core (2 here)
+    assert manifests.spark_conf(JOB, disk)["spark.executor.memoryOverhead"] == "2008m"
+    memory = make_spec(checkpointing={"stateBackend": {"type": "Memory", "memory": "300Mi"}})
+    assert manifests.spark_conf(JOB, memory)["spark.executor.memoryOverhead"] == "1408m"
+    arenas = "spark.executorEnv.MALLOC_ARENA_MAX"  # see StateBackend.executor_env
+    assert manifests.spark_conf(JOB, disk)[arenas] == "2"
+    assert arenas not in manifests.spark_conf(JOB, memory)
+    mine = make_spec(checkpointing={"stateBackend": {"type": "Disk"}}, sparkConf={arenas: "4"})
+    assert manifests.spark_conf(JOB, mine)[arenas] == "4"  # the user's sparkConf wins
     driver = manifests.driver_pod(JOB, sp, "d-1", None)["spec"]["containers"][0]
     # 512 heap + 384 JVM native + 256 Python (a quarter of the heap, at least 256)
     assert driver["resources"]["limits"]["memory"] == "1152Mi"

@@ -92,6 +92,7 @@ checkpointing checkpointing.interval checkpointing.timeout checkpointing.minPaus
 checkpointing.maxConcurrent checkpointing.tolerableFailures checkpointing.mode
 checkpointing.unaligned checkpointing.unaligned.enabled checkpointing.unaligned.alignedTimeout
 checkpointing.retained checkpointing.incremental checkpointing.localRecovery
+checkpointing.stateBackend checkpointing.stateBackend.type checkpointing.stateBackend.memory
 storage storage.endpoint storage.bucket
 storage.prefix storage.credentialsSecret storage.credentialsSecret.name
 storage.credentialsSecret.accessKeyKey storage.credentialsSecret.secretKeyKey restartPolicy

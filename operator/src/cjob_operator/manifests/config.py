@@ -11,6 +11,7 @@ import hashlib
 import json
 
 from barrier_runtime import job_document as jobdoc
+from barrier_runtime.core import types
 from cjob_operator import quantities
 from cjob_operator.manifests import objects, pods
 from cjob_operator.model import spec as spec_model
@@ -40,13 +41,20 @@ def spark_conf(
 
     Memory: ``spec.executor.memory`` is the JVM heap; ``spark.executor.memoryOverhead``
     adds the JVM's native memory and the Python workers' budget
-    (:func:`quantities.memory_budget`), so Spark sizes each executor pod at heap +
-    overhead + Python. ``spark.executor.pyspark.memory`` is deliberately not set: Spark
+    (:func:`quantities.memory_budget`; with the ``Disk`` state backend, plus its memory
+    per core: one slice of the job runs per core), so Spark sizes each executor pod at
+    heap + overhead + Python. ``spark.executor.pyspark.memory`` is deliberately not set: Spark
     enforces it as an address-space rlimit (``RLIMIT_AS``) per worker, divided by the
     cores, which kills workers whose libraries (Arrow, NumPy) reserve virtual memory far
     beyond what they use; the pod's cgroup limit is the real bound.
     """
-    executor_memory = quantities.memory_budget(spec.executor.memory, quantities.EXECUTOR_PYTHON)
+    cp = spec.checkpointing
+    on_disk = cp.state_backend is types.StateBackendKind.DISK
+    executor_memory = quantities.memory_budget(
+        spec.executor.memory,
+        quantities.EXECUTOR_PYTHON,
+        state_mib=spec.executor.cores * (cp.state_memory >> 20) if on_disk else 0,
+    )
     managed = {
         "spark.master": "k8s://https://kubernetes.default.svc",
         "spark.submit.deployMode": "client",
@@ -77,7 +85,10 @@ def spark_conf(
         "spark.dynamicAllocation.enabled": "false",
         "spark.ui.port": str(objects.UI_PORT),
     }
-    return {**dict(spec.spark_conf), **managed}
+    # the state backend's executor settings, which the user's sparkConf may override
+    backend = types.StateBackend(cp.state_backend, cp.state_memory).executor_env()
+    env = {f"spark.executorEnv.{k}": v for k, v in backend.items()}
+    return {**env, **dict(spec.spark_conf), **managed}
 
 
 def job_document(
@@ -112,6 +123,8 @@ def job_document(
             retained=cp.retained,
             incremental=cp.incremental,
             local_recovery=cp.local_recovery,
+            state_backend=cp.state_backend.value,
+            state_memory=cp.state_memory,
             triggered_by="driver",
         ),
         storage=jobdoc.StorageSection(

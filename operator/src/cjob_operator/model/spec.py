@@ -86,6 +86,15 @@ class PodSpec:
         )
 
 
+def _mebibytes(quantity: str) -> int:
+    """``256Mi`` or ``1Gi`` (what the CRD admits) in MiB."""
+    if quantity.endswith("Gi"):
+        return int(quantity[:-2]) << 10
+    if quantity.endswith("Mi"):
+        return int(quantity[:-2])
+    raise SpecError(f"spec.checkpointing.stateBackend.memory {quantity!r} is not Mi or Gi")
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointingSpec:
     interval: float = 30.0
@@ -99,11 +108,15 @@ class CheckpointingSpec:
     retained: int = 3
     incremental: bool = False
     local_recovery: bool = False
+    state_backend: types.StateBackendKind = types.StateBackendKind.MEMORY
+    state_memory: int = types.DEFAULT_STATE_MEMORY
+    """Bytes, from ``stateBackend.memory`` (``256Mi``)."""
 
     @classmethod
     def from_storage(cls, raw: Raw) -> CheckpointingSpec:
         p = "checkpointing"
         unaligned = raw.get("unaligned") or {}
+        backend = raw.get("stateBackend") or {}
         return cls(
             interval=_dur(raw, "interval", "30s", p),
             timeout=_dur(raw, "timeout", "10m", p),
@@ -116,6 +129,8 @@ class CheckpointingSpec:
             retained=int(raw.get("retained", 3)),
             incremental=bool(raw.get("incremental", False)),
             local_recovery=bool(raw.get("localRecovery", False)),
+            state_backend=types.StateBackendKind(str(backend.get("type", "Memory")).lower()),
+            state_memory=_mebibytes(str(backend.get("memory", "256Mi"))) << 20,
         )
 
 

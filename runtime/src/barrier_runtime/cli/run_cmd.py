@@ -38,7 +38,14 @@ from collections.abc import Callable
 from typing import Any
 
 from barrier_runtime import job_document
-from barrier_runtime.cli import failures, local_jobs, preflight, progress, run_summary
+from barrier_runtime.cli import (
+    failures,
+    local_jobs,
+    preflight,
+    progress,
+    run_checkpointing,
+    run_summary,
+)
 from barrier_runtime.core import types
 from barrier_runtime.driver import graceful_stop, job_driver, restart
 from barrier_runtime.spark import config as config_mod
@@ -81,46 +88,7 @@ def add_parser(sub: Any) -> None:
         metavar="P",
         help="Spark workers, one per slice of the pipeline (default 2)",
     )
-    opt(
-        "--checkpoint-interval",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="time between two checkpoints (default %(default)g)",
-    )
-    opt(
-        "--checkpoint-timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="abort a checkpoint not completed by then (default %(default)g)",
-    )
-    opt(
-        "--mode",
-        choices=[m.value for m in types.CheckpointingMode],
-        default="exactly-once",
-        help="exactly-once (barriers aligned) or at-least-once (never blocks; records may be "
-        "replayed after a restore) (default %(default)s)",
-    )
-    opt(
-        "--unaligned",
-        action="store_true",
-        help="unaligned checkpoints: barriers overtake in-flight records, which are stored "
-        "with the checkpoint (fast under back-pressure; exactly-once only)",
-    )
-    opt(
-        "--incremental",
-        action="store_true",
-        help="incremental checkpoints: each uploads only the keyed state that changed since "
-        "the previous one (savepoints stay whole)",
-    )
-    opt(
-        "--local-recovery",
-        action="store_true",
-        help="with --incremental: workers keep local copies of what they upload (in "
-        "$CJOB_LOCAL_STATE_DIR, else the temporary directory) and a restart on the same host "
-        "reads them instead of the store",
-    )
+    run_checkpointing.add_options(opt)
     opt(
         "--store",
         metavar="URL",
@@ -229,14 +197,7 @@ def spec_from_args(
         pipeline=ref,
         parallelism=args.parallelism,
         store=config_mod.StoreRef(_absolute(args.store), args.job or f"default/{flow_name}"),
-        checkpoint=types.CheckpointConfig(
-            interval=args.checkpoint_interval,
-            timeout=args.checkpoint_timeout,
-            mode=types.CheckpointingMode(args.mode),
-            unaligned=args.unaligned,
-            incremental=args.incremental,
-            local_recovery=args.local_recovery,
-        ),
+        checkpoint=run_checkpointing.from_args(args),
         master=args.master,
         spark_conf=_conf(args.conf),
         restart=driver_mod.RestartSettings(
@@ -277,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
     kind = "unaligned" if cp.unaligned else "aligned"
     if cp.incremental:
         kind += ", incremental"
+    if cp.state_backend.kind is types.StateBackendKind.DISK:
+        kind += f", state on disk within {cp.state_backend.memory_bytes >> 20} MiB per subtask"
     out.say(
         f"Spark ready in {time.monotonic() - started:.1f}s; job {flow.name}: "
         f"P={spec.parallelism}, {cp.mode.value} ({kind}) checkpoints every {cp.interval:g}s "

@@ -39,7 +39,8 @@ class JobInfo:
     failure_times: tuple[float, ...] = ()
     """When each failed attempt of this driver failed (epoch seconds)."""
     startup_seconds: float | None = None
-    """The latest attempt that got running: seconds from its start to every subtask running."""
+    """The latest attempt that got running: seconds from its start to every subtask running
+    with its state restored."""
 
 
 @dataclass(frozen=True, slots=True)

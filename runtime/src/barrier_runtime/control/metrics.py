@@ -98,7 +98,7 @@ class JobMetrics:
             else [
                 base.gauge(
                     "cjob_job_startup_seconds",
-                    "The latest attempt that got running: its start to every subtask running.",
+                    "The latest attempt: its start to all subtasks restored and running.",
                     info.startup_seconds,
                 )
             ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NewType
 
 CheckpointId = NewType("CheckpointId", int)
@@ -88,6 +88,40 @@ class Barrier:
         return Barrier(self.checkpoint_id, self.timestamp, self.kind, unaligned=True)
 
 
+class StateBackendKind(enum.Enum):
+    MEMORY = "memory"
+    DISK = "disk"
+
+
+DEFAULT_STATE_MEMORY = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class StateBackend:
+    """Where keyed state lives: Python objects in memory (the default), or an embedded
+    RocksDB per subtask on local disk with a bounded cache in front
+    (:mod:`~barrier_runtime.state.disk_keyed`), for state larger than memory.
+
+    ``memory_bytes``: with ``DISK``, what a subtask's keyed states may keep in memory
+    together (decoded values, RocksDB's block cache and memtables).
+    """
+
+    kind: StateBackendKind = StateBackendKind.MEMORY
+    memory_bytes: int = DEFAULT_STATE_MEMORY
+
+    def executor_env(self) -> dict[str, str]:
+        """Environment the workers need: with ``DISK``, two glibc malloc arenas (by default
+        up to eight per core, each keeping what its threads, RocksDB's and the upload
+        pool's, freed: measured in process, 337 against 284 MiB peak)."""
+        return {"MALLOC_ARENA_MAX": "2"} if self.kind is StateBackendKind.DISK else {}
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes < 16 << 20:
+            raise ValueError(
+                f"the state backend's memory must be at least 16 MiB, got {self.memory_bytes} bytes"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointConfig:
     """How a job checkpoints. Durations are in seconds.
@@ -111,6 +145,8 @@ class CheckpointConfig:
     local_recovery: bool = False
     """With ``incremental``: workers keep local copies of what they upload and a restore on
     the same host reads them first (:mod:`~barrier_runtime.storage.local_copies`)."""
+    state_backend: StateBackend = field(default_factory=StateBackend)
+    """Where keyed state lives between checkpoints: in memory, or on local disk."""
 
     def __post_init__(self) -> None:
         if self.interval <= 0:

@@ -4,8 +4,8 @@
 :class:`~barrier_runtime.driver.attempts.AttemptRunner`; its
 :class:`LocalAttempt` wraps an
 :class:`~barrier_runtime.task.attempt.AttemptContext` (the services the
-subtasks share) and the subtask threads. It is ready as soon as the threads
-are started.
+subtasks share) and the subtask threads. It is ready once every subtask has
+restored its state (as a Spark worker reports itself running only then).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ class LocalAttempt:
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        with self._lock:
+            subtasks = list(self._subtasks)
+        return self._ready and all(s.restored.is_set() for s in subtasks)
 
     @property
     def stopping(self) -> bool:

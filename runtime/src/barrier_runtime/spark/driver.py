@@ -241,7 +241,10 @@ class SparkDriver:
                 self.spec.effective_master,
                 app_name=f"cjob-{self.plan.flow.name}",
                 parallelism=self.spec.parallelism,
-                conf=self.spec.spark_conf,
+                conf={
+                    **session_mod.state_backend_conf(self.spec.checkpoint.state_backend),
+                    **self.spec.spark_conf,
+                },
             )
             self._own_session = True
         return stage.SparkStageLauncher(self._session)

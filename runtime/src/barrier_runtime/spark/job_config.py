@@ -13,7 +13,9 @@ turns into the driver's :class:`~.driver.SparkJobSpec`. It holds no secret value
      "checkpointing": {"intervalSeconds": 30, "timeoutSeconds": 600, "minPauseSeconds": 0,
                        "maxConcurrent": 1, "tolerableFailures": 3, "mode": "ExactlyOnce",
                        "unaligned": false, "alignedTimeoutSeconds": 0, "retained": 3,
-                       "incremental": false, "localRecovery": false, "triggeredBy": "driver"},
+                       "incremental": false, "localRecovery": false,
+                       "stateBackend": "memory", "stateMemoryBytes": 268435456,
+                       "triggeredBy": "driver"},
      "storage": {"endpoint": "http://minio:9000", "bucket": "cjob", "prefix": "cjob",
                  "root": "cjob/team-a/orders",
                  "accessKeyEnv": "AWS_ACCESS_KEY_ID", "secretKeyEnv": "AWS_SECRET_ACCESS_KEY"},
@@ -174,6 +176,9 @@ def _checkpointing(raw: job_document.CheckpointingSection) -> types.CheckpointCo
         retained=raw.retained,
         incremental=raw.incremental,
         local_recovery=raw.local_recovery,
+        state_backend=types.StateBackend(
+            types.StateBackendKind(raw.state_backend), raw.state_memory
+        ),
     )
 
 

@@ -67,6 +67,8 @@ _CARRIED: tuple[type, ...] = (
     types.CheckpointingMode,
     types.FailureReason,
     types.CheckpointConfig,
+    types.StateBackend,
+    types.StateBackendKind,
     task_failure.TaskFailure,
     task_failure.FailureClass,
     task_metrics.AttemptMetrics,

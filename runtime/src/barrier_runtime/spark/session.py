@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
+from barrier_runtime.core import types
 from barrier_runtime.spark import errors, java
 from barrier_runtime.spark import master as master_mod
 
@@ -76,6 +77,11 @@ def local_slots(master: str) -> int | None:
     if match.group(1) is None:
         return 1
     return None if match.group(1) == "*" else int(match.group(1))
+
+
+def state_backend_conf(backend: types.StateBackend) -> dict[str, str]:
+    """Spark settings the state backend needs on its executors (a user's conf wins)."""
+    return {f"spark.executorEnv.{k}": v for k, v in backend.executor_env().items()}
 
 
 def build_session(

@@ -16,6 +16,9 @@ from barrier_runtime.task import attempt as attempt_mod
 from barrier_runtime.task import channel as channel_mod
 from barrier_runtime.task import subtask as subtask_mod
 
+RESTORE_POLL = 0.05
+"""Seconds between looks at the subtasks' restores (a failure wakes the wait at once)."""
+
 
 class NetworkChannels:
     """:class:`~barrier_runtime.task.attempt.RemoteChannels` over a worker's network."""
@@ -53,6 +56,20 @@ class Running:
         ]
         for t in self.threads:
             t.start()
+
+    def wait_restored(self, subtasks: list[subtask_mod.Subtask]) -> None:
+        """Until every subtask has restored its state (or the attempt stops: supervision
+        then takes over); raises the attempt's failure if a subtask failed."""
+        ctx = self._ctx
+        while True:
+            with ctx.changed:
+                ctx.changed.wait_for(
+                    lambda: ctx.failure is not None or ctx.stopping.is_set(), RESTORE_POLL
+                )
+            if ctx.failure is not None:
+                raise ctx.failure
+            if ctx.stopping.is_set() or all(s.restored.is_set() for s in subtasks):
+                return
 
     @property
     def all_left(self) -> bool:

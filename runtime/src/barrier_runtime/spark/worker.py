@@ -135,6 +135,8 @@ class Worker:
             phases.append(("connected", time.time()))
             running = slice_host.Running(subtasks, ctx, cfg.attempt)
             phases.append(("running", time.time()))
+            running.wait_restored(subtasks)
+            phases.append(("restored", time.time()))
             link.send(messages.Running(tuple(phases)))
             # Step 5
             reader = threading.Thread(

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -86,7 +86,7 @@ DELTA_KEY = b"cjob.state.delta"
 """Marks a delta (schema metadata ``cjob.state.delta: 1``): changed keys, null for deleted."""
 
 
-def _schema(content: bytes, delta: bool = False) -> pa.Schema:
+def state_schema(content: bytes, delta: bool = False) -> pa.Schema:
     metadata = {FORMAT_KEY: FORMAT}
     if content != VALUES:
         metadata[CONTENT_KEY] = content
@@ -149,6 +149,24 @@ def check_format(metadata: Mapping[bytes, bytes] | None) -> None:
         )
 
 
+class Copy(Protocol):
+    """A keyed state's copy taken at a barrier (whole or a delta), encoded later."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    @property
+    def delta(self) -> bool: ...
+
+    @property
+    def rows(self) -> int: ...
+
+    def encode(self) -> bytes: ...
+
+
 class KeyedState:
     """One value per key, for the keys in ``[start, end]`` key groups."""
 
@@ -198,7 +216,7 @@ class KeyedState:
         """Serialise every key's value as Arrow IPC bytes (both parts of a snapshot at once)."""
         return self.snapshot_copy(step_id).encode()
 
-    def snapshot_copy(self, step_id: str = "?") -> StateCopy:
+    def snapshot_copy(self, step_id: str = "?") -> Copy:
         """The barrier's part of a snapshot: a copy that later processing cannot change.
 
         Values of immutable types are shared, flat containers of them (``list``,
@@ -208,7 +226,7 @@ class KeyedState:
         """
         return self._copy(step_id, self.values, ())
 
-    def delta_copy(self, step_id: str = "?") -> StateCopy:
+    def delta_copy(self, step_id: str = "?") -> Copy:
         """The keys changed since the last delta (deleted ones as tombstones); forgets them.
 
         Needs :meth:`track_changes`. Taken at the barrier, like :meth:`snapshot_copy`.
@@ -341,7 +359,7 @@ class StateCopy:
         # Key groups are < 32768 (the largest max_parallelism): a stable int16 sort is a
         # radix sort, several times faster than sorting int64.
         order = pa.array(np.argsort(groups.astype(np.int16), kind="stable"))
-        schema = _schema(self.content, self.delta)
+        schema = state_schema(self.content, self.delta)
         table = pa.table(
             {
                 "key_group": pa.array(groups.astype(np.int32)).take(order),

@@ -124,7 +124,7 @@ class TimerService:
         """The timers in their stored form (what snapshots copy)."""
         return self._held
 
-    def snapshot_copy(self, step_id: str) -> keyed.StateCopy:
+    def snapshot_copy(self, step_id: str) -> keyed.Copy:
         """The timers as of now, to encode on the upload thread (see ``KeyedState``)."""
         return self._held.snapshot_copy(step_id)
 

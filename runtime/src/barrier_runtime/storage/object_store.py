@@ -61,7 +61,11 @@ class Timeouts:
     shorter ones so that an endpoint that does not answer is found in seconds.
     """
 
-    connect: float = 5.0
+    connect: float = 60.0
+    """Seconds to connect *and to send a request*: urllib3 sends a request's body under the
+    connect timeout (the read timeout starts after it), so a large state object whose
+    upload the server stalls on for longer fails unless this is as long as ``read``.
+    (At 5 s, full checkpoints of 10 M keys failed against a busy embedded server.)"""
     read: float = 60.0
     retries: int = 3
 

@@ -88,7 +88,7 @@ class S3ObjectStore:
         session_token: str | None = None,
         region: str | None = None,
         create_bucket: bool = False,
-        connect_timeout: float = 5.0,
+        connect_timeout: float = 60.0,
         read_timeout: float = 60.0,
         retries: int = 3,
     ) -> None:

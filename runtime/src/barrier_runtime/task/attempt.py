@@ -26,6 +26,7 @@ from barrier_runtime.api import sources
 from barrier_runtime.core import faults, layout, metadata, types
 from barrier_runtime.core.clock import Clock
 from barrier_runtime.graph import plan as plan_mod
+from barrier_runtime.state import backends
 from barrier_runtime.storage import checkpoint_store, local_copies
 from barrier_runtime.storage import errors as storage_errors
 from barrier_runtime.task import channel as channel_mod
@@ -262,6 +263,12 @@ class AttemptContext:
         data = self.store.read_state(handle)
         copies.keep(handle.key, data)
         return data
+
+    def keyed_states(self, task: str, index: int) -> backends.KeyedStates:
+        root = local_copies.default_root(self.store.job_path)
+        return backends.for_subtask(
+            self.config.state_backend, root, self.attempt, f"{task}-{index}"
+        )
 
     def channel_state(self, meta: metadata.CheckpointMetadata) -> list[snapshots.InFlight]:
         with self._lock:

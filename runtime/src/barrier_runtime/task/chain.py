@@ -29,7 +29,7 @@ from barrier_runtime.api import sources, steps
 from barrier_runtime.channels import messages
 from barrier_runtime.core import clock as clocks
 from barrier_runtime.core import faults, metadata, types
-from barrier_runtime.state import key_groups
+from barrier_runtime.state import backends, key_groups
 from barrier_runtime.task import chain_outputs, event_time, operators, snapshots, source_reader
 from barrier_runtime.task import rejects as rejects_mod
 from barrier_runtime.task.operators import registry
@@ -61,6 +61,10 @@ class ChainServices(Protocol):
     def read_state(self, handle: metadata.StateHandle) -> bytes: ...
 
     def channel_state(self, meta: metadata.CheckpointMetadata) -> list[snapshots.InFlight]: ...
+
+    def keyed_states(self, task: str, index: int) -> backends.KeyedStates:
+        """Where subtask ``index`` of ``task`` keeps its keyed states (the job's backend)."""
+        ...
 
 
 class OperatorChain:
@@ -100,6 +104,7 @@ class OperatorChain:
         self._kg_range = key_groups.key_group_range(
             index, plan.parallelism, plan.flow.max_parallelism
         )
+        self._states = services.keyed_states(task.task_id, index)
 
     @property
     def head_output(self) -> chain_outputs.StepOutput:
@@ -154,10 +159,13 @@ class OperatorChain:
             op.checkpoint_completed(checkpoint_id)
 
     def close(self) -> None:
-        for op in self.ops.values():
-            op.close()
-        if self.reader is not None:
-            self.reader.close()
+        try:
+            for op in self.ops.values():
+                op.close()
+            if self.reader is not None:
+                self.reader.close()
+        finally:
+            self._states.close()
 
     # -- construction ------------------------------------------------------------------
 
@@ -188,6 +196,7 @@ class OperatorChain:
                 parallelism=plan.parallelism,
                 clock=self._ctx.clock,
                 on_commit=self._on_commit,
+                states=self._states,
             )
             self.ops[step_id] = registry.create(step, context)
         for step_id in self._task.steps:

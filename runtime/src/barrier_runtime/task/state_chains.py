@@ -16,6 +16,10 @@ Life of a chain (:class:`StateChain`, on the task thread)
        parallelism), or a broken link — uploads a base, which starts the chain;
        from then on the state tracks its changed keys.
     2. Every later snapshot uploads a delta and references base + deltas.
+       A single delta that is itself as large as :class:`MaterializationPolicy` allows
+       all deltas to grow (a burst of changes, or the keys a load added while the
+       first base uploaded) would cost as much as a base and then call for one: the
+       snapshot uploads a base instead and starts a new chain.
     3. When :class:`MaterializationPolicy` says the deltas have grown (in rows
        against the base, or in number), the snapshot also takes a full copy and
        uploads it in the background as the next base, without holding back
@@ -41,8 +45,9 @@ Threading
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from barrier_runtime.core import metadata, types
 from barrier_runtime.storage import errors as storage_errors
@@ -72,6 +77,19 @@ class StateCopy(Protocol):
     def rows(self) -> int: ...
 
     def encode(self) -> bytes: ...
+
+
+@runtime_checkable
+class Splittable(Protocol):
+    """A copy that uploads as several objects, each a range of its key groups (the on-disk
+    backend's: an object's encoding is held in memory, so its size is bounded)."""
+
+    def split_objects(self) -> Sequence[StateCopy]: ...
+
+
+def parts_of(copy: StateCopy) -> tuple[StateCopy, ...]:
+    """The objects ``copy`` uploads as: its parts, or itself."""
+    return tuple(copy.split_objects()) if isinstance(copy, Splittable) else (copy,)
 
 
 class TrackedState(Protocol):
@@ -117,6 +135,10 @@ class MaterializationPolicy:
     def due(self, deltas: int, delta_rows: int, base_rows: int) -> bool:
         if deltas >= self.max_deltas:
             return True
+        return self.oversized(delta_rows, base_rows)
+
+    def oversized(self, delta_rows: int, base_rows: int) -> bool:
+        """Whether deltas of ``delta_rows`` rows are as costly as a new base."""
         return delta_rows >= self.min_rows and delta_rows >= self.max_delta_ratio * base_rows
 
 
@@ -187,7 +209,7 @@ class ChainSnapshot:
     """Written as part of this snapshot (its delta, or a new chain's base)."""
     references: tuple[Link, ...]
     """The chain as of this snapshot, in restore order: base, then deltas."""
-    background: Link | None = None
+    background: tuple[Link, ...] = ()
     """A full copy to upload as the next base, without holding this snapshot back."""
 
 
@@ -196,9 +218,10 @@ class StateChain:
 
     def __init__(self, policy: MaterializationPolicy) -> None:
         self._policy = policy
-        self._base: Link | None = None
+        self._base: tuple[Link, ...] = ()
+        """The chain's base: one link per object (several for a state that uploads in parts)."""
         self._deltas: list[Link] = []
-        self._next_base: Link | None = None
+        self._next_base: tuple[Link, ...] = ()
 
     def snapshot(
         self,
@@ -209,31 +232,42 @@ class StateChain:
     ) -> ChainSnapshot:
         """The barrier's part of snapshot ``checkpoint_id`` of ``state`` (copies taken now)."""
         base = self._base
-        if base is None or base.broken or any(d.broken for d in self._deltas):
+        if not base or any(b.broken for b in base) or any(d.broken for d in self._deltas):
             # Step 1: a new chain
             state.track_changes()
             copy = state.snapshot_copy(step_id)
             state.delta_copy(step_id)  # forget what the base holds already
-            self._base, self._deltas, self._next_base = self._link(checkpoint_id, copy), [], None
-            return ChainSnapshot(step_id, relpath, (self._base,), (self._base,))
+            self._base, self._deltas, self._next_base = self._links(checkpoint_id, copy), [], ()
+            return ChainSnapshot(step_id, relpath, self._base, self._base)
         # Step 3, second half: switch to a background base that has been uploaded
         ready = self._next_base
-        if ready is not None and ready.settled:
-            self._next_base = None
-            if ready.uploaded:
+        if ready and all(link.settled for link in ready):
+            self._next_base = ()
+            if all(link.uploaded for link in ready):
                 self._base = base = ready
-                self._deltas = [d for d in self._deltas if d.as_of > ready.as_of]
+                self._deltas = [d for d in self._deltas if d.as_of > ready[0].as_of]
         # Step 2
-        delta = self._link(checkpoint_id, state.delta_copy(step_id))
+        delta_copy = state.delta_copy(step_id)
+        base_rows = sum(link.rows for link in base)
+        if not self._next_base and self._policy.oversized(delta_copy.rows, base_rows):
+            # Step 2a: as large as a base, so uploaded as one (a new chain)
+            copy = state.snapshot_copy(step_id)
+            self._base, self._deltas = self._links(checkpoint_id, copy), []
+            return ChainSnapshot(step_id, relpath, self._base, self._base)
+        delta = self._link(checkpoint_id, delta_copy)
         self._deltas.append(delta)
-        background = None
+        background: tuple[Link, ...] = ()
         rows = sum(d.rows for d in self._deltas)
-        if self._next_base is None and self._policy.due(len(self._deltas), rows, base.rows):
+        if not self._next_base and self._policy.due(len(self._deltas), rows, base_rows):
             # Step 3, first half
-            background = self._next_base = self._link(checkpoint_id, state.snapshot_copy(step_id))
+            background = self._next_base = self._links(checkpoint_id, state.snapshot_copy(step_id))
         return ChainSnapshot(
-            step_id, relpath, (delta,), (base, *self._deltas), background=background
+            step_id, relpath, (delta,), (*base, *self._deltas), background=background
         )
+
+    @classmethod
+    def _links(cls, checkpoint_id: types.CheckpointId, copy: StateCopy) -> tuple[Link, ...]:
+        return tuple(cls._link(checkpoint_id, part) for part in parts_of(copy))
 
     @staticmethod
     def _link(checkpoint_id: types.CheckpointId, copy: StateCopy) -> Link:

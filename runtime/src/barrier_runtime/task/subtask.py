@@ -89,6 +89,9 @@ class Subtask:
         """A ``Shutdown`` was posted (it may still wait in the queue)."""
         self.records = 0
         self.backpressure_seconds = 0.0
+        self.restored = threading.Event()
+        """Set once the subtask's state is restored, or once its run ended without that (a
+        failed restore fails the attempt): a host reports its subtasks running after it."""
         self._control: collections.deque[task_messages.ControlMessage] = collections.deque()
         self._control_lock = threading.Lock()
         specs = task.channels(index, ctx.plan.parallelism)
@@ -132,6 +135,7 @@ class Subtask:
         try:
             self.chain.build()
             self.records += self.chain.restore()
+            self.restored.set()
             if self.gate is None:
                 self._run_source()
             else:
@@ -144,6 +148,7 @@ class Subtask:
         except BaseException as exc:
             self.ctx.fail(exc, self.key)
         finally:
+            self.restored.set()
             self.chain.close()
 
     def _leave_after_peer_left(self, exc: channel_errors.ChannelClosedError) -> None:

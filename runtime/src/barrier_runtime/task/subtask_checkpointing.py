@@ -288,7 +288,7 @@ class SubtaskCheckpointing:
             self._upload_channel_state(snap)
         self._services.submit_upload(self._key, n, lambda: self._upload_state(snap))  # Step 3
         for chained in builder.chained:
-            if chained.background is not None:
+            if chained.background:
                 upload = functools.partial(self._upload_base, chained.background, chained.step_id)
                 self._services.submit_upload(self._key, n, upload)
 
@@ -326,14 +326,22 @@ class SubtaskCheckpointing:
         link.succeeded(handle)
         return handle
 
-    def _upload_base(self, link: state_chains.Link, step_id: types.StepId) -> None:
-        """A background base: its failure fails no checkpoint (the chain keeps its old base)."""
-        try:
-            self._upload_link(link, step_id)
-        except Exception as exc:
-            log.warning(
-                "%s could not upload a new base of %s (tried later): %s", self._key, step_id, exc
-            )
+    def _upload_base(self, links: tuple[state_chains.Link, ...], step_id: types.StepId) -> None:
+        """A background base, its objects one after the other (one encoding in memory at a
+        time); its failure fails no checkpoint (the chain keeps its old base)."""
+        for i, link in enumerate(links):
+            try:
+                self._upload_link(link, step_id)
+            except Exception as exc:
+                log.warning(
+                    "%s could not upload a new base of %s (tried later): %s",
+                    self._key,
+                    step_id,
+                    exc,
+                )
+                for rest in links[i + 1 :]:
+                    rest.failed()
+                return
 
     def _upload_channel_state(self, snap: _Snapshot) -> None:
         entries = [*snap.input_state, *snap.output_state]

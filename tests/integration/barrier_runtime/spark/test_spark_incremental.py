@@ -24,7 +24,7 @@ import pytest
 from barrier_runtime_testing import spark_harness as h
 
 from barrier_runtime.core import faults
-from barrier_runtime.core.types import CheckpointConfig
+from barrier_runtime.core.types import CheckpointConfig, StateBackend, StateBackendKind
 from barrier_runtime.spark import driver
 from barrier_runtime.storage import checkpoint_store, object_store
 from barrier_runtime.testing import JobFailedError, check_exactly_once
@@ -35,10 +35,17 @@ PIPELINE, JOB = h.GENERATOR_PIPELINE, "default/incremental"
 
 
 def _spec(
-    out_url: str, store_url: str, parallelism: int, retained: int = 3, **changes
+    out_url: str,
+    store_url: str,
+    parallelism: int,
+    retained: int = 3,
+    backend: StateBackendKind = StateBackendKind.MEMORY,
+    **changes,
 ) -> driver.SparkJobSpec:
     spec = h.job_spec(PIPELINE, h.generator_args(out_url, 800), store_url, JOB)
-    checkpoint = CheckpointConfig(interval=0.3, retained=retained, incremental=True)
+    checkpoint = CheckpointConfig(
+        interval=0.3, retained=retained, incremental=True, state_backend=StateBackend(backend)
+    )
     return dataclasses.replace(spec, parallelism=parallelism, checkpoint=checkpoint, **changes)
 
 
@@ -64,17 +71,23 @@ def test_worker_processes_killed_five_times(spark, s3_env, crash_free) -> None:
     assert any(h.delta for handles in chains for h in handles), "restored through deltas"
 
 
-def test_rescaled_from_2_to_3_to_1_and_past_a_corrupt_delta(spark, s3_env, crash_free) -> None:
+@pytest.mark.parametrize("backend", list(StateBackendKind), ids=lambda k: k.value)
+def test_rescaled_from_2_to_3_to_1_and_past_a_corrupt_delta(
+    spark, s3_env, crash_free, backend: StateBackendKind
+) -> None:
+    """With the state in memory and on disk (the same checkpoints either way)."""
     out_url, store_url = h.s3_urls(s3_env)
     store = _store(store_url)
-    first = driver.SparkDriver(_spec(out_url, store_url, 2, **_stop_after(6)), session=spark)
+    first = driver.SparkDriver(
+        _spec(out_url, store_url, 2, backend=backend, **_stop_after(6)), session=spark
+    )
     with pytest.raises(JobFailedError):
         first.run()
     at_2 = store.select_restore_point()
     assert at_2 is not None and at_2.fingerprint.parallelism == 2
     assert any(h.delta for h in at_2.state_handles)
 
-    second = _spec(out_url, store_url, 3, restore_from=at_2.checkpoint_id)
+    second = _spec(out_url, store_url, 3, backend=backend, restore_from=at_2.checkpoint_id)
     second = dataclasses.replace(second, **_stop_after(at_2.checkpoint_id + 6))
     with pytest.raises(JobFailedError):
         driver.SparkDriver(second, session=spark).run()
@@ -90,7 +103,7 @@ def test_rescaled_from_2_to_3_to_1_and_past_a_corrupt_delta(spark, s3_env, crash
     assert fallback is not None and fallback.checkpoint_id < at_3.checkpoint_id
     skipped = at_3.records_published["out"] - fallback.records_published["out"]
 
-    result = driver.SparkDriver(_spec(out_url, store_url, 1), session=spark).run()
+    result = driver.SparkDriver(_spec(out_url, store_url, 1, backend=backend), session=spark).run()
     assert result.restored_from[0] == fallback.checkpoint_id
     report = check_exactly_once(crash_free, h.published(out_url))
     print("after the fallback:", report.as_dict(), "skipped:", skipped)

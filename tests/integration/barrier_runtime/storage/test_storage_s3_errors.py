@@ -3,10 +3,16 @@ both real servers (SeaweedFS and MinIO: ids ``[seaweedfs]``, ``[minio]``)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import logging
+import os
+import signal
 import socket
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
 
 import http_fakes
 import minio
@@ -161,3 +167,66 @@ def test_credentials_come_from_the_environment(
     store.put("k", b"v")
     assert store.get("k") == b"v"
     assert each_s3_server.secret_key not in store.describe()
+
+
+@pytest.mark.parametrize(
+    "server_name", ["s3_server", pytest.param("minio_server", marks=pytest.mark.minio)]
+)
+def test_an_upload_survives_a_server_that_stalls_while_reading_its_body(
+    request: pytest.FixtureRequest, server_name: str
+) -> None:
+    """urllib3 sends a request's body under the *connect* timeout: a job's store must wait
+    out a server that stops reading for several seconds (a busy embedded server did, during
+    a 550 MB full checkpoint), and a store with a short connect timeout shows the stall is
+    real."""
+    server: s3_server_mod.LocalS3Server = request.getfixturevalue(server_name)
+    prefix = f"stall-{uuid.uuid4().hex[:8]}"
+    server.create_bucket(BUCKET)
+    url = f"s3://{BUCKET}/{prefix}?endpoint={server.endpoint}"
+    keys = {"access_key": server.access_key, "secret_key": server.secret_key}
+    job_store = object_store.open_object_store(url, **keys)  # a running job's timeouts
+    impatient = object_store.open_object_store(
+        url, **keys, timeouts=object_store.Timeouts(connect=2.0, read=60.0, retries=0)
+    )
+    body = os.urandom(256 << 20)  # far more than loopback sockets buffer (64 MB fit)
+    # The control, where the stall does hold the body back (SeaweedFS; MinIO's reads
+    # happen to absorb it): a 2 s connect timeout fails the upload.
+    stores = [(job_store, True), (impatient, False)] if server_name == "s3_server" else []
+    for store, survives in stores or [(job_store, True)]:
+        outcome: list[BaseException | None] = []
+        upload = threading.Thread(target=_put, args=(store, "big", body, outcome))
+        with _stalled(server, seconds=6.0, after=upload.start):
+            upload.join(timeout=120)
+        assert outcome, "the upload did not end"
+        if survives:
+            assert outcome[0] is None, outcome[0]
+            assert store.get("big") == body
+        else:
+            assert isinstance(outcome[0], errors.StorageError), outcome[0]
+
+
+def _put(
+    store: object_store.ObjectStore, key: str, data: bytes, outcome: list[BaseException | None]
+) -> None:
+    try:
+        store.put(key, data)
+    except BaseException as exc:  # handed to the test thread
+        outcome.append(exc)
+    else:
+        outcome.append(None)
+
+
+@contextlib.contextmanager
+def _stalled(
+    server: s3_server_mod.LocalS3Server, *, seconds: float, after: Callable[[], None]
+) -> Iterator[None]:
+    """The server process stopped (SIGSTOP) right after ``after()``, for ``seconds``."""
+    pid = server.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        after()
+        time.sleep(seconds)  # the stall itself is what is under test
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    yield

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from barrier_runtime.core import types
 from barrier_runtime.core.types import CheckpointingMode
 from barrier_runtime.spark import job_config
 from cjob_operator import manifests
@@ -142,6 +143,14 @@ def test_incremental_checkpoints_reach_the_driver_from_the_crd() -> None:
     assert spec.checkpoint.incremental is True and spec.checkpoint.local_recovery is True
     default = job_config.to_spec(_doc(), environ=ENV).checkpoint
     assert default.incremental is False and default.local_recovery is False
+
+
+def test_the_state_backend_reaches_the_driver_from_the_crd() -> None:
+    checkpointing = {"stateBackend": {"type": "Disk", "memory": "1Gi"}}
+    spec = job_config.to_spec(_doc(checkpointing=checkpointing), environ=ENV)
+    assert spec.checkpoint.state_backend == types.StateBackend(types.StateBackendKind.DISK, 1 << 30)
+    default = job_config.to_spec(_doc(), environ=ENV).checkpoint.state_backend
+    assert default == types.StateBackend(types.StateBackendKind.MEMORY, 256 << 20)
 
 
 def test_allow_fresh_start_must_be_a_boolean() -> None:

@@ -148,12 +148,11 @@ def test_a_restore_from_any_chain_goes_on_as_the_live_operator(name: str) -> Non
         for chained in builder.chained:
             for link in chained.uploads:
                 _upload(link, stored)
-            if chained.background is None:
-                continue
-            if cid % 2:
-                lagging.append(chained.background)  # uploaded during the next round
-            else:
-                _upload(chained.background, stored)
+            for link in chained.background:
+                if cid % 2:
+                    lagging.append(link)  # uploaded during the next round
+                else:
+                    _upload(link, stored)
         handles = [link.handle(0) for c in builder.chained for link in c.references]
         bases.update(h.as_of for h in handles if not h.delta)
         checkpoints.append((handles, watermark, len(out.rows)))

@@ -81,12 +81,41 @@ def test_random_changes_restore_exactly_through_deltas_and_new_bases() -> None:
             key = rng.choice([rng.randrange(60), f"k{rng.randrange(60)}"])
             state.put(key, None if rng.random() < 0.2 else [cid, rng.random()])
         snap = snapshot(chain, cid, state)
-        if snap.background is not None:
-            upload(snap.background)
+        for link in snap.background:
+            upload(link)
         bases.add(snap.references[0].as_of)
         assert len(snap.references) <= 1 + policy.max_deltas + 1
         assert restored(snap) == state.values
     assert len(bases) > 3  # it materialised again and again
+
+
+def test_a_delta_as_large_as_the_base_is_uploaded_as_a_new_base() -> None:
+    """A burst of changes (e.g. keys loaded while the first base uploaded) becomes a base:
+    not a delta as costly as one that would then call for a base as well."""
+    state = keyed.KeyedState((0, MAXP - 1), MAXP)
+    for k in range(100):
+        state.put(k, k)
+    policy = state_chains.MaterializationPolicy(max_delta_ratio=1.0, min_rows=10)
+    chain = state_chains.StateChain(policy)
+    snapshot(chain, 1, state)
+    for k in range(100, 199):  # 99 new keys: a delta just under the base's 100 rows
+        state.put(k, k)
+    near = snapshot(chain, 2, state)
+    assert [(link.delta, link.rows) for link in near.uploads] == [(True, 99)]
+    assert not near.background
+    for k in range(199, 600):  # 401 new keys: more than the base's 100 rows
+        state.put(k, k)
+    burst = snapshot(chain, 3, state)
+    assert [(link.delta, link.rows, link.as_of) for link in burst.uploads] == [(False, 600, 3)]
+    assert burst.references == burst.uploads and not burst.background
+    assert restored(burst) == {k: k for k in range(600)}
+    state.put(0, "changed")
+    after = snapshot(chain, 4, state)  # the new chain goes on with deltas of what changed
+    assert [(link.as_of, link.delta, link.rows) for link in after.references] == [
+        (3, False, 600),
+        (4, True, 1),
+    ]
+    assert restored(after) == {k: k for k in range(600)} | {0: "changed"}
 
 
 def test_a_background_base_does_not_hold_its_checkpoint_back_and_is_used_once_uploaded() -> None:
@@ -98,12 +127,13 @@ def test_a_background_base_does_not_hold_its_checkpoint_back_and_is_used_once_up
     snapshot(chain, 2, state)
     state.put("c", 3)
     due = snapshot(chain, 3, state)
-    assert due.background is not None and due.background.as_of == 3
+    (background,) = due.background
+    assert background.as_of == 3
     assert [link.as_of for link in due.references] == [1, 2, 3]  # not waiting for it
     state.put("d", 4)
     before = snapshot(chain, 4, state)  # still uploading: the old base goes on
     assert [link.as_of for link in before.references] == [1, 2, 3, 4]
-    upload(due.background)
+    upload(background)
     state.put("e", 5)
     after = snapshot(chain, 5, state)
     assert [(link.as_of, link.delta) for link in after.references] == [
@@ -121,12 +151,12 @@ def test_a_failed_background_base_is_dropped_and_the_chain_goes_on() -> None:
     snapshot(chain, 1, state)
     state.put("b", 2)
     due = snapshot(chain, 2, state)
-    assert due.background is not None
-    due.background.failed()
+    (background,) = due.background
+    background.failed()
     state.put("c", 3)
     nxt = snapshot(chain, 3, state)
     assert [link.as_of for link in nxt.references] == [1, 2, 3]
-    assert nxt.background is not None and nxt.background.as_of == 3  # tried again
+    assert [link.as_of for link in nxt.background] == [3]  # tried again
 
 
 def test_a_failed_delta_fails_the_checkpoints_that_reference_it_and_a_new_chain_starts() -> None:

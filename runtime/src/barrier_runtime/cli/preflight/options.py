@@ -189,6 +189,12 @@ def run_options(args: argparse.Namespace) -> None:
         unaligned=args.unaligned,
         names=_RUN_CHECKPOINT_NAMES,
     )
+    at_least(
+        "--state-memory",
+        args.state_memory,
+        16,
+        why="MiB: RocksDB's caches and the decoded values need that much",
+    )
     if args.local_recovery and not args.incremental:
         raise fail(
             "--local-recovery needs --incremental (it keeps local copies of the incremental "

@@ -137,17 +137,19 @@ def add_keyed_state(
         chained = builder.chains.snapshot(builder.checkpoint_id, state, step_id, relpath)
         builder.chained.append(chained)
         return
-    copy = state.snapshot_copy(step_id)
-    builder.blobs.append(
-        StateBlob(
-            relpath,
-            copy.encode,
-            step_id,
-            metadata.HandleKind.KEYED,
-            state.start,
-            state.end,
+    parts = state_chains.parts_of(state.snapshot_copy(step_id))
+    for i, part in enumerate(parts):
+        name = relpath if len(parts) == 1 else f"{step_id}/{builder.subtask}{suffix}-{i}.arrow"
+        builder.blobs.append(
+            StateBlob(
+                name,
+                part.encode,
+                step_id,
+                metadata.HandleKind.KEYED,
+                part.start,
+                part.end,
+            )
         )
-    )
 
 
 def key_fn_of(inp: steps.Input) -> steps.KeyFn:

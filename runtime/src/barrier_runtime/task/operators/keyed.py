@@ -35,10 +35,12 @@ class KeyedOperator(base.StatefulOperator):
         key_group_range: tuple[int, int],
         max_parallelism: int,
         reject: base.Reject | None = None,
+        state: keyed.KeyedState | None = None,
     ) -> None:
+        """``state``: made by the job's state backend (default: in memory)."""
         super().__init__(step.step_id, emit)
         self._reject = reject
-        self.state = keyed.KeyedState(key_group_range, max_parallelism)
+        self.state = keyed.KeyedState(key_group_range, max_parallelism) if state is None else state
         self._key_fns: tuple[steps.KeyFn, ...]
         self._stateful: steps.StatefulFn | None = None
         self._connect: steps.ConnectFn | None = None
@@ -151,4 +153,7 @@ class KeyedOperator(base.StatefulOperator):
 def _keyed(
     step: steps.StatefulStep | steps.ConnectStep, ctx: registry.OperatorContext
 ) -> base.Operator:
-    return KeyedOperator(step, ctx.emit, ctx.key_group_range, ctx.max_parallelism, ctx.reject)
+    state = ctx.keyed_state(step.step_id)
+    return KeyedOperator(
+        step, ctx.emit, ctx.key_group_range, ctx.max_parallelism, ctx.reject, state
+    )

@@ -16,11 +16,12 @@ never a branch here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from barrier_runtime.api import steps
 from barrier_runtime.core import clock as clocks
+from barrier_runtime.state import backends, keyed
 from barrier_runtime.task.operators import base
 
 
@@ -45,6 +46,12 @@ class OperatorContext:
     clock: clocks.Clock
     on_commit: base.CommitHook
     """Called before a sink commits a checkpoint's transaction (the COMMIT fault point)."""
+    states: backends.KeyedStates = field(default_factory=backends.InMemory)
+    """Makes the step's keyed state, in memory or on disk as the job is configured."""
+
+    def keyed_state(self, name: str, content: bytes = keyed.VALUES) -> keyed.KeyedState:
+        """The keyed state ``name`` (the step id, plus a suffix if it keeps several)."""
+        return self.states.create(name, self.key_group_range, self.max_parallelism, content)
 
 
 Factory = Callable[[Any, OperatorContext], base.Operator]
