@@ -6,11 +6,13 @@ changed keys. Nothing is held in memory but the object being encoded.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import pathlib
 import shutil
+import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +41,42 @@ def part_bytes(memory_bytes: int) -> int:
     return max(64 << 10, min(PART_BYTES, memory_bytes // 4 // ENCODING_FACTOR))
 
 
+class CopyClosedError(RuntimeError):
+    """A copy was read after its state closed (its attempt ended, its files are gone)."""
+
+
+class CopyReads:
+    """How the copies of one state open their RocksDB checkpoints: one at a time, and
+    never once the state has closed. Opening a removed checkpoint would create its
+    directory again (RocksDB writes there before it finds no database), so a copy
+    still queued for upload when its attempt ends would leave it behind."""
+
+    def __init__(self, memory: spilling_values.StoreMemory) -> None:
+        self.memory = memory
+        """Whose block cache reading a checkpoint uses (the subtask's budget)."""
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextlib.contextmanager
+    def open(self, checkpoint: pathlib.Path) -> Iterator[Any]:
+        """The checkpoint, read-only, while the state stays open."""
+        with self._lock:
+            if self._closed:
+                raise CopyClosedError(f"the state copy {checkpoint} was read after its state closed")
+            copy: Any = rocksdict.Rdict(
+                str(checkpoint), self.memory.options(), access_type=rocksdict.AccessType.read_only()
+            )
+            try:
+                yield copy
+            finally:
+                copy.close()
+
+    def close(self) -> None:
+        """No copy opens from now on (waits for the one being read)."""
+        with self._lock:
+            self._closed = True
+
+
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class RangeCopy:
     """A disk state as of a barrier: a RocksDB snapshot, streamed into a state object later."""
@@ -51,8 +89,7 @@ class RangeCopy:
     """A RocksDB checkpoint (hard links to the store's immutable files) taken at the barrier,
     removed when this copy is garbage (uploaded, or dropped)."""
     rows: int
-    memory: spilling_values.StoreMemory
-    """Whose block cache reading the checkpoint uses (the subtask's budget)."""
+    reads: CopyReads
     part_bytes: int = PART_BYTES
     delta: bool = False
 
@@ -78,16 +115,14 @@ class RangeCopy:
 
     def encode_range(self, start: int, end: int) -> bytes:
         """The entries of key groups ``start`` to ``end`` as one state object."""
-        copy: Any = rocksdict.Rdict(
-            str(self.checkpoint),
-            self.memory.options(),
-            access_type=rocksdict.AccessType.read_only(),
-        )
         scan = rocksdict.ReadOptions()
         scan.fill_cache(False)  # type: ignore[call-arg]  # (its stub lacks the flag) a scan once through: it would only push the live state out
         schema = keyed.state_schema(self.content)
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer:
+        with (
+            self.reads.open(self.checkpoint) as copy,
+            pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer,
+        ):
             groups: list[int] = []
             keys: list[bytes] = []
             data: list[bytes] = []
@@ -103,7 +138,6 @@ class RangeCopy:
                     groups, keys, data = [], [], []
             if keys or writer.stats.num_record_batches == 0:  # an empty object has one batch
                 writer.write_batch(_batch(schema, groups, keys, data))
-        copy.close()
         return bytes(sink.getvalue().to_pybytes())
 
 
@@ -152,7 +186,7 @@ class DeltaCopy:
     content: bytes
     checkpoint: pathlib.Path
     keys: Sequence[bytes]
-    memory: spilling_values.StoreMemory
+    reads: CopyReads
     part_bytes: int
     rows: int
     delta: bool = True
@@ -184,20 +218,17 @@ class DeltaCopy:
 
     def encode_keys(self, keys: Sequence[bytes]) -> bytes:
         """The state object of ``keys``: their stored values, null where deleted."""
-        copy: Any = rocksdict.Rdict(
-            str(self.checkpoint),
-            self.memory.options(),
-            access_type=rocksdict.AccessType.read_only(),
-        )
         schema = keyed.state_schema(self.content, delta=True)
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer:
+        with (
+            self.reads.open(self.checkpoint) as copy,
+            pa.ipc.new_stream(sink, schema, options=keyed.IPC_OPTIONS) as writer,
+        ):
             for lo in range(0, max(len(keys), 1), CHUNK_ROWS):
                 chunk = list(keys[lo : lo + CHUNK_ROWS])
                 values: list[bytes | None] = copy[chunk] if chunk else []
                 groups = [int.from_bytes(k[:2], "big") for k in chunk]
                 writer.write_batch(_batch(schema, groups, [k[2:] for k in chunk], values))
-        copy.close()
         return bytes(sink.getvalue().to_pybytes())
 
 

@@ -69,6 +69,7 @@ class DiskKeyedState(keyed.KeyedState):
             path, max_parallelism, cache_bytes=cache_bytes, store_memory=store_memory
         )
         self.values = self.spilled  # type: ignore[assignment]
+        self.reads = disk_copies.CopyReads(self.spilled.memory)
         self._copies = 0
 
     def mark(self, key: keyed.Key) -> None:
@@ -77,9 +78,13 @@ class DiskKeyedState(keyed.KeyedState):
         super().mark(key)
 
     def close(self) -> None:
-        """Close the store and remove its files (a restart restores from a checkpoint)."""
+        """Close the store and remove its files (a restart restores from a checkpoint),
+        its copies' too: a copy not yet uploaded can no longer be read."""
+        self.reads.close()
         self.spilled.close()
         shutil.rmtree(self.spilled.path, ignore_errors=True)
+        for copy in self.spilled.path.parent.glob(f"{self.spilled.path.name}.copy-*"):
+            shutil.rmtree(copy, ignore_errors=True)
 
     def snapshot_copy(self, step_id: str = "?") -> disk_copies.RangeCopy:
         self._flush(step_id)
@@ -91,7 +96,7 @@ class DiskKeyedState(keyed.KeyedState):
             self.content,
             where,
             len(self.spilled),
-            self.spilled.memory,
+            self.reads,
             min(self.part_bytes, disk_copies.PART_BYTES),
         )
 
@@ -111,7 +116,7 @@ class DiskKeyedState(keyed.KeyedState):
                 self.content,
                 self._checkpoint(),
                 keys,
-                self.spilled.memory,
+                self.reads,
                 part,
                 len(keys),
             )

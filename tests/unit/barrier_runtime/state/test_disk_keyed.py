@@ -111,6 +111,25 @@ def test_a_dropped_copy_takes_its_rocksdb_checkpoint_with_it(tmp_path: pathlib.P
     assert not (tmp_path / "db").exists()
 
 
+@pytest.mark.parametrize("large_delta", [False, True], ids=["full copy", "large delta"])
+def test_a_copy_read_after_its_state_closed_fails_and_leaves_no_files(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, large_delta: bool
+) -> None:
+    """An attempt ends while a copy still waits for the upload thread: reading it then must
+    not bring back the state's directory (RocksDB creates it on open), as a CI run found."""
+    monkeypatch.setattr(disk_copies, "PART_BYTES", 2_000)
+    disk = _disk(str(tmp_path), memory=1 << 20)
+    disk.track_changes()
+    for i in range(200):
+        disk.put(i, i)
+    copy = disk.delta_copy("s") if large_delta else disk.snapshot_copy("s")
+    assert isinstance(copy, disk_copies.DeltaCopy | disk_copies.RangeCopy)
+    disk.close()
+    with pytest.raises(disk_copies.CopyClosedError, match="after its state closed"):
+        copy.split_objects()[0].encode()
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("parallelism", [1, 3])
 def test_a_restore_at_another_parallelism_keeps_its_own_key_groups(
     tmp_path: pathlib.Path, parallelism: int
