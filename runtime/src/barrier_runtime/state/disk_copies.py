@@ -62,7 +62,9 @@ class CopyReads:
         """The checkpoint, read-only, while the state stays open."""
         with self._lock:
             if self._closed:
-                raise CopyClosedError(f"the state copy {checkpoint} was read after its state closed")
+                raise CopyClosedError(
+                    f"the state copy {checkpoint} was read after its state closed"
+                )
             copy: Any = rocksdict.Rdict(
                 str(checkpoint), self.memory.options(), access_type=rocksdict.AccessType.read_only()
             )
