@@ -50,6 +50,7 @@ from typing import Protocol
 
 from barrier_runtime.channels import messages
 from barrier_runtime.core import faults, metadata, types
+from barrier_runtime.state import disk_copies
 from barrier_runtime.task import input_gate as gate_mod
 from barrier_runtime.task import operators, snapshots, state_chains
 
@@ -333,7 +334,9 @@ class SubtaskCheckpointing:
             try:
                 self._upload_link(link, step_id)
             except Exception as exc:
-                log.warning(
+                ended = isinstance(exc, disk_copies.CopyClosedError)  # the subtask ended first
+                log.log(
+                    logging.INFO if ended else logging.WARNING,
                     "%s could not upload a new base of %s (tried later): %s",
                     self._key,
                     step_id,
