@@ -18,6 +18,7 @@ import http_fakes
 import minio
 import minio.error
 import pytest
+import waiting
 
 from barrier_runtime.storage import checkpoint_store, errors, object_store, s3
 from barrier_runtime.storage import s3_server as s3_server_mod
@@ -220,13 +221,40 @@ def _put(
 def _stalled(
     server: s3_server_mod.LocalS3Server, *, seconds: float, after: Callable[[], None]
 ) -> Iterator[None]:
-    """The server process stopped (SIGSTOP) right after ``after()``, for ``seconds``."""
+    """The server process stopped (SIGSTOP) for ``seconds`` once the body flows in: its
+    sockets hold more unread bytes than a request without a body (the client first sends
+    small requests and waits for their answers, under the read timeout, and hashes the
+    body, which on a loaded machine has taken longer than a stall begun at the start)."""
     pid = server.pid
     assert pid is not None
+    port = int(server.endpoint.rsplit(":", 1)[1])
+    after()
+    waiting.wait_until(
+        lambda: _unread_bytes(port) > _BODY_FLOWING,
+        timeout=120,
+        what="the body queueing at the server",
+        interval=0.002,
+    )
     os.kill(pid, signal.SIGSTOP)
     try:
-        after()
         time.sleep(seconds)  # the stall itself is what is under test
     finally:
         os.kill(pid, signal.SIGCONT)
     yield
+
+
+_BODY_FLOWING = 64 << 10
+"""Unread bytes at the server that only a body makes (a request's head is under 1 KB)."""
+
+
+def _unread_bytes(port: int) -> int:
+    """What the server's sockets on ``port`` received and it has not read (kernel queues)."""
+    total = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                local, queues = fields[1], fields[4]
+                if int(local.rsplit(":", 1)[1], 16) == port:
+                    total += int(queues.split(":")[1], 16)
+    return total
