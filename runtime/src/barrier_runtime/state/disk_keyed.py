@@ -83,7 +83,7 @@ class DiskKeyedState(keyed.KeyedState):
         self.reads.close()
         self.spilled.close()
         shutil.rmtree(self.spilled.path, ignore_errors=True)
-        for copy in self.spilled.path.parent.glob(f"{self.spilled.path.name}.copy-*"):
+        for copy in self.spilled.path.parent.glob(self._copy_path("*").name):
             shutil.rmtree(copy, ignore_errors=True)
 
     def snapshot_copy(self, step_id: str = "?") -> disk_copies.RangeCopy:
@@ -167,10 +167,14 @@ class DiskKeyedState(keyed.KeyedState):
     def _checkpoint(self) -> pathlib.Path:
         """A RocksDB checkpoint of the store now (memtable flushed, files hard-linked)."""
         self._copies += 1
-        where = self.spilled.path.with_name(f"{self.spilled.path.name}.copy-{self._copies}")
+        where = self._copy_path(str(self._copies))
         shutil.rmtree(where, ignore_errors=True)  # left by an earlier attempt
         rocksdict.Checkpoint(self.spilled.db).create_checkpoint(str(where))
         return where
+
+    def _copy_path(self, number: str) -> pathlib.Path:
+        """Where the store's checkpoint ``number`` goes (next to the store)."""
+        return self.spilled.path.with_name(f"{self.spilled.path.name}.copy-{number}")
 
     def _flush(self, step_id: str) -> None:
         try:
